@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Haul",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "haul", targets: ["haul"]),
+        .executable(name: "sample-server", targets: ["sample-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    ],
+    targets: [
+        // C libraries, each behind a small shim header of typed wrappers.
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CNcurses", path: "Sources/CNcurses", pkgConfig: "ncursesw",
+            providers: [.apt(["libncurses-dev"])]),
+        .systemLibrary(
+            name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg-dev"])]),
+
+        // The engine: transport, downloads, files on disk. No terminal code.
+        .target(
+            name: "HaulCore",
+            dependencies: [
+                "CCurl",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]),
+
+        // The command-line front end.
+        .executableTarget(
+            name: "haul",
+            dependencies: [
+                "HaulCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        // The SuperStorage-API sample server, used by `--demo` and by the tests.
+        .target(
+            name: "SampleServer",
+            dependencies: [
+                "CJPEG",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "sample-server/Sources/SampleServer"),
+        .executableTarget(
+            name: "sample-server",
+            dependencies: [
+                "SampleServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "sample-server/Sources/sample-server"),
+
+        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "SampleServer"]),
+        .testTarget(
+            name: "SampleServerTests",
+            dependencies: [
+                "SampleServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]),
+        .testTarget(name: "EndToEndTests", dependencies: ["haul", "SampleServer", "HaulCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,103 @@
+/// Reads a transfer's byte batches, writes each to the part file at its offset as it arrives, and
+/// yields one `Progress` per accumulated batch.
+///
+/// A batch is complete when it holds about 1/100 of the expected size (at least 64 KiB), or when the time
+/// window (100 ms) since the previous progress has passed, whichever comes first; the end of the stream
+/// completes the last one. So a tiny file reports once, a huge one about a hundred times plus once per
+/// window while it is slow, and the reader (a progress bar, a JSON line) sees smooth progress either way.
+public struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
+where Base.Element == [UInt8], C.Duration == Duration {
+    public typealias Element = DownloadProgress
+
+    let base: Base
+    let file: PartFile
+    let startOffset: Int64
+    let total: Int64?
+    let clock: C
+    let window: Duration
+
+    /// - Parameters:
+    ///   - startOffset: the file offset of the stream's first byte (non-zero when resuming).
+    ///   - total: the size of the whole file, when known; sets the batch size.
+    public init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, total: Int64?,
+                clock: C, window: Duration = .milliseconds(100)) {
+        self.base = base
+        self.file = file
+        self.startOffset = startOffset
+        self.total = total
+        self.clock = clock
+        self.window = window
+    }
+
+    /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.
+    public static func batchSize(total: Int64?) -> Int64 {
+        Swift.max(64 * 1024, (total ?? 0) / 100)
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: base.makeAsyncIterator(), owner: self)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let owner: ByteAccumulator
+        var offset: Int64
+        var pending: Int64 = 0
+        var lastReport: C.Instant
+        let origin: C.Instant
+        var meter = RateMeter()
+        var done = false
+
+        init(base: Base.AsyncIterator, owner: ByteAccumulator) {
+            self.base = base
+            self.owner = owner
+            self.offset = owner.startOffset
+            self.origin = owner.clock.now
+            self.lastReport = origin
+            meter.record(bytes: offset, at: 0)
+        }
+
+        public mutating func next() async throws -> DownloadProgress? {
+            guard !done else { return nil }
+            let threshold = ByteAccumulator.batchSize(total: owner.total)
+            while let chunk = try await base.next() {
+                try owner.file.write(chunk, at: offset)
+                offset += Int64(chunk.count)
+                pending += Int64(chunk.count)
+                let now = owner.clock.now
+                if pending >= threshold || lastReport.duration(to: now) >= owner.window {
+                    return report(at: now)
+                }
+            }
+            done = true
+            return pending > 0 || offset == owner.startOffset ? report(at: owner.clock.now) : nil
+        }
+
+        private mutating func report(at now: C.Instant) -> DownloadProgress {
+            meter.record(bytes: offset, at: origin.duration(to: now).seconds)
+            lastReport = now
+            defer { pending = 0 }
+            return DownloadProgress(completed: offset, batchBytes: pending, total: owner.total,
+                            bytesPerSecond: meter.bytesPerSecond)
+        }
+    }
+}
+
+/// Where a download stands after a batch.
+public struct DownloadProgress: Sendable, Equatable {
+    /// Bytes of the file on disk so far (including what was there before a resume).
+    public var completed: Int64
+    /// Bytes in this batch.
+    public var batchBytes: Int64
+    /// The whole file's size, when known.
+    public var total: Int64?
+    /// Recent receive rate.
+    public var bytesPerSecond: Double
+
+    public init(completed: Int64, batchBytes: Int64, total: Int64?, bytesPerSecond: Double) {
+        self.completed = completed
+        self.batchBytes = batchBytes
+        self.total = total
+        self.bytesPerSecond = bytesPerSecond
+    }
+}

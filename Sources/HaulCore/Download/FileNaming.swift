@@ -1,0 +1,125 @@
+import Foundation
+
+/// Turns what a server or a URL suggests into a safe base name inside the output directory.
+///
+/// The result never contains `/`, `\`, NUL or other control characters, is never `.`, `..` or empty,
+/// never starts with a dot (no hidden files), and is at most `maxBytes` UTF-8 bytes, keeping the extension.
+public enum FileNaming {
+    /// 255 (NAME_MAX) less room for ".part.json".
+    public static let maxBytes = 240
+
+    public static func sanitize(_ suggested: String) -> String {
+        let lastComponent = suggested.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var name = String(String.UnicodeScalarView(lastComponent.unicodeScalars.filter { scalar in
+            !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{FEFF}"
+              || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value))
+        }))
+        name = name.trimmingCharacters(in: .whitespaces)
+        while name.hasPrefix(".") { name.removeFirst() }
+        name = truncate(name, toBytes: maxBytes)
+        return name.isEmpty ? "download" : name
+    }
+
+    /// Cuts to at most `limit` UTF-8 bytes on a character boundary, keeping a short extension.
+    static func truncate(_ name: String, toBytes limit: Int) -> String {
+        guard name.utf8.count > limit else { return name }
+        let (stem, ext) = split(name)
+        let suffix = ext.utf8.count <= 16 ? ext : ""
+        var cut = ""
+        for character in stem {
+            if cut.utf8.count + character.utf8.count + suffix.utf8.count > limit { break }
+            cut.append(character)
+        }
+        return cut + suffix
+    }
+
+    /// "photo.jpg" -> ("photo", ".jpg"); "archive.tar.gz" -> ("archive.tar", ".gz"); "README" -> ("README", "").
+    public static func split(_ name: String) -> (stem: String, ext: String) {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
+        return (String(name[..<dot]), String(name[dot...]))
+    }
+
+    /// The name a download gets: Content-Disposition first, then the URL's last path segment.
+    public static func name(contentDisposition: String?, url: String) -> String {
+        if let header = contentDisposition, let suggested = filename(fromContentDisposition: header) {
+            return sanitize(suggested)
+        }
+        return sanitize(lastPathSegment(of: url))
+    }
+
+    /// The file name of a `Content-Disposition` value: `filename*=UTF-8''...` (RFC 6266/8187) wins over
+    /// `filename="..."`.
+    public static func filename(fromContentDisposition header: String) -> String? {
+        var plain: String?
+        var extended: String?
+        for parameter in parameters(of: header) {
+            switch parameter.name.lowercased() {
+            case "filename*":
+                let value = parameter.value
+                guard let quote = value.range(of: "''") else { continue }
+                let charset = value[..<quote.lowerBound].split(separator: "'").first?.lowercased() ?? ""
+                let encoded = String(value[quote.upperBound...])
+                if charset == "utf-8" || charset == "us-ascii" { extended = encoded.removingPercentEncoding }
+            case "filename":
+                plain = parameter.value
+            default:
+                break
+            }
+        }
+        return [extended, plain].compactMap { $0 }.first { !$0.isEmpty }
+    }
+
+    /// `attachment; filename="a;b.txt"; size=3` -> [("filename", "a;b.txt"), ("size", "3")].
+    static func parameters(of header: String) -> [(name: String, value: String)] {
+        var result: [(String, String)] = []
+        var index = header.firstIndex(of: ";") ?? header.endIndex
+        while index < header.endIndex {
+            index = header.index(after: index)
+            let rest = header[index...]
+            guard let equals = rest.firstIndex(of: "=") else { break }
+            let name = rest[..<equals].trimmingCharacters(in: .whitespaces)
+            var cursor = header.index(after: equals)
+            while cursor < header.endIndex, header[cursor] == " " { cursor = header.index(after: cursor) }
+            var value = ""
+            if cursor < header.endIndex, header[cursor] == "\"" {
+                cursor = header.index(after: cursor)
+                while cursor < header.endIndex, header[cursor] != "\"" {
+                    if header[cursor] == "\\", header.index(after: cursor) < header.endIndex {
+                        cursor = header.index(after: cursor)
+                    }
+                    value.append(header[cursor])
+                    cursor = header.index(after: cursor)
+                }
+                if cursor < header.endIndex { cursor = header.index(after: cursor) }
+                index = header[cursor...].firstIndex(of: ";") ?? header.endIndex
+            } else {
+                let end = header[cursor...].firstIndex(of: ";") ?? header.endIndex
+                value = header[cursor..<end].trimmingCharacters(in: .whitespaces)
+                index = end
+            }
+            result.append((name, value))
+        }
+        return result
+    }
+
+    /// The URL's last non-empty path segment, percent-decoded; "index.html" for a bare host or directory.
+    public static func lastPathSegment(of url: String) -> String {
+        var rest = Substring(url)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        guard let slash = rest.firstIndex(of: "/") else { return "index.html" }
+        let path = rest[slash...]
+        guard !path.hasSuffix("/") else { return "index.html" }
+        let segment = path.split(separator: "/").last.map(String.init) ?? ""
+        return segment.removingPercentEncoding ?? segment
+    }
+}
+
+/// What to do when the target file already exists.
+public enum ExistingFilePolicy: String, Sendable, CaseIterable {
+    /// Pick `name.1.ext`, `name.2.ext`, ...
+    case rename
+    case overwrite
+    /// Leave the file and report the download as done.
+    case skip
+}

@@ -1,0 +1,87 @@
+/// One JSON object per event per line on stdout (`--json`); failures also get their stderr line.
+///
+/// Field names are stable (docs/usage.md): `event`, `id`, `url`, `file`, `path`, `state`, `bytes`, `total`,
+/// `rate`, `seconds`, `error`, `category`, `exit`, `message`, `completed`, `failed`.
+public struct JSONReporter: Reporter {
+    private let output: TextOutput
+
+    public init(output: TextOutput = .standard) {
+        self.output = output
+    }
+
+    public func report(_ event: ReportEvent) {
+        let line: JSONLine
+        switch event {
+        case .started(let id, let url, let file, let path, let total):
+            line = JSONLine().add("event", "started").add("id", id).add("url", url).add("file", file).add("path", path)
+                .add("state", "downloading").add("bytes", 0).add("total", total)
+        case .progress(let id, let url, let file, let progress):
+            line = JSONLine().add("event", "progress").add("id", id).add("url", url).add("file", file).add("state", "downloading")
+                .add("bytes", progress.completed).add("total", progress.total)
+                .add("rate", Int64(progress.bytesPerSecond.rounded()))
+        case .notice(let id, let url, let file, let message):
+            line = JSONLine().add("event", "notice").add("id", id).add("url", url).add("file", file).add("message", message)
+        case .done(let id, let url, let result, let seconds):
+            line = JSONLine().add("event", "done").add("id", id).add("url", url).add("file", result.file).add("path", result.path)
+                .add("state", result.skipped ? "skipped" : "done").add("bytes", result.bytes)
+                .add("seconds", seconds)
+        case .failed(let id, let url, let file, let error):
+            output.err(failureLine(file: file, url: url, error: error))
+            line = JSONLine().add("event", "failed").add("id", id).add("url", url).add("file", file)
+                .add("state", error.category == .cancelled ? "cancelled" : "failed")
+                .add("error", error.message).add("category", error.category.rawValue)
+                .add("exit", Int64(error.category.exitCode))
+        case .summary(let summary):
+            line = JSONLine().add("event", "summary").add("completed", summary.completed).add("failed", summary.failed)
+                .add("bytes", summary.bytes).add("seconds", summary.seconds).add("exit", Int64(summary.exitCode))
+        }
+        output.out(line.text)
+    }
+}
+
+/// Builds one JSON object, keys in the order added.
+struct JSONLine {
+    private var fields: [String] = []
+
+    var text: String { "{" + fields.joined(separator: ",") + "}" }
+
+    func add(_ key: String, _ value: String) -> JSONLine {
+        adding(key, Self.quote(value))
+    }
+
+    func add(_ key: String, _ value: Int64?) -> JSONLine {
+        adding(key, value.map(String.init) ?? "null")
+    }
+
+    func add(_ key: String, _ value: Int) -> JSONLine {
+        add(key, Int64(value))
+    }
+
+    func add(_ key: String, _ value: Double) -> JSONLine {
+        adding(key, value.isFinite ? ByteFormat.fixed(value, 3) : "null")
+    }
+
+    private func adding(_ key: String, _ json: String) -> JSONLine {
+        var copy = self
+        copy.fields.append("\(Self.quote(key)):\(json)")
+        return copy
+    }
+
+    static func quote(_ string: String) -> String {
+        var result = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value):
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

@@ -1,0 +1,70 @@
+/// What kind of failure ended a download; each maps to one exit code of the SPEC.
+public enum FailureCategory: String, Sendable, Codable, CaseIterable {
+    case other
+    case usage
+    case fileIO = "file-io"
+    case network
+    case tls
+    case authentication
+    case `protocol`
+    case server
+    case checksum
+    case cancelled
+    case interrupted
+
+    /// The process exit code for this category (SPEC, "Exit codes").
+    public var exitCode: Int32 {
+        switch self {
+        case .other: 1
+        case .usage: 2
+        case .fileIO: 3
+        case .network: 4
+        case .tls: 5
+        case .authentication: 6
+        case .protocol: 7
+        case .server: 8
+        case .checksum: 9
+        case .cancelled: 10
+        case .interrupted: 130
+        }
+    }
+
+    /// Whether a retry may succeed where this attempt failed.
+    public var isTransient: Bool { self == .network }
+}
+
+/// The one error type of the engine: a category for the exit code and a one-line message for people.
+public struct HaulError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var category: FailureCategory
+    /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
+    public var message: String
+    /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
+    public var httpStatus: Int?
+    public var retryAfter: Duration?
+
+    public init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
+        self.category = category
+        self.message = message
+        self.httpStatus = httpStatus
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String { message }
+
+    /// Wraps any error as a `HaulError`; cancellation becomes `.cancelled`.
+    public static func from(_ error: any Error) -> HaulError {
+        switch error {
+        case let error as HaulError: error
+        case is CancellationError: HaulError(.cancelled, "cancelled")
+        default: HaulError(.other, String(describing: error))
+        }
+    }
+}
+
+/// Combines the outcomes of all downloads into the process exit code: 0 when all succeeded; otherwise the
+/// lowest non-zero code other than 1, and 1 only when nothing more specific happened.
+public func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
+    let failures = codes.filter { $0 != 0 }
+    if failures.isEmpty { return 0 }
+    return failures.filter { $0 != 1 }.min() ?? 1
+}

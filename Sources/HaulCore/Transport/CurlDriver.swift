@@ -1,0 +1,237 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Owns one libcurl multi handle and every easy handle, on one thread of its own.
+///
+/// Other threads never touch curl: they post commands (`add`, `unpause`, `remove`) and wake the thread
+/// with `curl_multi_wakeup`. While nothing happens the thread sleeps in `curl_multi_poll`: no busy polling.
+/// Connections are kept in the multi handle's cache and reused by later transfers to the same host.
+public final class CurlDriver: Sendable {
+    /// The process-wide driver. Its thread starts on first use and lives as long as the process.
+    public static let shared = CurlDriver()
+
+    enum Command {
+        case add(TransferCore)
+        case unpause(TransferCore)
+        case remove(TransferCore)
+        case shutdown
+    }
+
+    /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
+    public let highWatermark: Int
+    private let multi: MultiHandle
+    private let inbox = Mutex<[Command]>([])
+    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// A multi handle pointer; used only on the driver thread, apart from the thread-safe `curl_multi_wakeup`.
+    private struct MultiHandle: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+    }
+
+    public init(highWatermark: Int = 1 << 20) {
+        _ = CurlDriver.globalInit
+        self.highWatermark = highWatermark
+        guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        multi = MultiHandle(pointer: pointer)
+        let thread = Thread { [self] in DriverLoop(multi: multi.pointer, driver: self).run() }
+        thread.name = "haul-curl"
+        thread.start()
+    }
+
+    private static let globalInit: Void = {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+    }()
+
+    /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
+    public func start(_ request: HTTPRequest) -> Transfer {
+        let core = TransferCore(request: request, driver: self, highWatermark: highWatermark)
+        post(.add(core))
+        return Transfer(core: core)
+    }
+
+    /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
+    public func shutdown() async {
+        post(.shutdown)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = finished.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    func post(_ command: Command) {
+        inbox.withLock { $0.append(command) }
+        curl_multi_wakeup(multi.pointer)
+    }
+
+    fileprivate func takeCommands() -> [Command] {
+        inbox.withLock { commands in
+            defer { commands = [] }
+            return commands
+        }
+    }
+
+    fileprivate func threadDidExit() {
+        curl_multi_cleanup(multi.pointer)
+        let waiters = finished.withLock { state in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// The driver thread's own state. Created, used and dropped on that thread only.
+private final class DriverLoop {
+    let multi: UnsafeMutableRawPointer
+    unowned let driver: CurlDriver
+    /// Every easy handle added and not yet removed, with the transfer it serves (this keeps it alive).
+    var transfers: [UnsafeMutableRawPointer: TransferCore] = [:]
+    var shuttingDown = false
+
+    init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
+        self.multi = multi
+        self.driver = driver
+    }
+
+    func run() {
+        while true {
+            for command in driver.takeCommands() { handle(command) }
+            if shuttingDown {
+                for core in transfers.values { close(core, error: HaulError(.cancelled, "the transfer engine stopped")) }
+                break
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            collectFinished()
+            // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
+            curl_multi_poll(multi, nil, 0, transfers.isEmpty ? 60_000 : 1_000, nil)
+        }
+        driver.threadDidExit()
+    }
+
+    private func handle(_ command: CurlDriver.Command) {
+        switch command {
+        case .add(let core):
+            add(core)
+        case .unpause(let core):
+            if let easy = core.easy, transfers[easy] != nil {
+                curl_easy_pause(easy, CURLPAUSE_CONT)
+            }
+        case .remove(let core):
+            if let easy = core.easy, transfers[easy] != nil {
+                close(core, error: HaulError(.cancelled, "cancelled"))
+            } else {
+                core.markClosed()
+            }
+        case .shutdown:
+            shuttingDown = true
+        }
+    }
+
+    private func add(_ core: TransferCore) {
+        guard let easy = curl_easy_init() else {
+            core.finish(HaulError(.other, "out of memory starting a transfer"))
+            core.markClosed()
+            return
+        }
+        core.easy = easy
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        core.errorBuffer = errorBuffer
+        let request = core.request
+        let options = request.options
+        let me = Unmanaged.passUnretained(core).toOpaque()
+
+        haul_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
+        haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
+        haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
+        if options.stallTimeout > 0 {
+            haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+            haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
+        }
+        if options.insecure {
+            haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
+            haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
+        }
+        if let rate = options.maxReceiveRate { haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate)) }
+        haul_easy_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        if request.method == .head { haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
+        if let range = request.curlRange { haul_easy_setopt_string(easy, CURLOPT_RANGE, range) }
+
+        var headers = request.headers
+        if let validator = request.ifRange { headers.append("If-Range: \(validator)") }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, header) }
+        core.headerList = list
+        if let list { haul_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) }
+
+        haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        haul_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
+        haul_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
+        haul_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
+        haul_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
+        haul_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
+
+        transfers[easy] = core
+        let code = curl_multi_add_handle(multi, easy)
+        if code != CURLM_OK {
+            close(core, error: HaulError(.other, String(cString: curl_multi_strerror(code))))
+        }
+    }
+
+    private func collectFinished() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let core = transfers[easy]
+            else { continue }
+            let code = haul_msg_result(message)
+            var error: HaulError?
+            if code != CURLE_OK {
+                let detail = core.errorBuffer.map { String(cString: $0) } ?? ""
+                error = HaulError(curlCode: code, detail: detail)
+            }
+            close(core, error: error)
+        }
+    }
+
+    /// Ends a transfer: tells its consumer, then removes and frees the handle.
+    private func close(_ core: TransferCore, error: HaulError?) {
+        core.finish(error)
+        if let easy = core.easy {
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+            transfers[easy] = nil
+        }
+        core.easy = nil
+        if let list = core.headerList { curl_slist_free_all(list) }
+        core.headerList = nil
+        core.errorBuffer?.deallocate()
+        core.errorBuffer = nil
+        core.markClosed()
+    }
+}
+
+private let writeCallback: haul_data_callback = { data, size, count, userdata in
+    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
+    return core.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+private let headerCallback: haul_data_callback = { data, size, count, userdata in
+    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
+    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+    core.headerLine(String(decoding: bytes, as: UTF8.self))
+    return size * count
+}

@@ -1,0 +1,37 @@
+import CCurl
+
+extension HaulError {
+    /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message.
+    init(curlCode code: CURLcode, detail: String) {
+        let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        self.init(Self.category(of: code), text.prefix(1).lowercased() + text.dropFirst())
+    }
+
+    static func category(of code: CURLcode) -> FailureCategory {
+        switch code {
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+            .usage
+        case CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,
+            CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING,
+            CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_PROXY:
+            .network
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR,
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE,
+            CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_USE_SSL_FAILED,
+            CURLE_SSL_CLIENTCERT:
+            .tls
+        case CURLE_LOGIN_DENIED, CURLE_AUTH_ERROR:
+            .authentication
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_RANGE_ERROR, CURLE_BAD_CONTENT_ENCODING,
+            CURLE_TOO_MANY_REDIRECTS:
+            .protocol
+        case CURLE_WRITE_ERROR:
+            .fileIO
+        case CURLE_ABORTED_BY_CALLBACK:
+            .cancelled
+        default:
+            .other
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// Everything a transfer needs to know before it starts.
+public struct HTTPRequest: Sendable, Equatable {
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
+
+    public var url: String
+    public var method: Method = .get
+    /// Extra request headers, "Name: value" each, sent as given.
+    public var headers: [String] = []
+    /// First byte wanted (inclusive) and last (inclusive, nil = to the end). nil = the whole resource.
+    public var range: (first: Int64, last: Int64?)? {
+        get { rangeStart.map { ($0, rangeEnd) } }
+        set { rangeStart = newValue?.first; rangeEnd = newValue?.last }
+    }
+    /// `If-Range` validator (an ETag or an HTTP date): the server sends the range only if it still matches.
+    public var ifRange: String?
+    public var options = TransferOptions()
+
+    private var rangeStart: Int64?
+    private var rangeEnd: Int64?
+
+    public init(url: String, method: Method = .get, options: TransferOptions = TransferOptions()) {
+        self.url = url
+        self.method = method
+        self.options = options
+    }
+
+    /// The value of curl's `CURLOPT_RANGE` ("100-" or "100-199"), nil for the whole resource.
+    var curlRange: String? {
+        guard let first = rangeStart else { return nil }
+        return rangeEnd.map { "\(first)-\($0)" } ?? "\(first)-"
+    }
+}
+
+/// Knobs that are the same for every transfer of one download.
+public struct TransferOptions: Sendable, Equatable {
+    /// Seconds allowed to establish the connection.
+    public var connectTimeout: Double = 15
+    /// A transfer that receives no bytes for this many seconds fails with a network error.
+    public var stallTimeout: Double = 30
+    public var maxRedirects: Int = 10
+    /// Skip TLS certificate and host verification.
+    public var insecure = false
+    public var userAgent = "haul/\(HaulVersion.string)"
+    /// Receive cap in bytes per second for this transfer; nil = none.
+    public var maxReceiveRate: Int64?
+
+    public init() {}
+}
+
+/// The program version, shown by `--version` and sent in the User-Agent.
+public enum HaulVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,167 @@
+import CCurl
+import Synchronization
+
+/// One transfer's shared state: written by the curl thread's callbacks, read by the consuming task.
+///
+/// The easy handle and the header list belong to the curl thread (`CurlDriver`); every other field is
+/// behind the mutex. Callbacks get this object as an unretained pointer; the driver keeps it alive
+/// until the handle is removed.
+final class TransferCore: Sendable {
+    let request: HTTPRequest
+    private let driver: CurlDriver
+    private let state: Mutex<State>
+
+    private struct State {
+        var machine: TransferStateMachine
+        var headBuilder = ResponseHead.Builder()
+        var closed = false
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Set by the driver thread only.
+    nonisolated(unsafe) var easy: UnsafeMutableRawPointer?
+    nonisolated(unsafe) var headerList: UnsafeMutablePointer<curl_slist>?
+    nonisolated(unsafe) var errorBuffer: UnsafeMutablePointer<CChar>?
+
+    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int) {
+        self.request = request
+        self.driver = driver
+        self.state = Mutex(State(machine: TransferStateMachine(highWatermark: highWatermark)))
+    }
+
+    var statistics: TransferStatistics {
+        state.withLock {
+            TransferStatistics(pauses: $0.machine.pauseCount, peakBufferedBytes: $0.machine.peakBuffered,
+                               closed: $0.closed)
+        }
+    }
+
+    // MARK: curl thread
+
+    func headerLine(_ line: String) {
+        state.withLock { $0.headBuilder.add(line: line) }
+    }
+
+    /// Called on the curl thread by the write callback; the return value goes back to curl.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        deliverHeadIfPending()
+        switch state.withLock({ $0.machine.receive(bytes) }) {
+        case .deliver(let consumer, let batch):
+            consumer.resume(returning: batch)
+            return bytes.count
+        case .buffered:
+            return bytes.count
+        case .pause:
+            return Int(haul_writefunc_pause())
+        case .abort:
+            return 0
+        }
+    }
+
+    /// The transfer ended on the curl thread, with `nil` for success.
+    func finish(_ error: HaulError?) {
+        if error == nil { deliverHeadIfPending() }
+        let (head, action) = state.withLock { $0.machine.finished(error) }
+        if let (waiter, result) = head { waiter.resume(with: result) }
+        if case .resumeConsumer(let consumer, let result) = action { consumer.resume(with: result) }
+    }
+
+    /// The driver removed and freed the handle.
+    func markClosed() {
+        let waiters = state.withLock { state in
+            state.closed = true
+            defer { state.closeWaiters = [] }
+            return state.closeWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func deliverHeadIfPending() {
+        guard let easy, state.withLock({ $0.machine.isHeadPending }) else { return }
+        var status = 0
+        haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var urlPointer: UnsafeMutablePointer<CChar>?
+        haul_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
+        let effectiveURL = urlPointer.map { String(cString: $0) } ?? request.url
+        let waiter = state.withLock {
+            $0.machine.headArrived(ResponseHead(status: status, headers: $0.headBuilder.lines,
+                                                effectiveURL: effectiveURL))
+        }
+        if let waiter, case .delivered(let head) = state.withLock({ $0.machine.head }) {
+            waiter.resume(returning: head)
+        }
+    }
+
+    // MARK: consumer
+
+    func head() async throws -> ResponseHead {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.HeadContinuation) in
+                if let ready = state.withLock({ $0.machine.parkForHead(continuation) }) {
+                    continuation.resume(with: ready)
+                }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    func next() async throws -> [UInt8]? {
+        if let ready = try take(state.withLock { $0.machine.next() }) { return ready }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.BytesContinuation) in
+                // Anything may have happened since the first look: look again under the same lock as parking.
+                let action = state.withLock { state -> TransferStateMachine.NextAction? in
+                    let action = state.machine.next()
+                    guard case .wait = action else { return action }
+                    state.machine.park(continuation)
+                    return nil
+                }
+                guard let action else { return }
+                continuation.resume(with: Result { try take(action) ?? nil })
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    /// Carries out a consumer action that needs no waiting: `.some(batch or nil)`, or `nil` for `.wait`.
+    private func take(_ action: TransferStateMachine.NextAction) throws -> [UInt8]?? {
+        switch action {
+        case .bytes(let batch, let resumeProducer):
+            if resumeProducer { driver.post(.unpause(self)) }
+            return .some(batch)
+        case .end: return .some(nil)
+        case .fail(let error): throw error
+        case .wait: return nil
+        }
+    }
+
+    func cancel() {
+        let (consumer, head, remove) = state.withLock { $0.machine.cancel() }
+        consumer?.resume(throwing: CancellationError())
+        head?.resume(throwing: CancellationError())
+        if remove { driver.post(.remove(self)) }
+    }
+
+    func waitUntilClosed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.closed { return true }
+                state.closeWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// Counters a test or a benchmark can read about a transfer.
+public struct TransferStatistics: Sendable, Equatable {
+    /// How many times the curl thread paused the transfer because the consumer was behind.
+    public var pauses: Int
+    /// The most bytes ever waiting between curl and the consumer.
+    public var peakBufferedBytes: Int
+    /// The handle has been removed from the multi handle and freed.
+    public var closed: Bool
+}
