@@ -121,6 +121,8 @@ private final class DriverLoop {
             add(core)
         case .unpause(let core):
             if let easy = core.easy, transfers[easy] != nil {
+                core.pausedForConsumer = false
+                core.lastActivity = .now
                 curl_easy_pause(easy, CURLPAUSE_CONT)
             }
         case .remove(let core):
@@ -157,10 +159,10 @@ private final class DriverLoop {
         haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
-        if options.stallTimeout > 0 {
-            haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-            haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
-        }
+        core.lastActivity = .now
+        haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
+        haul_easy_setopt_xferinfo(easy, progressCallback)
+        haul_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
         if options.insecure {
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
@@ -199,7 +201,10 @@ private final class DriverLoop {
             else { continue }
             let code = haul_msg_result(message)
             var error: HaulError?
-            if code != CURLE_OK {
+            if code == CURLE_ABORTED_BY_CALLBACK && core.stalled {
+                let seconds = ByteFormat.fixed(core.request.options.stallTimeout, 0)
+                error = HaulError(.network, "no data received for \(seconds) s (stalled)")
+            } else if code != CURLE_OK {
                 let detail = core.errorBuffer.map { String(cString: $0) } ?? ""
                 error = HaulError(curlCode: code, detail: detail)
             }
@@ -234,4 +239,9 @@ private let headerCallback: haul_data_callback = { data, size, count, userdata i
     let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
     core.headerLine(String(decoding: bytes, as: UTF8.self))
     return size * count
+}
+
+private let progressCallback: haul_xferinfo_callback = { userdata, _, _, _, _ in
+    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
+    return core.isStalled() ? 1 : 0
 }

@@ -16,12 +16,19 @@ final class TransferCore: Sendable {
         var headBuilder = ResponseHead.Builder()
         var closed = false
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        var pauseWaiters: [(after: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     /// Set by the driver thread only.
     nonisolated(unsafe) var easy: UnsafeMutableRawPointer?
     nonisolated(unsafe) var headerList: UnsafeMutablePointer<curl_slist>?
     nonisolated(unsafe) var errorBuffer: UnsafeMutablePointer<CChar>?
+    /// When bytes (head or body) last arrived, or the consumer last let the transfer go on.
+    nonisolated(unsafe) var lastActivity = ContinuousClock.now
+    /// Paused because the consumer is behind: not the network's fault, so not a stall.
+    nonisolated(unsafe) var pausedForConsumer = false
+    /// The stall check aborted the transfer.
+    nonisolated(unsafe) var stalled = false
 
     init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int) {
         self.request = request
@@ -39,19 +46,45 @@ final class TransferCore: Sendable {
     // MARK: curl thread
 
     func headerLine(_ line: String) {
+        lastActivity = .now
         state.withLock { $0.headBuilder.add(line: line) }
+    }
+
+    /// Called on the curl thread at least once a second; true aborts a transfer that received nothing
+    /// for longer than its stall timeout.
+    func isStalled() -> Bool {
+        let limit = request.options.stallTimeout
+        if pausedForConsumer || limit <= 0 {
+            lastActivity = .now
+            return false
+        }
+        stalled = ContinuousClock.now - lastActivity > .milliseconds(Int64(limit * 1000))
+        return stalled
     }
 
     /// Called on the curl thread by the write callback; the return value goes back to curl.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        lastActivity = .now
         deliverHeadIfPending()
-        switch state.withLock({ $0.machine.receive(bytes) }) {
+        let (action, paused) = state.withLock { state in
+            let action = state.machine.receive(bytes)
+            guard case .pause = action, !state.pauseWaiters.isEmpty else {
+                return (action, [CheckedContinuation<Void, Never>]())
+            }
+            let count = state.machine.pauseCount
+            let due = state.pauseWaiters.filter { $0.after < count }.map(\.continuation)
+            state.pauseWaiters.removeAll { $0.after < count }
+            return (action, due)
+        }
+        for waiter in paused { waiter.resume() }
+        switch action {
         case .deliver(let consumer, let batch):
             consumer.resume(returning: batch)
             return bytes.count
         case .buffered:
             return bytes.count
         case .pause:
+            pausedForConsumer = true
             return Int(haul_writefunc_pause())
         case .abort:
             return 0
@@ -61,7 +94,12 @@ final class TransferCore: Sendable {
     /// The transfer ended on the curl thread, with `nil` for success.
     func finish(_ error: HaulError?) {
         if error == nil { deliverHeadIfPending() }
-        let (head, action) = state.withLock { $0.machine.finished(error) }
+        let (head, action, paused) = state.withLock { state in
+            let (head, action) = state.machine.finished(error)
+            defer { state.pauseWaiters = [] }
+            return (head, action, state.pauseWaiters.map(\.continuation))
+        }
+        for waiter in paused { waiter.resume() }
         if let (waiter, result) = head { waiter.resume(with: result) }
         if case .resumeConsumer(let consumer, let result) = action { consumer.resume(with: result) }
     }
@@ -138,10 +176,27 @@ final class TransferCore: Sendable {
     }
 
     func cancel() {
-        let (consumer, head, remove) = state.withLock { $0.machine.cancel() }
+        let (consumer, head, remove, paused) = state.withLock { state in
+            let (consumer, head, remove) = state.machine.cancel()
+            defer { state.pauseWaiters = [] }
+            return (consumer, head, remove, state.pauseWaiters.map(\.continuation))
+        }
+        for waiter in paused { waiter.resume() }
         consumer?.resume(throwing: CancellationError())
         head?.resume(throwing: CancellationError())
         if remove { driver.post(.remove(self)) }
+    }
+
+    /// Returns once the transfer has been paused more than `count` times (for tests of backpressure).
+    func waitUntilPaused(moreThan count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.machine.pauseCount > count || !state.machine.isRunning { return true }
+                state.pauseWaiters.append((count, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
     }
 
     func waitUntilClosed() async {

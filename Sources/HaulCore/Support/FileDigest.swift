@@ -1,0 +1,37 @@
+import Crypto
+import Foundation
+
+/// Checksums of files, computed by streaming them in 1 MiB reads (never the whole file in memory).
+public enum FileDigest {
+    public enum Algorithm: String, Sendable, CaseIterable {
+        case sha256, sha1, md5
+    }
+
+    /// The lower-case hex digest of the file at `path`.
+    public static func hex(of path: String, algorithm: Algorithm = .sha256) throws(HaulError) -> String {
+        switch algorithm {
+        case .sha256: try hex(of: path, using: SHA256())
+        case .sha1: try hex(of: path, using: Insecure.SHA1())
+        case .md5: try hex(of: path, using: Insecure.MD5())
+        }
+    }
+
+    private static func hex<H: HashFunction>(of path: String, using hasher: H) throws(HaulError) -> String {
+        var hasher = hasher
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PartFile.error("cannot read", path) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw PartFile.error("cannot read", path) }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+        }
+        return hasher.finalize().map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+@testable import HaulCore
+
+@Suite struct FileNamingTests {
+    @Test(arguments: [
+        ("../../x", "x"),
+        ("/etc/passwd", "passwd"),
+        ("..", "download"),
+        (".", "download"),
+        ("", "download"),
+        ("a\u{0}b\u{1}c\u{7F}d\nname", "abcdname"),
+        ("..\\..\\windows\\evil.exe", "evil.exe"),
+        (".bashrc", "bashrc"),
+        ("report\u{202E}fdp.exe", "reportfdp.exe"),
+        ("  spaced name.txt  ", "spaced name.txt"),
+        ("fotó.jpg", "fotó.jpg"),
+    ])
+    func sanitize(input: String, expected: String) {
+        #expect(FileNaming.sanitize(input) == expected)
+    }
+
+    @Test func longNamesAreCutOnACharacterBoundaryKeepingTheExtension() {
+        let name = String(repeating: "é", count: 300) + ".jpeg"
+        let safe = FileNaming.sanitize(name)
+        #expect(safe.utf8.count <= FileNaming.maxBytes)
+        #expect(safe.hasSuffix(".jpeg"))
+        #expect(safe.dropLast(5).allSatisfy { $0 == "é" })
+    }
+
+    @Test func contentDispositionForms() {
+        #expect(FileNaming.filename(fromContentDisposition: "attachment; filename=\"a b.txt\"") == "a b.txt")
+        #expect(FileNaming.filename(fromContentDisposition: "attachment; filename=plain.bin; size=3") == "plain.bin")
+        #expect(FileNaming.filename(fromContentDisposition: "inline; filename=\"semi;colon.txt\"") == "semi;colon.txt")
+        #expect(FileNaming.filename(fromContentDisposition: "attachment; filename=\"q\\\"uote\"") == "q\"uote")
+        #expect(FileNaming.filename(
+            fromContentDisposition: "attachment; filename=\"fallback.txt\"; filename*=UTF-8''na%C3%AFve%20file.txt")
+            == "naïve file.txt")
+        #expect(FileNaming.filename(fromContentDisposition: "attachment") == nil)
+    }
+
+    @Test func hostileContentDispositionStaysAName() {
+        let header = "attachment; filename=\"../../../../etc/cron.d/evil\""
+        #expect(FileNaming.name(contentDisposition: header, url: "http://h/x") == "evil")
+        #expect(FileNaming.name(contentDisposition: "attachment; filename=\"/etc/passwd\"", url: "http://h/x") == "passwd")
+    }
+
+    @Test func namesFromURLs() {
+        #expect(FileNaming.lastPathSegment(of: "http://h/a/b/file%20one.iso?x=1#y") == "file one.iso")
+        #expect(FileNaming.lastPathSegment(of: "http://h") == "index.html")
+        #expect(FileNaming.lastPathSegment(of: "http://h/dir/") == "index.html")
+        #expect(FileNaming.name(contentDisposition: nil, url: "http://h/%2e%2e%2fsecret") == "secret")
+    }
+
+    @Test func splitKeepsTheLastExtension() {
+        #expect(FileNaming.split("archive.tar.gz") == ("archive.tar", ".gz"))
+        #expect(FileNaming.split("README") == ("README", ""))
+    }
+
+    @Test func renamePolicyPicksTheNextFreeName() throws {
+        let dir = TempDirectory()
+        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .rename) == dir.file("a.bin"))
+        FileManagerTouch(dir.file("a.bin"))
+        FileManagerTouch(dir.file("a.1.bin"))
+        FileManagerTouch(dir.file("a.2.bin.part"))
+        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .rename) == dir.file("a.3.bin"))
+        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .overwrite) == dir.file("a.bin"))
+    }
+}
+
+@Suite struct URLCheckTests {
+    @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/"])
+    func accepted(url: String) {
+        #expect(URLCheck.problem(with: url) == nil)
+    }
+
+    @Test(arguments: [
+        ("ftp://h/x", "unsupported URL scheme \"ftp\""), ("not a url", "URL contains spaces or control characters"),
+        ("http://", "URL has no host"), ("", "empty URL"), ("example.com/x", "not a valid URL"),
+    ])
+    func refused(url: String, reason: String) {
+        #expect(URLCheck.problem(with: url) == reason)
+    }
+}
+
+func FileManagerTouch(_ path: String) {
+    let fd = open(path, O_CREAT | O_WRONLY, 0o644)
+    close(fd)
+}

@@ -1,0 +1,65 @@
+import Synchronization
+
+/// A clock that moves only when a test says so. Sleepers wake when `advance` passes their deadline.
+final class ManualClock: Clock, Sendable {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+
+    private struct State {
+        var now = Instant(offset: .zero)
+        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    var now: Instant { state.withLock { $0.now } }
+    var minimumResolution: Duration { .zero }
+
+    func advance(by duration: Duration) {
+        let due = state.withLock { state in
+            state.now = state.now.advanced(by: duration)
+            let now = state.now
+            let due = state.sleepers.filter { $0.deadline <= now }.map(\.continuation)
+            state.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let ready = state.withLock { state -> Bool in
+                if deadline <= state.now { return true }
+                state.sleepers.append((deadline, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+}
+
+/// Byte batches handed out in order, advancing a manual clock before each one.
+struct ScriptedBytes: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let steps: [(advance: Duration, bytes: [UInt8])]
+    let clock: ManualClock
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var steps: ArraySlice<(advance: Duration, bytes: [UInt8])>
+        let clock: ManualClock
+
+        mutating func next() async throws -> [UInt8]? {
+            guard let step = steps.popFirst() else { return nil }
+            clock.advance(by: step.advance)
+            return step.bytes
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(steps: steps[...], clock: clock) }
+}

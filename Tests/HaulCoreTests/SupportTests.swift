@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import HaulCore
+
+@Suite struct SupportTests {
+    @Test func exitCodesFollowThePrecedenceRule() {
+        #expect(aggregateExitCode([]) == 0)
+        #expect(aggregateExitCode([0, 0]) == 0)
+        #expect(aggregateExitCode([0, 1]) == 1)
+        #expect(aggregateExitCode([1, 8, 4]) == 4)
+        #expect(aggregateExitCode([8, 130]) == 8)
+        #expect(aggregateExitCode([1, 1, 0]) == 1)
+    }
+
+    @Test func everyCategoryHasItsSpecCode() {
+        let codes = FailureCategory.allCases.map(\.exitCode)
+        #expect(codes == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 130])
+    }
+
+    @Test func sizesAndRates() {
+        #expect(ByteFormat.size(0) == "0 B")
+        #expect(ByteFormat.size(1023) == "1023 B")
+        #expect(ByteFormat.size(1536) == "1.50 KiB")
+        #expect(ByteFormat.size(20 * 1024 * 1024) == "20.0 MiB")
+        #expect(ByteFormat.size(200 * 1024 * 1024) == "200 MiB")
+        #expect(ByteFormat.size(1 << 30) == "1.00 GiB")
+        #expect(ByteFormat.rate(1_048_576) == "1.00 MiB/s")
+        #expect(ByteFormat.duration(seconds: 7) == "0:07")
+        #expect(ByteFormat.duration(seconds: 754) == "12:34")
+        #expect(ByteFormat.duration(seconds: 3723) == "1:02:03")
+        #expect(ByteFormat.duration(seconds: .infinity) == "--:--")
+    }
+
+    @Test func rates() {
+        #expect(RateLimit.parse("500K") == 512_000)
+        #expect(RateLimit.parse("2M") == 2_097_152)
+        #expect(RateLimit.parse("1.5m") == 1_572_864)
+        #expect(RateLimit.parse("65536") == 65_536)
+        #expect(RateLimit.parse("1G") == 1_073_741_824)
+        #expect(RateLimit.parse("fast") == nil)
+        #expect(RateLimit.parse("-1M") == nil)
+        #expect(RateLimit.parse("0") == nil)
+        #expect(RateLimit.parse("3X") == nil)
+    }
+
+    @Test func statusesMapToCategories() {
+        func category(_ status: Int) -> FailureCategory? {
+            do {
+                try HTTPStatus.check(ResponseHead(status: status, headers: [], effectiveURL: "http://h/"))
+                return nil
+            } catch {
+                return error.category
+            }
+        }
+        #expect(category(200) == nil)
+        #expect(category(206) == nil)
+        #expect(category(401) == .authentication)
+        #expect(category(407) == .authentication)
+        #expect(category(404) == .server)
+        #expect(category(503) == .server)
+        #expect(category(416) == .protocol)
+        #expect(category(304) == .protocol)
+    }
+
+    @Test func retryAfterSecondsAndDates() {
+        #expect(HTTPStatus.retryAfter("3") == .seconds(3))
+        let now = Date(timeIntervalSince1970: 1_000_000_000)
+        #expect(HTTPStatus.retryAfter("Sun, 09 Sep 2001 01:46:50 GMT", now: now) == .seconds(10))
+        #expect(HTTPStatus.retryAfter("soon") == nil)
+    }
+
+    @Test func responseHeadParsing() {
+        var builder = ResponseHead.Builder()
+        for line in ["HTTP/1.1 302 Found\r\n", "Location: /x\r\n", "\r\n", "HTTP/1.1 206 Partial Content\r\n",
+                     "Content-Length: 10\r\n", "content-range: bytes 10-19/100\r\n", "\r\n"] {
+            builder.add(line: line)
+        }
+        let head = ResponseHead(status: 206, headers: builder.lines, effectiveURL: "http://h/x")
+        #expect(head.headers.count == 2)
+        #expect(head.contentLength == 10)
+        #expect(head.contentRange?.first == 10)
+        #expect(head.contentRange?.last == 19)
+        #expect(head.contentRange?.total == 100)
+        #expect(head["LOCATION"] == nil)
+    }
+}

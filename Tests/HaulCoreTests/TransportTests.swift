@@ -1,0 +1,112 @@
+import SampleServer
+import Testing
+@testable import HaulCore
+
+@Suite struct TransportTests {
+    @Test func aFileArrivesByteIdenticalWithItsHead() async throws {
+        try await withSampleServer { server in
+            let transfer = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("small.bin")))
+            let head = try await transfer.head()
+            #expect(head.status == 200)
+            #expect(head.contentLength == 1 << 20)
+            #expect(head["Accept-Ranges"] == "bytes")
+            var received: [UInt8] = []
+            for try await batch in transfer.bytes { received += batch }
+            #expect(received == expectedBytes("small.bin"))
+            await transfer.waitUntilClosed()
+            #expect(transfer.statistics.closed)
+        }
+    }
+
+    @Test func aRangeRequestGetsThePartialContent() async throws {
+        try await withSampleServer { server in
+            var request = HTTPRequest(url: server.downloadURL("small.bin"))
+            request.range = (1000, 1999)
+            let transfer = CurlDriver.shared.start(request)
+            let head = try await transfer.head()
+            #expect(head.status == 206)
+            #expect(head.contentRange?.first == 1000)
+            var received: [UInt8] = []
+            for try await batch in transfer.bytes { received += batch }
+            #expect(received == Array(expectedBytes("small.bin")[1000...1999]))
+        }
+    }
+
+    @Test func aSlowConsumerPausesTheTransferAndMemoryStaysBounded() async throws {
+        let driver = CurlDriver(highWatermark: 1 << 20)
+        try await withSampleServer { server in
+            let transfer = driver.start(HTTPRequest(url: server.downloadURL("medium.bin")))
+            // Read nothing until curl has had to pause twice: once before the first read, once after.
+            try await within(10, "the first pause") { await transfer.core.waitUntilPaused(moreThan: 0) }
+            var iterator = transfer.bytes.makeAsyncIterator()
+            var received = try await iterator.next() ?? []
+            try await within(10, "the second pause") { await transfer.core.waitUntilPaused(moreThan: 1) }
+            while let batch = try await iterator.next() { received += batch }
+
+            let statistics = transfer.statistics
+            #expect(statistics.pauses >= 2)
+            // The high watermark plus at most one curl buffer (256 KiB) ever waits in memory.
+            #expect(statistics.peakBufferedBytes <= (1 << 20) + 256 * 1024)
+            #expect(received.count == 20 << 20)
+            #expect(received == expectedBytes("medium.bin"))
+        }
+        await driver.shutdown()
+    }
+
+    @Test func cancellingTheReaderStopsTheTransferWithin100ms() async throws {
+        try await withSampleServer(rate: 1 << 20) { server in
+            let transfer = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("medium.bin")))
+            let reader = Task {
+                var count = 0
+                for try await batch in transfer.bytes { count += batch.count }
+                return count
+            }
+            _ = try await transfer.head()
+            let clock = ContinuousClock()
+            let cancelled = clock.now
+            reader.cancel()
+            await transfer.waitUntilClosed()
+            let elapsed = clock.now - cancelled
+            #expect(elapsed < .milliseconds(100), "took \(elapsed)")
+            await #expect(throws: CancellationError.self) { try await reader.value }
+            #expect(transfer.statistics.closed)
+        }
+    }
+
+    @Test func aRefusedConnectionIsANetworkError() async throws {
+        let transfer = CurlDriver.shared.start(HTTPRequest(url: "http://127.0.0.1:1/x"))
+        let error = await #expect(throws: HaulError.self) { try await transfer.head() }
+        #expect(error?.category == .network)
+    }
+
+    @Test func aShortBodyIsANetworkErrorNotAnEnd() async throws {
+        try await withSampleServer { server in
+            var faults = SampleServerFaults()
+            faults.dropAfterBytes = 100_000
+            server.setFaults(faults)
+            let transfer = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("small.bin")))
+            var count = 0
+            let error = await #expect(throws: HaulError.self) {
+                for try await batch in transfer.bytes { count += batch.count }
+            }
+            #expect(error?.category == .network)
+            #expect(count == 100_000)
+        }
+    }
+
+    @Test func aStallTripsTheTimeout() async throws {
+        try await withSampleServer { server in
+            var faults = SampleServerFaults()
+            faults.stallSeconds = 5
+            faults.stallAfterBytes = 1000
+            server.setFaults(faults)
+            var request = HTTPRequest(url: server.downloadURL("small.bin"))
+            request.options.stallTimeout = 1
+            let transfer = CurlDriver.shared.start(request)
+            let error = await #expect(throws: HaulError.self) {
+                for try await _ in transfer.bytes {}
+            }
+            #expect(error?.category == .network)
+        }
+    }
+}
