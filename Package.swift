@@ -59,14 +59,21 @@ let package = Package(
             ],
             path: "sample-server/Sources/sample-server"),
 
-        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "SampleServer"]),
+        // Helpers shared by the test targets: temp dirs, a manual clock, the server, the real binary.
+        .target(
+            name: "TestSupport",
+            dependencies: ["SampleServer", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/TestSupport"),
+        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "SampleServer", "TestSupport"]),
         .testTarget(
             name: "SampleServerTests",
             dependencies: [
                 "SampleServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["haul", "SampleServer", "HaulCore"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["haul", "SampleServer", "HaulCore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

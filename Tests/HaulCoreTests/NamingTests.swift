@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import HaulCore
 
@@ -50,6 +51,9 @@ import Testing
         #expect(FileNaming.lastPathSegment(of: "http://h") == "index.html")
         #expect(FileNaming.lastPathSegment(of: "http://h/dir/") == "index.html")
         #expect(FileNaming.name(contentDisposition: nil, url: "http://h/%2e%2e%2fsecret") == "secret")
+        #expect(FileNaming.lastPathSegment(of: "http://h/files/download?photo%20one.jpg") == "photo one.jpg")
+        #expect(FileNaming.lastPathSegment(of: "http://h/get.php?id=3&x=1") == "get.php")
+        #expect(FileNaming.name(contentDisposition: nil, url: "http://h/files/download?../../etc/passwd") == "passwd")
     }
 
     @Test func splitKeepsTheLastExtension() {

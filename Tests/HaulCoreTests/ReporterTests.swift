@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 @testable import HaulCore
 

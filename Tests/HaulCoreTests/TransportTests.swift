@@ -1,4 +1,5 @@
 import SampleServer
+import TestSupport
 import Testing
 @testable import HaulCore
 

@@ -103,10 +103,18 @@ public enum FileNaming {
     }
 
     /// The URL's last non-empty path segment, percent-decoded; "index.html" for a bare host or directory.
+    /// A bare query naming a file (`/files/download?photo.jpg`, no `=` or `&`) names it instead.
     public static func lastPathSegment(of url: String) -> String {
         var rest = Substring(url)
         if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        if let fragment = rest.firstIndex(of: "#") { rest = rest[..<fragment] }
+        if let question = rest.firstIndex(of: "?") {
+            let query = rest[rest.index(after: question)...]
+            if !query.isEmpty, !query.contains("="), !query.contains("&") {
+                return String(query).removingPercentEncoding ?? String(query)
+            }
+            rest = rest[..<question]
+        }
         guard let slash = rest.firstIndex(of: "/") else { return "index.html" }
         let path = rest[slash...]
         guard !path.hasSuffix("/") else { return "index.html" }

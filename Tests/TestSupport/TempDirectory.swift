@@ -1,10 +1,10 @@
 import Foundation
 
 /// A fresh directory under the system temp dir, removed when the value is released.
-final class TempDirectory: Sendable {
-    let path: String
+public final class TempDirectory: Sendable {
+    public let path: String
 
-    init() {
+    public init() {
         let base = FileManager.default.temporaryDirectory.path
         var template = Array("\(base)/haul-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
@@ -16,13 +16,13 @@ final class TempDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 
-    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+    public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
 
-    func contents(_ name: String) -> [UInt8]? {
+    public func contents(_ name: String) -> [UInt8]? {
         FileManager.default.contents(atPath: file(name)).map { [UInt8]($0) }
     }
 
-    func listing() -> [String] {
+    public func listing() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 }

@@ -1,12 +1,12 @@
 import Synchronization
 
 /// A clock that moves only when a test says so. Sleepers wake when `advance` passes their deadline.
-final class ManualClock: Clock, Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+public final class ManualClock: Clock, Sendable {
+    public struct Instant: InstantProtocol {
+        public var offset: Duration
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
     }
 
     private struct State {
@@ -16,10 +16,12 @@ final class ManualClock: Clock, Sendable {
 
     private let state = Mutex(State())
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .zero }
+    public init() {}
 
-    func advance(by duration: Duration) {
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .zero }
+
+    public func advance(by duration: Duration) {
         let due = state.withLock { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now
@@ -30,9 +32,9 @@ final class ManualClock: Clock, Sendable {
         for continuation in due { continuation.resume() }
     }
 
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let ready = state.withLock { state -> Bool in
                 if deadline <= state.now { return true }
@@ -45,21 +47,26 @@ final class ManualClock: Clock, Sendable {
 }
 
 /// Byte batches handed out in order, advancing a manual clock before each one.
-struct ScriptedBytes: AsyncSequence, Sendable {
-    typealias Element = [UInt8]
+public struct ScriptedBytes: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
     let steps: [(advance: Duration, bytes: [UInt8])]
     let clock: ManualClock
 
-    struct AsyncIterator: AsyncIteratorProtocol {
+    public struct AsyncIterator: AsyncIteratorProtocol {
         var steps: ArraySlice<(advance: Duration, bytes: [UInt8])>
         let clock: ManualClock
 
-        mutating func next() async throws -> [UInt8]? {
+        public mutating func next() async throws -> [UInt8]? {
             guard let step = steps.popFirst() else { return nil }
             clock.advance(by: step.advance)
             return step.bytes
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(steps: steps[...], clock: clock) }
+    public init(steps: [(advance: Duration, bytes: [UInt8])], clock: ManualClock) {
+        self.steps = steps
+        self.clock = clock
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(steps: steps[...], clock: clock) }
 }

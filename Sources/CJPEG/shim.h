@@ -1,0 +1,166 @@
+#ifndef HAUL_CJPEG_SHIM_H
+#define HAUL_CJPEG_SHIM_H
+// libjpeg's header needs stdio (FILE) and size_t declared first.
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+
+// libjpeg reports fatal errors through `error_exit`, which by default calls exit(). Swift cannot longjmp, so the
+// helpers below do all libjpeg work in C behind a setjmp-based error manager: a fatal error returns a status code,
+// and warnings (such as a truncated file) are counted silently instead of being printed on stderr.
+
+/// Error manager that turns fatal libjpeg errors into a longjmp back to the helper that installed it.
+struct haul_jpeg_error_manager {
+    struct jpeg_error_mgr base;
+    jmp_buf jump;
+    // Kept here rather than in locals so their values survive a longjmp.
+    unsigned char *buffer;
+    unsigned long buffer_length;
+};
+
+static inline void haul_jpeg_error_exit(j_common_ptr cinfo) {
+    struct haul_jpeg_error_manager *manager = (struct haul_jpeg_error_manager *)cinfo->err;
+    longjmp(manager->jump, 1);
+}
+
+static inline void haul_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
+    if (msg_level < 0) {
+        cinfo->err->num_warnings++;
+    }
+}
+
+static inline struct jpeg_error_mgr *haul_jpeg_install_errors(struct haul_jpeg_error_manager *manager) {
+    memset(manager, 0, sizeof(*manager));
+    jpeg_std_error(&manager->base);
+    manager->base.error_exit = haul_jpeg_error_exit;
+    manager->base.emit_message = haul_jpeg_emit_message;
+    return &manager->base;
+}
+
+/// Decodes a JPEG (baseline or progressive, complete or truncated) into packed 8-bit RGB.
+///
+/// A truncated file decodes as far as its data goes: a progressive JPEG cut anywhere after its first scan yields the
+/// full width x height, blurred; a baseline one yields its top rows. Rows that were never reached stay mid-gray.
+///
+/// - Parameters:
+///   - data, length: the JPEG bytes (any prefix of a file).
+///   - out_width, out_height: the image size in pixels.
+///   - out_rgb: on success, a malloc'd buffer of width * height * 3 bytes; release it with `haul_jpeg_free`.
+///   - out_rows_decoded: how many rows libjpeg produced from the data (height unless decoding stopped early).
+/// - Returns: 0 on success (possibly with missing data), 1 when the data had to be padded or was damaged (the image
+///   is still usable), -1 when no image could be read (not a JPEG, header incomplete, or larger than 100 Mpixel).
+///   On -1 nothing is allocated and `*out_rgb` is NULL.
+static inline int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long length, int *out_width,
+                                       int *out_height, unsigned char **out_rgb, int *out_rows_decoded) {
+    struct jpeg_decompress_struct cinfo;
+    struct haul_jpeg_error_manager errors;
+    *out_width = 0;
+    *out_height = 0;
+    *out_rgb = NULL;
+    *out_rows_decoded = 0;
+    if (data == NULL || length < 4) {
+        return -1;
+    }
+    cinfo.err = haul_jpeg_install_errors(&errors);
+    if (setjmp(errors.jump)) {
+        // A fatal error after the image buffer exists still returns what was decoded.
+        int rows = (int)cinfo.output_scanline;
+        jpeg_destroy_decompress(&cinfo);
+        if (errors.buffer == NULL) {
+            return -1;
+        }
+        *out_rgb = errors.buffer;
+        *out_rows_decoded = rows;
+        return 1;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, (unsigned char *)data, length);
+    jpeg_read_header(&cinfo, TRUE);
+    cinfo.out_color_space = JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    unsigned long width = cinfo.output_width;
+    unsigned long height = cinfo.output_height;
+    if (width == 0 || height == 0 || width * height > 100000000UL || cinfo.output_components != 3) {
+        jpeg_destroy_decompress(&cinfo);
+        return -1;
+    }
+    *out_width = (int)width;
+    *out_height = (int)height;
+    size_t stride = (size_t)width * 3;
+    errors.buffer = (unsigned char *)malloc(stride * height);
+    if (errors.buffer == NULL) {
+        jpeg_destroy_decompress(&cinfo);
+        return -1;
+    }
+    memset(errors.buffer, 128, stride * height);
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW row = errors.buffer + (size_t)cinfo.output_scanline * stride;
+        if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {
+            break;
+        }
+    }
+    *out_rows_decoded = (int)cinfo.output_scanline;
+    if (cinfo.output_scanline == cinfo.output_height) {
+        jpeg_finish_decompress(&cinfo);
+    }
+    int status = errors.base.num_warnings > 0 ? 1 : 0;
+    jpeg_destroy_decompress(&cinfo);
+    *out_rgb = errors.buffer;
+    return status;
+}
+
+/// Releases a buffer returned by `haul_jpeg_decode_rgb` or `haul_jpeg_encode_rgb`. NULL is ignored.
+static inline void haul_jpeg_free(void *buffer) {
+    free(buffer);
+}
+
+/// Encodes packed 8-bit RGB (width * height * 3 bytes) as a JPEG in memory.
+///
+/// - Parameters:
+///   - quality: 1...100.
+///   - progressive: non-zero for a progressive JPEG (`jpeg_simple_progression`), zero for baseline.
+///   - out_data, out_length: on success, a malloc'd buffer holding the file; release it with `haul_jpeg_free`.
+/// - Returns: 0 on success, -1 on failure (nothing is allocated then).
+static inline int haul_jpeg_encode_rgb(const unsigned char *rgb, int width, int height, int quality, int progressive,
+                                       unsigned char **out_data, unsigned long *out_length) {
+    struct jpeg_compress_struct cinfo;
+    struct haul_jpeg_error_manager errors;
+    *out_data = NULL;
+    *out_length = 0;
+    if (rgb == NULL || width <= 0 || height <= 0) {
+        return -1;
+    }
+    cinfo.err = haul_jpeg_install_errors(&errors);
+    if (setjmp(errors.jump)) {
+        jpeg_destroy_compress(&cinfo);
+        free(errors.buffer);
+        return -1;
+    }
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, &errors.buffer, &errors.buffer_length);
+    cinfo.image_width = (JDIMENSION)width;
+    cinfo.image_height = (JDIMENSION)height;
+    cinfo.input_components = 3;
+    cinfo.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&cinfo);
+    jpeg_set_quality(&cinfo, quality, TRUE);
+    if (progressive) {
+        jpeg_simple_progression(&cinfo);
+    }
+    jpeg_start_compress(&cinfo, TRUE);
+    size_t stride = (size_t)width * 3;
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)cinfo.next_scanline * stride);
+        jpeg_write_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    *out_data = errors.buffer;
+    *out_length = errors.buffer_length;
+    return 0;
+}
+
+#endif

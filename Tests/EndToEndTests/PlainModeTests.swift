@@ -1,0 +1,139 @@
+import Foundation
+import HaulCore
+import SampleServer
+import TestSupport
+import Testing
+
+/// The real binary in plain and JSON mode against the in-process sample server.
+@Suite struct PlainModeTests {
+    @Test(arguments: ["small.bin", "large.bin"])
+    func aDownloadIsByteIdenticalWithBoundedMemory(name: String) async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let exit = try await HaulProcess.run(["--plain", "-o", "out", server.downloadURL(name)], in: dir.path)
+            #expect(exit.status == 0, "stderr: \(exit.stderr)")
+            #expect(exit.stderr.isEmpty)
+            let path = dir.file("out/\(name)")
+            #expect(try FileDigest.hex(of: path) == expectedSHA256(name))
+            #expect(!FileManager.default.fileExists(atPath: path + ".part"))
+            // Streaming to disk: a 200 MiB download must not need 200 MiB of memory.
+            #expect(exit.maxRSSKiB < 64 * 1024, "peak RSS \(exit.maxRSSKiB) KiB")
+            #expect(exit.stdoutLines.first == "\(name): saving to out/\(name) (\(ByteFormat.size(Int64(GeneratedFile.standardSet.first { $0.name == name }!.size))))")
+            #expect(exit.stdoutLines.last?.hasPrefix("1 of 1 done, ") == true)
+        }
+    }
+
+    @Test func notFoundExitsEightWithOneLine() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let url = server.downloadURL("nope.bin")
+            let exit = try await HaulProcess.run(["-o", dir.path, url], in: dir.path)
+            #expect(exit.status == 8)
+            #expect(exit.stderr == "haul: nope.bin: server answered 404 Not Found (\(url))\n")
+            #expect(dir.listing().isEmpty)
+        }
+    }
+
+    @Test func aRefusedConnectionExitsFour() async throws {
+        let dir = TempDirectory()
+        let exit = try await HaulProcess.run(["http://127.0.0.1:1/file.bin"], in: dir.path)
+        #expect(exit.status == 4)
+        #expect(exit.stderr.hasPrefix("haul: file.bin: "))
+        #expect(exit.stderr.hasSuffix(" (http://127.0.0.1:1/file.bin)\n"))
+        #expect(exit.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func anUnwritableOutputDirectoryExitsThree() async throws {
+        let dir = TempDirectory()
+        _ = FileManager.default.createFile(atPath: dir.file("blocker"), contents: Data("x".utf8))
+        try await withSampleServer { server in
+            let url = server.downloadURL("small.bin")
+            let exit = try await HaulProcess.run(["-o", "blocker/sub", url], in: dir.path)
+            #expect(exit.status == 3)
+            #expect(exit.stderr == "haul: small.bin: cannot create directory blocker/sub: Not a directory (\(url))\n")
+        }
+    }
+
+    @Test(arguments: [
+        ("ftp://example.com/x", "haul: x: unsupported URL scheme \"ftp\" (ftp://example.com/x)\n"),
+        ("http://", "haul: index.html: URL has no host (http://)\n"),
+    ])
+    func aBadURLIsAUsageError(url: String, message: String) async throws {
+        let dir = TempDirectory()
+        let exit = try await HaulProcess.run([url], in: dir.path)
+        #expect(exit.status == 2)
+        #expect(exit.stderr == message)
+    }
+
+    @Test func badOptionsAreUsageErrors() async throws {
+        let dir = TempDirectory()
+        let noURL = try await HaulProcess.run([], in: dir.path)
+        #expect(noURL.status == 2)
+        #expect(noURL.stderr.hasPrefix("haul: no URL given"))
+        let badRate = try await HaulProcess.run(["--limit-rate", "fast", "http://h/x"], in: dir.path)
+        #expect(badRate.status == 2)
+        #expect(badRate.stderr.contains("--limit-rate: 'fast' is not a rate"))
+        let version = try await HaulProcess.run(["--version"], in: dir.path)
+        #expect(version.status == 0)
+        #expect(version.stdout == HaulVersion.string + "\n")
+    }
+
+    @Test func sigintStopsWithExit130AndKeepsThePartFile() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 2 << 20) { server in
+            let process = try HaulProcess(["--json", server.downloadURL("medium.bin")], in: dir.path)
+            let progress = try await within(20, "a progress event") {
+                await process.firstLine { $0.contains(#""event":"progress""#) }
+            }
+            #expect(progress != nil)
+            process.send(SIGINT)
+            let exit = await process.wait()
+            #expect(exit.status == 130)
+            #expect(exit.stderr == "haul: medium.bin: interrupted (\(server.downloadURL("medium.bin")))\n")
+            let part = try FileManager.default.attributesOfItem(atPath: dir.file("medium.bin.part"))
+            #expect((part[.size] as? Int ?? 0) > 0)
+            #expect(!FileManager.default.fileExists(atPath: dir.file("medium.bin")))
+        }
+    }
+
+    @Test func jsonModePrintsOneObjectPerEvent() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let exit = try await HaulProcess.run(["--json", server.downloadURL("small.bin"), server.downloadURL("gone.bin")],
+                                                 in: dir.path)
+            #expect(exit.status == 8)
+            let events = try exit.stdoutLines.map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            let kinds = events.compactMap { $0["event"] as? String }
+            #expect(kinds.first == "started")
+            #expect(kinds.contains("progress"))
+            #expect(kinds.suffix(3) == ["done", "failed", "summary"])
+            let done = try #require(events.first { $0["event"] as? String == "done" })
+            #expect(done["bytes"] as? Int == 1 << 20)
+            #expect(done["file"] as? String == "small.bin")
+            let failed = try #require(events.first { $0["event"] as? String == "failed" })
+            #expect(failed["category"] as? String == "server")
+            #expect(failed["exit"] as? Int == 8)
+            #expect(events.last?["exit"] as? Int == 8)
+        }
+    }
+
+    @Test func namingOptionsAndAnInputFile() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let url = server.downloadURL("small.bin")
+            let named = try await HaulProcess.run(["-q", "-O", "mine.dat", url], in: dir.path)
+            #expect(named.status == 0)
+            #expect(named.stdout.isEmpty)
+            let list = "# two downloads of one file\n\n\(url)\n  \(url)  \n"
+            let listed = try await HaulProcess.run(["-q", "-i", "-"], in: dir.path, stdin: list)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            // The second copy does not overwrite the first: it gets the next free name.
+            #expect(dir.listing() == ["mine.dat", "small.1.bin", "small.bin"])
+            let skipped = try await HaulProcess.run(["--skip-existing", url], in: dir.path)
+            #expect(skipped.stdoutLines.first == "small.bin: exists, skipped (./small.bin)")
+            #expect(dir.listing() == ["mine.dat", "small.1.bin", "small.bin"])
+        }
+    }
+}

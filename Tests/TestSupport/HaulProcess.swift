@@ -1,0 +1,134 @@
+import Foundation
+import Synchronization
+
+/// The real `haul` binary, started with posix_spawn so a test can signal it and read its peak memory.
+public final class HaulProcess: Sendable {
+    public struct Exit: Sendable {
+        public var status: Int32
+        /// Set when a signal ended the process.
+        public var signal: Int32?
+        /// Peak resident set size, in KiB (wait4's ru_maxrss).
+        public var maxRSSKiB: Int
+        public var stdout: String
+        public var stderr: String
+
+        public var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+    }
+
+    public let pid: pid_t
+    private let stdoutPath: String
+    private let stderrPath: String
+    private let stdoutRead: Int32
+    private let lines: AsyncStream<String>
+
+    /// The binary next to the test bundle (same build folder, whatever the scratch path).
+    public static let binary: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var folder = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        while !FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("haul").path),
+            folder.path != "/"
+        {
+            folder = folder.deletingLastPathComponent()
+        }
+        return folder.appendingPathComponent("haul").path
+    }()
+
+    /// Starts `haul ARGS` in `directory`. Its stdout is teed: kept for `wait()` and streamed as lines.
+    public init(_ arguments: [String], in directory: String, stdin: String? = nil) throws {
+        let scratch = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
+        stdoutPath = scratch + ".out"
+        stderrPath = scratch + ".err"
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { throw POSIXError(.EMFILE) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin {
+            _ = FileManager.default.createFile(atPath: scratch + ".in", contents: Data(stdin.utf8))
+            posix_spawn_file_actions_addopen(&actions, 0, scratch + ".in", O_RDONLY, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addclose(&actions, pipe[0])
+        // coreutils' env changes directory and execs haul, so the pid and rusage are haul's own.
+        let argv = (["/usr/bin/env", "-C", directory, Self.binary] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var environment = ProcessInfo.processInfo.environment
+        environment["TERM"] = "dumb"
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, "/usr/bin/env", &actions, nil, argv, envp)
+        close(pipe[1])
+        guard result == 0 else {
+            close(pipe[0])
+            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT)
+        }
+        pid = child
+        stdoutRead = pipe[0]
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        lines = stream
+        let readFD = pipe[0]
+        let copyPath = stdoutPath
+        // A reader thread, so a blocking read never holds a task thread.
+        Thread.detachNewThread {
+            let copy = fopen(copyPath, "w")
+            var pending = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress!, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                fwrite(buffer, 1, n, copy)
+                pending += buffer[..<n]
+                while let newline = pending.firstIndex(of: 10) {
+                    continuation.yield(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+            }
+            fclose(copy)
+            close(readFD)
+            continuation.finish()
+        }
+    }
+
+    /// Runs `haul ARGS` to the end.
+    public static func run(_ arguments: [String], in directory: String, stdin: String? = nil) async throws -> Exit {
+        try await HaulProcess(arguments, in: directory, stdin: stdin).wait()
+    }
+
+    /// Waits for the first stdout line that satisfies `condition`, and returns it.
+    public func firstLine(where condition: @escaping @Sendable (String) -> Bool) async -> String? {
+        for await line in lines where condition(line) { return line }
+        return nil
+    }
+
+    public func send(_ signal: Int32) {
+        kill(pid, signal)
+    }
+
+    /// Waits for the process to end (on a thread of its own: wait4 blocks).
+    public func wait() async -> Exit {
+        let pid = self.pid
+        let (status, usage) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int32, rusage), Never>) in
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                var usage = rusage()
+                while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+                continuation.resume(returning: (status, usage))
+            }
+        }
+        // The reader thread finishes when the pipe closes; drain the stream so the copy is complete.
+        for await _ in lines {}
+        let termination = status & 0x7f
+        let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: stdoutPath)
+        try? FileManager.default.removeItem(atPath: stderrPath)
+        return Exit(status: termination == 0 ? (status >> 8) & 0xff : -1,
+                    signal: termination == 0 ? nil : termination,
+                    maxRSSKiB: usage.ru_maxrss, stdout: out, stderr: err)
+    }
+}

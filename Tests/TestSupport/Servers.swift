@@ -1,0 +1,63 @@
+import Crypto
+import Foundation
+import SampleServer
+
+/// Runs `body` against a fresh in-process sample server on 127.0.0.1 with an ephemeral port.
+public func withSampleServer<T>(rate: Int? = nil, jpegs: Bool = false,
+                                _ body: (SampleServer) async throws -> T) async throws -> T {
+    let server = try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate, jpegs: jpegs))
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// The bytes the sample server serves for a generated file.
+public func expectedBytes(_ name: String) -> [UInt8] {
+    let file = generatedFile(name)
+    return file.bytes(offset: 0, count: file.size)
+}
+
+public func generatedFile(_ name: String) -> GeneratedFile {
+    GeneratedFile.standardSet.first { $0.name == name }!
+}
+
+/// The sha256 of a generated file as the server serves it, computed from the generator in 1 MiB pieces.
+public func expectedSHA256(_ name: String) -> String {
+    let file = generatedFile(name)
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var offset = 0
+    while offset < file.size {
+        let count = min(buffer.count, file.size - offset)
+        buffer.withUnsafeMutableBytes { file.fill(UnsafeMutableRawBufferPointer(rebasing: $0[..<count]), offset: offset) }
+        buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        offset += count
+    }
+    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+}
+
+public struct TimedOut: Error, CustomStringConvertible {
+    public let what: String
+    public var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds`.
+public func within<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
+    async throws -> T
+{
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))  // a deadline, not synchronisation
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw TimedOut(what: what) }
+        return value
+    }
+}
