@@ -12,6 +12,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
@@ -49,6 +51,8 @@ let package = Package(
             dependencies: [
                 "CJPEG",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "sample-server/Sources/SampleServer"),
         .executableTarget(
@@ -69,6 +73,7 @@ let package = Package(
             name: "SampleServerTests",
             dependencies: [
                 "SampleServer",
+                "CJPEG",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]),
         .testTarget(
