@@ -1,0 +1,98 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// `GET|HEAD /files/download?NAME`: a file with validators and single-range support, with faults applied.
+struct DownloadRoute: Sendable {
+    let catalog: Catalog
+    let controller: ServerController
+    let log: RequestLog
+
+    func respond(to request: Request, context: SampleRequestContext) -> Response {
+        let response = answer(request, channel: context.channel)
+        guard request.method == .head else { return response }
+        return Response(status: response.status, headers: response.headers)
+    }
+
+    /// The full GET answer; HEAD sends the same status and headers without the body.
+    private func answer(_ request: Request, channel: any Channel) -> Response {
+        let name = request.uri.query.flatMap { $0.removingPercentEncoding } ?? ""
+        let rangeHeader = request.headers[.range]
+        let (faults, rate) = controller.admit(name: name, hasRange: rangeHeader != nil)
+        let method = request.method.rawValue
+        guard let file = catalog.file(named: name) else {
+            log.write("\(method) \(name.debugDescription) -> 404")
+            return Response(status: .notFound, body: ResponseBody(byteBuffer: ByteBuffer(string: "no such file\n")))
+        }
+        if controller.claimUnavailable(name: name) {
+            log.write("\(method) \(name) -> 503 (fault), Retry-After: \(faults.retryAfterSeconds)")
+            var headers = HTTPFields()
+            headers[.retryAfter] = String(faults.retryAfterSeconds)
+            return Response(
+                status: .serviceUnavailable, headers: headers,
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "busy, retry later\n")))
+        }
+
+        let validators = file.validators(salt: faults.etagSalt)
+        var headers = HTTPFields()
+        headers[.acceptRanges] = "bytes"
+        headers[.eTag] = validators.etag
+        headers[.lastModified] = validators.lastModified
+        headers[.contentType] = file.contentType
+        headers[.contentDisposition] = Self.contentDisposition(for: file.name)
+
+        let range = resolveRange(request: request, size: file.size, validators: validators, faults: faults)
+        let status: HTTPResponse.Status
+        let bytes: Range<Int>
+        switch range {
+        case .whole:
+            status = .ok
+            bytes = 0..<file.size
+        case .partial(let closed):
+            status = .partialContent
+            bytes = closed.lowerBound..<(closed.upperBound + 1)
+            headers[.contentRange] = "bytes \(closed.lowerBound)-\(closed.upperBound)/\(file.size)"
+        case .unsatisfiable:
+            log.write("\(method) \(name) \(rangeHeader ?? "") -> 416")
+            headers[.contentRange] = "bytes */\(file.size)"
+            headers[.contentLength] = "0"
+            return Response(status: .rangeNotSatisfiable, headers: headers)
+        }
+        headers[.contentLength] = String(bytes.count)
+        log.write("\(method) \(name)\(rangeHeader.map { " \($0)" } ?? "") -> \(status.code) (\(bytes.count) bytes)")
+        if request.method == .head {
+            return Response(status: status, headers: headers)
+        }
+
+        let plan = BodyPlan(
+            file: file,
+            range: bytes,
+            rate: rate,
+            stall: faults.stallSeconds.map { (after: Swift.max(0, faults.stallAfterBytes), duration: .seconds($0)) },
+            dropAfter: controller.claimDrop(name: name, bodyLength: bytes.count))
+        let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log)
+        return Response(status: status, headers: headers, body: streamer.responseBody())
+    }
+
+    private func resolveRange(
+        request: Request, size: Int, validators: Validators, faults: SampleServerFaults
+    ) -> RangeRequest {
+        guard !faults.ignoreRange else { return .whole }
+        if let ifRange = request.headers[.ifRange], !validators.matches(ifRange: ifRange) {
+            return .whole
+        }
+        return RangeRequest(header: request.headers[.range], size: size)
+    }
+
+    /// `attachment; filename="NAME"`, with an RFC 8187 `filename*` when the name is not plain ASCII.
+    static func contentDisposition(for name: String) -> String {
+        let plain = name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" }
+        if plain {
+            return "attachment; filename=\"\(name)\""
+        }
+        let fallback = String(
+            String.UnicodeScalarView(
+                name.unicodeScalars.map { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" ? $0 : "_" }))
+        return "attachment; filename=\"\(fallback)\"; filename*=UTF-8''\(PercentEncoding.encode(name))"
+    }
+}

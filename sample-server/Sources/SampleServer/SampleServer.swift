@@ -1,0 +1,140 @@
+import Hummingbird
+import Logging
+
+/// A running SuperStorage-API server: `/files/list`, `/files/status` and `/files/download?NAME`.
+///
+/// Start one in-process for tests or demos, then steer it while it runs:
+/// ```swift
+/// let server = try await SampleServer.start(SampleServerConfiguration(port: 0))
+/// var faults = SampleServerFaults()
+/// faults.dropAfterBytes = 100_000
+/// server.setFaults(faults)
+/// // ... download server.downloadURL("medium.bin") ...
+/// await server.stop()
+/// ```
+/// All members are thread-safe.
+public final class SampleServer: Sendable {
+    /// The port the server listens on (the real one when the configuration asked for port 0).
+    public let port: Int
+    private let host: String
+    private let controller: ServerController
+    private let catalogSnapshot: Catalog
+    private let runTask: Task<Void, any Error>
+
+    private init(port: Int, host: String, controller: ServerController, catalog: Catalog, runTask: Task<Void, any Error>) {
+        self.port = port
+        self.host = host
+        self.controller = controller
+        self.catalogSnapshot = catalog
+        self.runTask = runTask
+    }
+
+    /// Starts listening and returns once the port is bound.
+    ///
+    /// The first start in a process also prepares the JPEGs (from the disk cache, or by encoding them, about a
+    /// second). Throws when the root directory is unusable or the address cannot be bound.
+    public static func start(_ configuration: SampleServerConfiguration) async throws -> SampleServer {
+        let root = try configuration.root.map { try RootDirectory(path: $0) }
+        let jpegs = configuration.jpegs ? try await JPEGFactory.shared.value : []
+        let catalog = Catalog(files: configuration.files, jpegs: jpegs, root: root)
+        let controller = ServerController(rate: configuration.rate)
+        let log = RequestLog(sink: configuration.requestLog)
+
+        let router = Router(context: SampleRequestContext.self)
+        let download = DownloadRoute(catalog: catalog, controller: controller, log: log)
+        let listing = CatalogRoutes(catalog: catalog, controller: controller)
+        router.get("/files/list", use: listing.list)
+        router.get("/files/status", use: listing.status)
+        router.get("/files/download", use: download.respond)
+        router.head("/files/download", use: download.respond)
+
+        let (boundPorts, boundPortSink) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router,
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "SuperStorage-Sample"),
+            onServerRunning: { channel in
+                boundPortSink.yield(channel.localAddress?.port ?? -1)
+                boundPortSink.finish()
+            },
+            logger: Logger(label: "SampleServer", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let runTask = Task {
+            defer { boundPortSink.finish() }
+            try await app.runService(gracefulShutdownSignals: [])
+        }
+        var ports = boundPorts.makeAsyncIterator()
+        guard let port = await ports.next(), port > 0 else {
+            runTask.cancel()
+            try await runTask.value
+            throw SampleServerError("could not listen on \(configuration.host):\(configuration.port)")
+        }
+        return SampleServer(port: port, host: configuration.host, controller: controller, catalog: catalog, runTask: runTask)
+    }
+
+    /// `http://HOST:PORT`, with IPv6 hosts in brackets.
+    public var baseURL: String {
+        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+    }
+
+    /// The URL that downloads `name`: `baseURL/files/download?NAME`, percent-encoded.
+    public func downloadURL(_ name: String) -> String {
+        "\(baseURL)/files/download?\(PercentEncoding.encode(name))"
+    }
+
+    /// The faults currently injected into download responses.
+    public var faults: SampleServerFaults {
+        controller.faults
+    }
+
+    /// Replaces the injected faults from the next request on, restarting the drop and 503 counters.
+    public func setFaults(_ faults: SampleServerFaults) {
+        controller.setFaults(faults)
+    }
+
+    /// Counters since start or the last ``resetStats()``.
+    public var stats: SampleServerStats {
+        controller.stats
+    }
+
+    /// Sets every counter back to zero.
+    public func resetStats() {
+        controller.resetStats()
+    }
+
+    /// The per-response throttle in bytes per second, `nil` when unthrottled.
+    public var rate: Int? {
+        controller.rate
+    }
+
+    /// Changes the throttle for responses that start from now on.
+    public func setRate(_ rate: Int?) {
+        controller.setRate(rate)
+    }
+
+    /// What `/files/list` lists, sorted by name.
+    public var catalog: [CatalogEntry] {
+        catalogSnapshot.entries()
+    }
+
+    /// The line `/files/status` answers, without the newline.
+    public var statusLine: String {
+        CatalogRoutes(catalog: catalogSnapshot, controller: controller).statusLine()
+    }
+
+    /// Stops listening, closes every connection (cutting responses short) and waits until the server is down.
+    /// Calling it again does nothing.
+    public func stop() async {
+        runTask.cancel()
+        _ = try? await runTask.value
+    }
+
+    /// Waits until the server stops, either by ``stop()`` or because it failed; rethrows the failure.
+    public func waitUntilStopped() async throws {
+        try await withTaskCancellationHandler {
+            try await runTask.value
+        } onCancel: {
+            runTask.cancel()
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// What a ``SampleServer`` listens on and serves.
+public struct SampleServerConfiguration: Sendable {
+    /// Address to bind, `127.0.0.1` by default.
+    public var host: String
+    /// Port to bind; 0 picks a free ephemeral port (read it back from ``SampleServer/port``).
+    public var port: Int
+    /// Bytes per second for each download response body, or `nil` for no limit.
+    public var rate: Int?
+    /// A directory whose regular files are also served by name (never anything outside it).
+    public var root: String?
+    /// The generated binary files to serve.
+    public var files: [GeneratedFile]
+    /// Whether to serve the generated progressive JPEGs (`photo-*.jpg`).
+    public var jpegs: Bool
+    /// Receives one line per download request and per injected fault, for an access log. `nil` logs nothing.
+    public var requestLog: (@Sendable (String) -> Void)?
+
+    /// Creates a configuration; the defaults serve ``GeneratedFile/standardSet`` and the JPEGs on 127.0.0.1:8080.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        rate: Int? = nil,
+        root: String? = nil,
+        files: [GeneratedFile] = GeneratedFile.standardSet,
+        jpegs: Bool = true,
+        requestLog: (@Sendable (String) -> Void)? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.rate = rate
+        self.root = root
+        self.files = files
+        self.jpegs = jpegs
+        self.requestLog = requestLog
+    }
+}

@@ -1,0 +1,82 @@
+import Synchronization
+
+/// The mutable side of a running server: faults, rate and statistics, shared by the request handlers and the
+/// public ``SampleServer`` API under one lock.
+final class ServerController: Sendable {
+    private struct State {
+        var faults = SampleServerFaults()
+        var unavailableAnswered = 0
+        var responsesDropped = 0
+        var stats = SampleServerStats()
+        var rate: Int?
+    }
+
+    private let state: Mutex<State>
+
+    init(rate: Int?) {
+        state = Mutex(State(rate: rate))
+    }
+
+    var faults: SampleServerFaults {
+        state.withLock { $0.faults }
+    }
+
+    func setFaults(_ faults: SampleServerFaults) {
+        state.withLock {
+            $0.faults = faults
+            $0.unavailableAnswered = 0
+            $0.responsesDropped = 0
+        }
+    }
+
+    var rate: Int? {
+        state.withLock { $0.rate }
+    }
+
+    func setRate(_ rate: Int?) {
+        state.withLock { $0.rate = rate }
+    }
+
+    var stats: SampleServerStats {
+        state.withLock { $0.stats }
+    }
+
+    func resetStats() {
+        state.withLock { $0.stats = SampleServerStats() }
+    }
+
+    /// Counts a download request and returns the faults and rate that govern it.
+    func admit(name: String, hasRange: Bool) -> (faults: SampleServerFaults, rate: Int?) {
+        state.withLock {
+            $0.stats.requests += 1
+            if hasRange {
+                $0.stats.rangeRequests += 1
+            }
+            return ($0.faults.applies(to: name) ? $0.faults : SampleServerFaults(), $0.rate)
+        }
+    }
+
+    /// Whether this request is one of the first `unavailableCount` for `name` and must get a 503.
+    func claimUnavailable(name: String) -> Bool {
+        state.withLock {
+            guard $0.faults.applies(to: name), $0.unavailableAnswered < $0.faults.unavailableCount else { return false }
+            $0.unavailableAnswered += 1
+            return true
+        }
+    }
+
+    /// The byte count after which this response must be cut off, or `nil` to send it whole.
+    func claimDrop(name: String, bodyLength: Int) -> Int? {
+        state.withLock {
+            guard $0.faults.applies(to: name), let dropAfter = $0.faults.dropAfterBytes, dropAfter < bodyLength,
+                $0.responsesDropped < $0.faults.dropLimit ?? .max
+            else { return nil }
+            $0.responsesDropped += 1
+            return Swift.max(0, dropAfter)
+        }
+    }
+
+    func recordBodyBytes(_ count: Int) {
+        state.withLock { $0.stats.bodyBytesSent += count }
+    }
+}
