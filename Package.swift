@@ -35,6 +35,8 @@ let package = Package(
                 "CCurl",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
         // The command-line front end.
@@ -53,6 +55,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "sample-server/Sources/SampleServer"),
         .executableTarget(
@@ -66,9 +69,18 @@ let package = Package(
         // Helpers shared by the test targets: temp dirs, a manual clock, the server, the real binary.
         .target(
             name: "TestSupport",
-            dependencies: ["SampleServer", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "SampleServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "Tests/TestSupport"),
-        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "SampleServer", "TestSupport"]),
+        .testTarget(
+            name: "HaulCoreTests",
+            dependencies: [
+                "HaulCore", "SampleServer", "TestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "SampleServerTests",
             dependencies: [

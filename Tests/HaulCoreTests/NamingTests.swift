@@ -72,6 +72,20 @@ import Testing
     }
 }
 
+@Suite struct FilePathTests {
+    @Test func parentsBaseNamesAndJoins() {
+        #expect(FilePath.parent(of: "o") == ".")
+        #expect(FilePath.parent(of: "a/b/c") == "a/b")
+        #expect(FilePath.parent(of: "a/b/") == "a")
+        #expect(FilePath.parent(of: "/c") == "/")
+        #expect(FilePath.parent(of: "/") == "/")
+        #expect(FilePath.baseName(of: "a/b/c.txt") == "c.txt")
+        #expect(FilePath.baseName(of: "c") == "c")
+        #expect(FilePath.join("o", "x") == "o/x")
+        #expect(FilePath.join("o/", "x") == "o/x")
+    }
+}
+
 @Suite struct URLCheckTests {
     @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/"])
     func accepted(url: String) {

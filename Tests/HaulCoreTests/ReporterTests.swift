@@ -1,24 +1,24 @@
-import Synchronization
+import NIOConcurrencyHelpers
 import TestSupport
 import Testing
 @testable import HaulCore
 
 /// Captures what a reporter prints.
 final class CapturedOutput: Sendable {
-    private let lines = Mutex<(out: [String], err: [String])>(([], []))
-    var out: [String] { lines.withLock { $0.out } }
-    var err: [String] { lines.withLock { $0.err } }
+    private let lines = NIOLockedValueBox<(out: [String], err: [String])>(([], []))
+    var out: [String] { lines.withLockedValue { $0.out } }
+    var err: [String] { lines.withLockedValue { $0.err } }
     var text: TextOutput {
-        TextOutput(out: { line in self.lines.withLock { $0.out.append(line) } },
-                   err: { line in self.lines.withLock { $0.err.append(line) } })
+        TextOutput(out: { line in self.lines.withLockedValue { $0.out.append(line) } },
+                   err: { line in self.lines.withLockedValue { $0.err.append(line) } })
     }
 }
 
 /// Seconds that a test sets by hand.
 final class FakeSeconds: Sendable {
-    private let value = Mutex(0.0)
-    func set(_ seconds: Double) { value.withLock { $0 = seconds } }
-    var now: @Sendable () -> Double { { self.value.withLock { $0 } } }
+    private let value = NIOLockedValueBox(0.0)
+    func set(_ seconds: Double) { value.withLockedValue { $0 = seconds } }
+    var now: @Sendable () -> Double { { self.value.withLockedValue { $0 } } }
 }
 
 @Suite struct ReporterTests {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The real `haul` binary, started with posix_spawn so a test can signal it and read its peak memory.
 public final class HaulProcess: Sendable {
@@ -7,8 +7,8 @@ public final class HaulProcess: Sendable {
         public var status: Int32
         /// Set when a signal ended the process.
         public var signal: Int32?
-        /// Peak resident set size, in KiB (wait4's ru_maxrss).
-        public var maxRSSKiB: Int
+        /// Peak resident set size of haul alone, in KiB, when started with `measuringMemory`.
+        public var maxRSSKiB: Int?
         public var stdout: String
         public var stderr: String
 
@@ -19,6 +19,7 @@ public final class HaulProcess: Sendable {
     private let stdoutPath: String
     private let stderrPath: String
     private let stdoutRead: Int32
+    private let rssPath: String?
     private let lines: AsyncStream<String>
 
     /// The binary next to the test bundle (same build folder, whatever the scratch path).
@@ -34,10 +35,14 @@ public final class HaulProcess: Sendable {
     }()
 
     /// Starts `haul ARGS` in `directory`. Its stdout is teed: kept for `wait()` and streamed as lines.
-    public init(_ arguments: [String], in directory: String, stdin: String? = nil) throws {
+    /// With `measuringMemory`, GNU time starts haul and records its peak RSS. (A child spawned from this big
+    /// test process inherits the parent's memory high-water mark across exec, so wait4's ru_maxrss would
+    /// measure the test, not haul; time's own small process forks haul afresh.)
+    public init(_ arguments: [String], in directory: String, stdin: String? = nil, measuringMemory: Bool = false) throws {
         let scratch = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
         stdoutPath = scratch + ".out"
         stderrPath = scratch + ".err"
+        rssPath = measuringMemory ? scratch + ".rss" : nil
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw POSIXError(.EMFILE) }
         var actions = posix_spawn_file_actions_t()
@@ -52,15 +57,16 @@ public final class HaulProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
-        // coreutils' env changes directory and execs haul, so the pid and rusage are haul's own.
-        let argv = (["/usr/bin/env", "-C", directory, Self.binary] + arguments).map { strdup($0) } + [nil]
+        // coreutils' env changes directory and execs haul, so the pid is haul's own.
+        let launcher = rssPath.map { ["/usr/bin/time", "-f", "%M", "-o", $0] } ?? []
+        let argv = (launcher + ["/usr/bin/env", "-C", directory, Self.binary] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "dumb"
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, "/usr/bin/env", &actions, nil, argv, envp)
+        let result = posix_spawn(&child, argv[0]!, &actions, nil, argv, envp)
         close(pipe[1])
         guard result == 0 else {
             close(pipe[0])
@@ -95,8 +101,9 @@ public final class HaulProcess: Sendable {
     }
 
     /// Runs `haul ARGS` to the end.
-    public static func run(_ arguments: [String], in directory: String, stdin: String? = nil) async throws -> Exit {
-        try await HaulProcess(arguments, in: directory, stdin: stdin).wait()
+    public static func run(_ arguments: [String], in directory: String, stdin: String? = nil,
+                           measuringMemory: Bool = false) async throws -> Exit {
+        try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory).wait()
     }
 
     /// Waits for the first stdout line that satisfies `condition`, and returns it.
@@ -112,14 +119,16 @@ public final class HaulProcess: Sendable {
     /// Waits for the process to end (on a thread of its own: wait4 blocks).
     public func wait() async -> Exit {
         let pid = self.pid
-        let (status, usage) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int32, rusage), Never>) in
+        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             Thread.detachNewThread {
                 var status: Int32 = 0
-                var usage = rusage()
-                while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-                continuation.resume(returning: (status, usage))
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                continuation.resume(returning: status)
             }
         }
+        let rss = rssPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+            .flatMap { $0.split(separator: "\n").last.flatMap { Int($0) } }
+        if let rssPath { try? FileManager.default.removeItem(atPath: rssPath) }
         // The reader thread finishes when the pipe closes; drain the stream so the copy is complete.
         for await _ in lines {}
         let termination = status & 0x7f
@@ -129,6 +138,6 @@ public final class HaulProcess: Sendable {
         try? FileManager.default.removeItem(atPath: stderrPath)
         return Exit(status: termination == 0 ? (status >> 8) & 0xff : -1,
                     signal: termination == 0 ? nil : termination,
-                    maxRSSKiB: usage.ru_maxrss, stdout: out, stderr: err)
+                    maxRSSKiB: rss, stdout: out, stderr: err)
     }
 }

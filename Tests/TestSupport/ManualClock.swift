@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A clock that moves only when a test says so. Sleepers wake when `advance` passes their deadline.
 public final class ManualClock: Clock, Sendable {
@@ -14,15 +14,15 @@ public final class ManualClock: Clock, Sendable {
         var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     public init() {}
 
-    public var now: Instant { state.withLock { $0.now } }
+    public var now: Instant { state.withLockedValue { $0.now } }
     public var minimumResolution: Duration { .zero }
 
     public func advance(by duration: Duration) {
-        let due = state.withLock { state in
+        let due = state.withLockedValue { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }.map(\.continuation)
@@ -32,11 +32,11 @@ public final class ManualClock: Clock, Sendable {
         for continuation in due { continuation.resume() }
     }
 
-    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLockedValue { $0.sleepers.count } }
 
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ready = state.withLock { state -> Bool in
+            let ready = state.withLockedValue { state -> Bool in
                 if deadline <= state.now { return true }
                 state.sleepers.append((deadline, continuation))
                 return false

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs a list of downloads one after another, telling a reporter everything, and sums up.
 ///
@@ -49,22 +49,22 @@ public struct DownloadRun: Sendable {
     }
 
     private func runOne(_ job: DownloadJob, id: Int) async -> Result<DownloadResult, Failure> {
-        let name = Mutex(job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url)))
+        let name = NIOLockedValueBox(job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url)))
         if let problem = URLCheck.problem(with: job.url) {
-            return .failure(Failure(file: name.withLock { $0 }, error: HaulError(.usage, problem)))
+            return .failure(Failure(file: name.withLockedValue { $0 }, error: HaulError(.usage, problem)))
         }
         if Task.isCancelled {
             let error = interrupted() ? HaulError(.interrupted, "interrupted before it started")
                 : HaulError(.cancelled, "cancelled before it started")
-            return .failure(Failure(file: name.withLock { $0 }, error: error))
+            return .failure(Failure(file: name.withLockedValue { $0 }, error: error))
         }
         let reporter = self.reporter
         do {
             let result = try await downloader.download(job) { event in
-                let file = name.withLock { $0 }
+                let file = name.withLockedValue { $0 }
                 switch event {
                 case .started(let started, let path, let total):
-                    name.withLock { $0 = started }
+                    name.withLockedValue { $0 = started }
                     reporter.report(.started(id: id, url: job.url, file: started, path: path, total: total))
                 case .progress(let progress):
                     reporter.report(.progress(id: id, url: job.url, file: file, progress))
@@ -75,7 +75,7 @@ public struct DownloadRun: Sendable {
             return .success(result)
         } catch {
             let reported = error.category == .cancelled && interrupted() ? HaulError(.interrupted, "interrupted") : error
-            return .failure(Failure(file: name.withLock { $0 }, error: reported))
+            return .failure(Failure(file: name.withLockedValue { $0 }, error: reported))
         }
     }
 }

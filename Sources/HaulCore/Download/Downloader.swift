@@ -29,7 +29,7 @@ public struct Downloader: Sendable {
         let name = job.outputName
             ?? FileNaming.name(contentDisposition: head["Content-Disposition"], url: head.effectiveURL)
         let path = try Self.target(for: name, in: job.outputDirectory, policy: job.existingFile)
-        let file = (path as NSString).lastPathComponent
+        let file = FilePath.baseName(of: path)
         if job.existingFile == .skip, FileSystem.exists(path) {
             return DownloadResult(file: file, path: path, bytes: 0, skipped: true)
         }
@@ -51,7 +51,7 @@ public struct Downloader: Sendable {
         try part.sync()
         try part.close()
         try FileSystem.rename(partPath, path)
-        FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
+        FileSystem.syncDirectory(FilePath.parent(of: path))
         return DownloadResult(file: file, path: path, bytes: completed, skipped: false)
     }
 
@@ -70,12 +70,12 @@ public struct Downloader: Sendable {
     static func target(for name: String, in directory: String, policy: ExistingFilePolicy) throws(HaulError)
         -> String
     {
-        let path = name.contains("/") ? name : (directory as NSString).appendingPathComponent(name)
+        let path = name.contains("/") ? name : FilePath.join(directory, name)
         guard policy == .rename, FileSystem.exists(path) else { return path }
-        let (stem, ext) = FileNaming.split((path as NSString).lastPathComponent)
-        let folder = (path as NSString).deletingLastPathComponent
+        let (stem, ext) = FileNaming.split(FilePath.baseName(of: path))
+        let folder = FilePath.parent(of: path)
         for n in 1... {
-            let candidate = (folder as NSString).appendingPathComponent("\(stem).\(n)\(ext)")
+            let candidate = FilePath.join(folder, "\(stem).\(n)\(ext)")
             if !FileSystem.exists(candidate) && !FileSystem.exists(candidate + ".part") { return candidate }
         }
         fatalError("unreachable")

@@ -75,8 +75,8 @@ enum FileSystem {
             guard access(path, W_OK | X_OK) == 0 else { throw PartFile.error("cannot write to", path) }
             return
         }
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty, parent != path, !exists(parent) { try makeDirectory(parent) }
+        let parent = FilePath.parent(of: path)
+        if parent != path, !exists(parent) { try makeDirectory(parent) }
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw PartFile.error("cannot create directory", path) }
     }
 

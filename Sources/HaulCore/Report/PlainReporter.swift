@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Line output for logs and pipes: a line when a download starts, a progress line at most once per
 /// `interval` per download, a line when it ends, and a summary. Failures go to stderr, always.
@@ -7,7 +7,7 @@ public final class PlainReporter: Reporter {
     private let quiet: Bool
     private let interval: Double
     private let now: @Sendable () -> Double
-    private let lastPrinted = Mutex<[Int: Double]>([:])
+    private let lastPrinted = NIOLockedValueBox<[Int: Double]>([:])
 
     /// - Parameters:
     ///   - now: seconds on a monotonic clock; injected so tests need not wait.
@@ -38,18 +38,18 @@ public final class PlainReporter: Reporter {
         guard !quiet else { return }
         switch event {
         case .started(let id, _, let file, let path, let total):
-            lastPrinted.withLock { $0[id] = now() }
+            lastPrinted.withLockedValue { $0[id] = now() }
             output.out("\(file): saving to \(path)" + (total.map { " (\(ByteFormat.size($0)))" } ?? ""))
         case .progress(let id, _, let file, let progress):
             let time = now()
-            let due = lastPrinted.withLock { printed in
+            let due = lastPrinted.withLockedValue { printed in
                 guard time - (printed[id] ?? -.infinity) >= interval else { return false }
                 printed[id] = time
                 return true
             }
             if due { output.out(Self.progressLine(file: file, progress)) }
         case .done(let id, _, let result, let seconds):
-            lastPrinted.withLock { $0[id] = nil }
+            lastPrinted.withLockedValue { $0[id] = nil }
             if result.skipped {
                 output.out("\(result.file): exists, skipped (\(result.path))")
             } else {

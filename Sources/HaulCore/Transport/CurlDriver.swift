@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Owns one libcurl multi handle and every easy handle, on one thread of its own.
 ///
@@ -21,8 +21,8 @@ public final class CurlDriver: Sendable {
     /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
     public let highWatermark: Int
     private let multi: MultiHandle
-    private let inbox = Mutex<[Command]>([])
-    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let inbox = NIOLockedValueBox<[Command]>([])
+    private let finished = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// A multi handle pointer; used only on the driver thread, apart from the thread-safe `curl_multi_wakeup`.
     private struct MultiHandle: @unchecked Sendable {
@@ -54,7 +54,7 @@ public final class CurlDriver: Sendable {
     public func shutdown() async {
         post(.shutdown)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLock { state -> Bool in
+            let done = finished.withLockedValue { state -> Bool in
                 if state.done { return true }
                 state.waiters.append(continuation)
                 return false
@@ -64,12 +64,12 @@ public final class CurlDriver: Sendable {
     }
 
     func post(_ command: Command) {
-        inbox.withLock { $0.append(command) }
+        inbox.withLockedValue { $0.append(command) }
         curl_multi_wakeup(multi.pointer)
     }
 
     fileprivate func takeCommands() -> [Command] {
-        inbox.withLock { commands in
+        inbox.withLockedValue { commands in
             defer { commands = [] }
             return commands
         }
@@ -77,7 +77,7 @@ public final class CurlDriver: Sendable {
 
     fileprivate func threadDidExit() {
         curl_multi_cleanup(multi.pointer)
-        let waiters = finished.withLock { state in
+        let waiters = finished.withLockedValue { state in
             state.done = true
             defer { state.waiters = [] }
             return state.waiters

@@ -1,5 +1,5 @@
 import CCurl
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One transfer's shared state: written by the curl thread's callbacks, read by the consuming task.
 ///
@@ -9,7 +9,7 @@ import Synchronization
 final class TransferCore: Sendable {
     let request: HTTPRequest
     private let driver: CurlDriver
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     private struct State {
         var machine: TransferStateMachine
@@ -33,11 +33,11 @@ final class TransferCore: Sendable {
     init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int) {
         self.request = request
         self.driver = driver
-        self.state = Mutex(State(machine: TransferStateMachine(highWatermark: highWatermark)))
+        self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark)))
     }
 
     var statistics: TransferStatistics {
-        state.withLock {
+        state.withLockedValue {
             TransferStatistics(pauses: $0.machine.pauseCount, peakBufferedBytes: $0.machine.peakBuffered,
                                closed: $0.closed)
         }
@@ -47,7 +47,7 @@ final class TransferCore: Sendable {
 
     func headerLine(_ line: String) {
         lastActivity = .now
-        state.withLock { $0.headBuilder.add(line: line) }
+        state.withLockedValue { $0.headBuilder.add(line: line) }
     }
 
     /// Called on the curl thread at least once a second; true aborts a transfer that received nothing
@@ -66,7 +66,7 @@ final class TransferCore: Sendable {
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         lastActivity = .now
         deliverHeadIfPending()
-        let (action, paused) = state.withLock { state in
+        let (action, paused) = state.withLockedValue { state in
             let action = state.machine.receive(bytes)
             guard case .pause = action, !state.pauseWaiters.isEmpty else {
                 return (action, [CheckedContinuation<Void, Never>]())
@@ -94,7 +94,7 @@ final class TransferCore: Sendable {
     /// The transfer ended on the curl thread, with `nil` for success.
     func finish(_ error: HaulError?) {
         if error == nil { deliverHeadIfPending() }
-        let (head, action, paused) = state.withLock { state in
+        let (head, action, paused) = state.withLockedValue { state in
             let (head, action) = state.machine.finished(error)
             defer { state.pauseWaiters = [] }
             return (head, action, state.pauseWaiters.map(\.continuation))
@@ -106,7 +106,7 @@ final class TransferCore: Sendable {
 
     /// The driver removed and freed the handle.
     func markClosed() {
-        let waiters = state.withLock { state in
+        let waiters = state.withLockedValue { state in
             state.closed = true
             defer { state.closeWaiters = [] }
             return state.closeWaiters
@@ -115,17 +115,17 @@ final class TransferCore: Sendable {
     }
 
     private func deliverHeadIfPending() {
-        guard let easy, state.withLock({ $0.machine.isHeadPending }) else { return }
+        guard let easy, state.withLockedValue({ $0.machine.isHeadPending }) else { return }
         var status = 0
         haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var urlPointer: UnsafeMutablePointer<CChar>?
         haul_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
         let effectiveURL = urlPointer.map { String(cString: $0) } ?? request.url
-        let waiter = state.withLock {
+        let waiter = state.withLockedValue {
             $0.machine.headArrived(ResponseHead(status: status, headers: $0.headBuilder.lines,
                                                 effectiveURL: effectiveURL))
         }
-        if let waiter, case .delivered(let head) = state.withLock({ $0.machine.head }) {
+        if let waiter, case .delivered(let head) = state.withLockedValue({ $0.machine.head }) {
             waiter.resume(returning: head)
         }
     }
@@ -135,7 +135,7 @@ final class TransferCore: Sendable {
     func head() async throws -> ResponseHead {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.HeadContinuation) in
-                if let ready = state.withLock({ $0.machine.parkForHead(continuation) }) {
+                if let ready = state.withLockedValue({ $0.machine.parkForHead(continuation) }) {
                     continuation.resume(with: ready)
                 }
             }
@@ -145,11 +145,11 @@ final class TransferCore: Sendable {
     }
 
     func next() async throws -> [UInt8]? {
-        if let ready = try take(state.withLock { $0.machine.next() }) { return ready }
+        if let ready = try take(state.withLockedValue { $0.machine.next() }) { return ready }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.BytesContinuation) in
                 // Anything may have happened since the first look: look again under the same lock as parking.
-                let action = state.withLock { state -> TransferStateMachine.NextAction? in
+                let action = state.withLockedValue { state -> TransferStateMachine.NextAction? in
                     let action = state.machine.next()
                     guard case .wait = action else { return action }
                     state.machine.park(continuation)
@@ -176,7 +176,7 @@ final class TransferCore: Sendable {
     }
 
     func cancel() {
-        let (consumer, head, remove, paused) = state.withLock { state in
+        let (consumer, head, remove, paused) = state.withLockedValue { state in
             let (consumer, head, remove) = state.machine.cancel()
             defer { state.pauseWaiters = [] }
             return (consumer, head, remove, state.pauseWaiters.map(\.continuation))
@@ -190,7 +190,7 @@ final class TransferCore: Sendable {
     /// Returns once the transfer has been paused more than `count` times (for tests of backpressure).
     func waitUntilPaused(moreThan count: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
+            let done = state.withLockedValue { state -> Bool in
                 if state.machine.pauseCount > count || !state.machine.isRunning { return true }
                 state.pauseWaiters.append((count, continuation))
                 return false
@@ -201,7 +201,7 @@ final class TransferCore: Sendable {
 
     func waitUntilClosed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
+            let done = state.withLockedValue { state -> Bool in
                 if state.closed { return true }
                 state.closeWaiters.append(continuation)
                 return false

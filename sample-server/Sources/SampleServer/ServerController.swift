@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The mutable side of a running server: faults, rate and statistics, shared by the request handlers and the
 /// public ``SampleServer`` API under one lock.
@@ -11,18 +11,18 @@ final class ServerController: Sendable {
         var rate: Int?
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     init(rate: Int?) {
-        state = Mutex(State(rate: rate))
+        state = NIOLockedValueBox(State(rate: rate))
     }
 
     var faults: SampleServerFaults {
-        state.withLock { $0.faults }
+        state.withLockedValue { $0.faults }
     }
 
     func setFaults(_ faults: SampleServerFaults) {
-        state.withLock {
+        state.withLockedValue {
             $0.faults = faults
             $0.unavailableAnswered = 0
             $0.responsesDropped = 0
@@ -30,24 +30,24 @@ final class ServerController: Sendable {
     }
 
     var rate: Int? {
-        state.withLock { $0.rate }
+        state.withLockedValue { $0.rate }
     }
 
     func setRate(_ rate: Int?) {
-        state.withLock { $0.rate = rate }
+        state.withLockedValue { $0.rate = rate }
     }
 
     var stats: SampleServerStats {
-        state.withLock { $0.stats }
+        state.withLockedValue { $0.stats }
     }
 
     func resetStats() {
-        state.withLock { $0.stats = SampleServerStats() }
+        state.withLockedValue { $0.stats = SampleServerStats() }
     }
 
     /// Counts a download request and returns the faults and rate that govern it.
     func admit(name: String, hasRange: Bool) -> (faults: SampleServerFaults, rate: Int?) {
-        state.withLock {
+        state.withLockedValue {
             $0.stats.requests += 1
             if hasRange {
                 $0.stats.rangeRequests += 1
@@ -58,7 +58,7 @@ final class ServerController: Sendable {
 
     /// Whether this request is one of the first `unavailableCount` for `name` and must get a 503.
     func claimUnavailable(name: String) -> Bool {
-        state.withLock {
+        state.withLockedValue {
             guard $0.faults.applies(to: name), $0.unavailableAnswered < $0.faults.unavailableCount else { return false }
             $0.unavailableAnswered += 1
             return true
@@ -67,7 +67,7 @@ final class ServerController: Sendable {
 
     /// The byte count after which this response must be cut off, or `nil` to send it whole.
     func claimDrop(name: String, bodyLength: Int) -> Int? {
-        state.withLock {
+        state.withLockedValue {
             guard $0.faults.applies(to: name), let dropAfter = $0.faults.dropAfterBytes, dropAfter < bodyLength,
                 $0.responsesDropped < $0.faults.dropLimit ?? .max
             else { return nil }
@@ -77,6 +77,6 @@ final class ServerController: Sendable {
     }
 
     func recordBodyBytes(_ count: Int) {
-        state.withLock { $0.stats.bodyBytesSent += count }
+        state.withLockedValue { $0.stats.bodyBytesSent += count }
     }
 }

@@ -1,0 +1,46 @@
+# Haul: `make demo` and `make test` are the two commands of the README.
+SWIFT ?= swift
+# What the build, the tests and the demo need from Debian/Ubuntu. curl, wget2 and aria2 are the peers the
+# sample-server tests download with; tmux runs the TUI end-to-end tests; GNU time measures peak memory.
+APT_PACKAGES := libcurl4-openssl-dev libncurses-dev libjpeg-dev tmux curl wget2 aria2 time
+TSAN_SCRATCH := .build-tsan
+
+.PHONY: deps build release test test-tsan demo bench clean
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "Missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+# The whole suite under the thread sanitizer, in its own build folder.
+test-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+
+demo: build
+	$(SWIFT) run haul --demo
+
+bench: deps
+	bench/run
+
+clean:
+	rm -rf .build $(TSAN_SCRATCH)

@@ -1,0 +1,29 @@
+/// Path arithmetic on plain strings. (Foundation's NSString path methods crash on some short relative
+/// paths on Linux, such as "o".)
+enum FilePath {
+    /// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/"; trailing slashes ignored.
+    static func parent(of path: String) -> String {
+        let trimmed = trimmingTrailingSlashes(path)
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        if slash == trimmed.startIndex { return "/" }
+        return trimmingTrailingSlashes(String(trimmed[..<slash]))
+    }
+
+    /// "a/b/c" -> "c"; "c/" -> "c".
+    static func baseName(of path: String) -> String {
+        let trimmed = trimmingTrailingSlashes(path)
+        guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
+        return String(trimmed[trimmed.index(after: slash)...])
+    }
+
+    /// "a" + "b" -> "a/b"; "a/" + "b" -> "a/b".
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.isEmpty ? name : (directory.hasSuffix("/") ? directory + name : directory + "/" + name)
+    }
+
+    private static func trimmingTrailingSlashes(_ path: String) -> String {
+        var result = Substring(path)
+        while result.count > 1, result.hasSuffix("/") { result = result.dropLast() }
+        return String(result)
+    }
+}
