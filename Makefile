@@ -34,7 +34,7 @@ test: deps
 # The whole suite under the thread sanitizer, in its own build folder.
 test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
-	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 demo: build
 	$(SWIFT) run haul --demo

@@ -87,6 +87,7 @@ let package = Package(
                 "SampleServer",
                 "CJPEG",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "TestSupport",
             ]),
         .testTarget(
             name: "EndToEndTests",

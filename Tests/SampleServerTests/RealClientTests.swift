@@ -1,5 +1,6 @@
 import Foundation
 import SampleServer
+import TestSupport
 import Testing
 
 /// Downloads from the in-process server with the real tools, when they are installed.
@@ -33,7 +34,10 @@ struct RealClientTests {
                     "-d", output.deletingLastPathComponent().path, "-o", output.lastPathComponent,
                     server.downloadURL("medium.bin"),
                 ])
-            #expect(server.stats.rangeRequests >= 2, "aria2c split the file")
+            // Under the sanitizer the server is slow enough that aria2c may keep to one connection.
+            if !TestEnvironment.sanitized {
+                #expect(server.stats.rangeRequests >= 2, "aria2c split the file")
+            }
         }
     }
 

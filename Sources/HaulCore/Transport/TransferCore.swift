@@ -14,7 +14,7 @@ final class TransferCore: Sendable {
     private struct State {
         var machine: TransferStateMachine
         var headBuilder = ResponseHead.Builder()
-        var closed = false
+        var closedAt: ContinuousClock.Instant?
         var closeWaiters: [CheckedContinuation<Void, Never>] = []
         var pauseWaiters: [(after: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
@@ -39,7 +39,7 @@ final class TransferCore: Sendable {
     var statistics: TransferStatistics {
         state.withLockedValue {
             TransferStatistics(pauses: $0.machine.pauseCount, peakBufferedBytes: $0.machine.peakBuffered,
-                               closed: $0.closed)
+                               closedAt: $0.closedAt)
         }
     }
 
@@ -107,7 +107,7 @@ final class TransferCore: Sendable {
     /// The driver removed and freed the handle.
     func markClosed() {
         let waiters = state.withLockedValue { state in
-            state.closed = true
+            state.closedAt = .now
             defer { state.closeWaiters = [] }
             return state.closeWaiters
         }
@@ -202,7 +202,7 @@ final class TransferCore: Sendable {
     func waitUntilClosed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLockedValue { state -> Bool in
-                if state.closed { return true }
+                if state.closedAt != nil { return true }
                 state.closeWaiters.append(continuation)
                 return false
             }
@@ -217,6 +217,9 @@ public struct TransferStatistics: Sendable, Equatable {
     public var pauses: Int
     /// The most bytes ever waiting between curl and the consumer.
     public var peakBufferedBytes: Int
+    /// When the handle was removed from the multi handle and freed, on the curl thread.
+    public var closedAt: ContinuousClock.Instant?
+
     /// The handle has been removed from the multi handle and freed.
-    public var closed: Bool
+    public var closed: Bool { closedAt != nil }
 }

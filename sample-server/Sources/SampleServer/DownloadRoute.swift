@@ -39,7 +39,7 @@ struct DownloadRoute: Sendable {
         headers[.eTag] = validators.etag
         headers[.lastModified] = validators.lastModified
         headers[.contentType] = file.contentType
-        headers[.contentDisposition] = Self.contentDisposition(for: file.name)
+        headers[.contentDisposition] = faults.contentDisposition ?? Self.contentDisposition(for: file.name)
 
         let range = resolveRange(request: request, size: file.size, validators: validators, faults: faults)
         let status: HTTPResponse.Status

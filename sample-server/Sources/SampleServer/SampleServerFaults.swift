@@ -20,6 +20,8 @@ public struct SampleServerFaults: Sendable, Equatable {
     public var ignoreRange: Bool
     /// Mixed into every `ETag` and `Last-Modified`: changing it makes files look modified on the server.
     public var etagSalt: String?
+    /// Send this `Content-Disposition` value verbatim instead of the file's own (a hostile or odd name).
+    public var contentDisposition: String?
     /// When set, all other faults apply only to the file with this name.
     public var only: String?
 
@@ -33,6 +35,7 @@ public struct SampleServerFaults: Sendable, Equatable {
         stallAfterBytes = 0
         ignoreRange = false
         etagSalt = nil
+        contentDisposition = nil
         only = nil
     }
 

@@ -60,6 +60,9 @@ struct SampleServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: mix this text into ETag and Last-Modified, as if every file changed.", valueName: "text"))
     var etagSalt: String?
 
+    @Option(help: ArgumentHelp("Fault: send this Content-Disposition value instead of the file's own.", valueName: "value"))
+    var contentDisposition: String?
+
     @Option(help: ArgumentHelp("Apply the faults to this file only.", valueName: "name"))
     var only: String?
 
@@ -105,6 +108,7 @@ struct SampleServerCommand: AsyncParsableCommand {
         faults.stallAfterBytes = stallAfter?.value ?? 0
         faults.ignoreRange = ignoreRange
         faults.etagSalt = etagSalt
+        faults.contentDisposition = contentDisposition
         faults.only = only
         return faults
     }
