@@ -1,0 +1,141 @@
+import HaulCore
+
+/// Everything the screen shows, as a plain value: `update` changes it, `render` draws it.
+struct AppState: Sendable, Equatable {
+    enum View: Sendable, Equatable {
+        case downloads
+        case files
+    }
+
+    /// A box drawn over the view; keys go to it while it is open.
+    enum Overlay: Sendable, Equatable {
+        case help
+        /// The URL being typed after `a`.
+        case prompt(String)
+        /// `q` while downloads run: quitting pauses them.
+        case confirmQuit
+        case details(DownloadID)
+        /// `v`: the picture at this path, drawn by the picture widget.
+        case picture(path: String)
+    }
+
+    var size: Size
+    var view: View = .downloads
+    /// One row per download, in the order added.
+    var rows: [DownloadRow] = []
+    /// Index into `rows` of the selected row (0 when empty).
+    var selection = 0
+    var files = FilesPane()
+    /// Time the elapsed clock has counted (it runs while any download is active).
+    var elapsedSeconds = 0
+    /// Whether the clock task should be running.
+    var clockRunning = false
+    var overlay: Overlay?
+    /// A one-line message in the footer, cleared by the next key.
+    var message: String?
+    /// Connections for `m` in the files view.
+    var multiPartSegments = 4
+    /// Connections for downloads added with `a` or Enter.
+    var defaultSegments = 1
+    /// The terminal can show colours / Unicode block and box characters.
+    var colors = true
+    var unicode = true
+    /// Set once quitting has begun: the screen says so until the terminal is restored.
+    var quitting = false
+
+    init(size: Size) {
+        self.size = size
+    }
+
+    var selectedRow: DownloadRow? {
+        rows.indices.contains(selection) ? rows[selection] : nil
+    }
+
+    func index(of id: DownloadID) -> Int? {
+        rows.firstIndex { $0.id == id }
+    }
+
+    /// Downloads queued or running that the user has not asked to stop.
+    var hasRunningDownloads: Bool {
+        rows.contains(where: \.isRunning)
+    }
+
+    var doneCount: Int { rows.count { $0.state == .done } }
+
+    var totalSpeed: Double {
+        rows.reduce(0) { $0 + ($1.state == .downloading ? $1.bytesPerSecond : 0) }
+    }
+}
+
+/// One download as the screen knows it, from the manager's events.
+struct DownloadRow: Sendable, Equatable {
+    var id: DownloadID
+    var url: String
+    var name: String
+    var state: DownloadState = .queued
+    /// Where the file goes (without `.part`), once the server has answered.
+    var path: String?
+    var completed: Int64 = 0
+    var total: Int64?
+    var bytesPerSecond: Double = 0
+    /// The last notice (a retry, a refused resume, a saved preview).
+    var notice: String?
+    /// Set when a cancelled JPEG left a `STEM.partial.EXT` preview.
+    var previewSaved = false
+    /// The stop the user asked for and the manager has not confirmed yet.
+    var pendingStop: DownloadState?
+    /// Seconds the download took, once done.
+    var seconds: Double?
+
+    /// Queued or running, and not being stopped.
+    var isRunning: Bool {
+        !state.isFinished && pendingStop == nil
+    }
+
+    /// 0...1 when the size is known.
+    var fraction: Double? {
+        guard let total, total > 0 else { return state == .done ? 1 : nil }
+        return min(1, max(0, Double(completed) / Double(total)))
+    }
+
+    /// Seconds left at the current speed.
+    var secondsLeft: Double? {
+        guard state == .downloading, let total, bytesPerSecond > 0 else { return nil }
+        return Double(max(0, total - completed)) / bytesPerSecond
+    }
+
+    var isJPEG: Bool { DownloadContext.isPartialCapable(name: name) }
+}
+
+/// The server browser: `/files/list` and `/files/status` of `--server` (or the demo server).
+struct FilesPane: Sendable, Equatable {
+    enum Listing: Sendable, Equatable {
+        case notConfigured
+        case loading
+        case loaded([RemoteFile])
+        case failed(String)
+    }
+
+    /// The server's base URL, nil without `--server`/`--demo`.
+    var server: String?
+    var listing: Listing = .notConfigured
+    var status: String?
+    var selection = 0
+
+    var entries: [RemoteFile] {
+        if case .loaded(let files) = listing { return files }
+        return []
+    }
+
+    var selected: RemoteFile? {
+        entries.indices.contains(selection) ? entries[selection] : nil
+    }
+}
+
+/// One entry of `/files/list`.
+struct RemoteFile: Sendable, Equatable, Decodable {
+    var name: String
+    var size: Int64
+    /// ISO 8601, as the server sent it.
+    var date: String
+}

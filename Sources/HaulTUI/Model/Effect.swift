@@ -1,0 +1,24 @@
+import HaulCore
+
+/// What `update` asks the app loop to do; the loop carries it out against the manager, the clock task and
+/// the network.
+enum Effect: Sendable, Equatable {
+    /// Start a download of `url` over `segments` connections, with the command line's options.
+    case download(url: String, segments: Int)
+    case cancel(DownloadID)
+    case cancelAll
+    case pause(DownloadID)
+    case resume(DownloadID)
+    case pauseAll
+    case resumeAll
+    case retry(DownloadID)
+    case remove(DownloadID)
+    case startClock
+    case stopClock
+    /// GET `/files/list` and `/files/status` of the configured server.
+    case loadFiles
+    /// Decode and show the JPEG at `path` (complete or partial) in the picture overlay.
+    case showPicture(path: String)
+    /// Leave: restore the terminal; with `pausing`, pause every running download first (they stay resumable).
+    case quit(pausing: Bool)
+}

@@ -1,0 +1,21 @@
+import HaulCore
+
+/// Everything that can change `AppState`, from any source; the app loop feeds them to `update` one at a time.
+enum Message: Sendable, Equatable {
+    /// The loop has started: initial downloads and the files listing are requested.
+    case started(urls: [String])
+    case key(Key)
+    case resize(Size)
+    /// One second of the elapsed clock.
+    case tick
+    case manager(ManagerEvent)
+    case filesLoaded(Result<[RemoteFile], FilesError>)
+    case statusLoaded(String)
+    /// SIGINT or SIGTERM, or the terminal went away: quit now, pausing downloads.
+    case interrupt
+}
+
+/// Why the files listing could not be shown.
+struct FilesError: Error, Sendable, Equatable {
+    var message: String
+}

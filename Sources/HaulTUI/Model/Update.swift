@@ -1,0 +1,320 @@
+import HaulCore
+
+/// The one place the state changes: applies `message` to `state` and returns what the loop must do.
+/// Pure: no I/O, no time, no tasks.
+///
+/// The clock follows the rows: after every message it should run exactly while some download is queued
+/// or running and the user has not asked to stop it, so `.startClock`/`.stopClock` are emitted on the
+/// edges. Cancel All stops it at once, before the manager confirms anything.
+func update(_ state: inout AppState, _ message: Message) -> [Effect] {
+    var effects: [Effect]
+    switch message {
+    case .started(let urls):
+        effects = urls.map { .download(url: $0, segments: state.defaultSegments) }
+        if state.files.server != nil {
+            state.files.listing = .loading
+            effects.append(.loadFiles)
+        }
+    case .key(let key):
+        if state.quitting { return [] }
+        state.message = nil
+        effects = handle(key, in: &state)
+    case .resize(let size):
+        state.size = size
+        effects = []
+    case .tick:
+        if state.clockRunning { state.elapsedSeconds += 1 }
+        effects = []
+    case .manager(let event):
+        apply(event, to: &state)
+        effects = []
+    case .filesLoaded(.success(let files)):
+        state.files.listing = .loaded(files)
+        state.files.selection = min(state.files.selection, max(0, files.count - 1))
+        effects = []
+    case .filesLoaded(.failure(let error)):
+        state.files.listing = .failed(error.message)
+        effects = []
+    case .statusLoaded(let line):
+        state.files.status = line
+        effects = []
+    case .interrupt:
+        if state.quitting { return [] }
+        effects = quit(&state, pausing: state.hasRunningDownloads)
+    }
+    return effects + clockEdges(&state)
+}
+
+/// `.startClock` or `.stopClock` when whether the clock should run has changed.
+private func clockEdges(_ state: inout AppState) -> [Effect] {
+    let shouldRun = state.hasRunningDownloads && !state.quitting
+    guard shouldRun != state.clockRunning else { return [] }
+    state.clockRunning = shouldRun
+    return [shouldRun ? .startClock : .stopClock]
+}
+
+private func quit(_ state: inout AppState, pausing: Bool) -> [Effect] {
+    state.quitting = true
+    state.overlay = nil
+    if pausing {
+        for index in state.rows.indices where state.rows[index].isRunning {
+            state.rows[index].pendingStop = .paused
+        }
+    }
+    return [.quit(pausing: pausing)]
+}
+
+// MARK: manager events
+
+private func apply(_ event: ManagerEvent, to state: inout AppState) {
+    switch event {
+    case .added(let id, let url, let file):
+        state.rows.append(DownloadRow(id: id, url: url, name: file))
+    case .removed(let id):
+        guard let index = state.index(of: id) else { return }
+        state.rows.remove(at: index)
+        if case .details(id) = state.overlay { state.overlay = nil }
+        if index < state.selection || state.selection >= state.rows.count {
+            state.selection = max(0, state.selection - 1)
+        }
+    default:
+        guard let id = event.downloadID, let index = state.index(of: id) else { return }
+        apply(event, to: &state.rows[index])
+    }
+}
+
+private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
+    switch event {
+    case .state(_, let newState):
+        row.state = newState
+        if newState.isFinished {
+            row.pendingStop = nil
+            row.bytesPerSecond = 0
+        }
+        if newState == .queued || newState == .connecting {
+            row.previewSaved = false
+        }
+    case .started(_, let file, let path, let total):
+        row.name = file
+        row.path = path
+        row.total = total
+        row.completed = 0
+    case .progress(_, let progress):
+        row.completed = progress.completed
+        if let total = progress.total { row.total = total }
+        row.bytesPerSecond = progress.bytesPerSecond
+    case .notice(_, let text):
+        row.notice = text
+        if text.lowercased().contains("partial preview") {
+            row.previewSaved = true
+        }
+    case .finished(_, let result, let seconds):
+        row.name = result.file
+        row.path = result.path
+        row.completed = result.bytes
+        row.total = row.total ?? result.bytes
+        row.bytesPerSecond = 0
+        row.seconds = seconds
+    case .added, .removed:
+        break
+    }
+}
+
+extension ManagerEvent {
+    var downloadID: DownloadID? {
+        switch self {
+        case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _), .progress(let id, _),
+            .notice(let id, _), .finished(let id, _, _), .removed(let id):
+            id
+        }
+    }
+}
+
+// MARK: keys
+
+private func handle(_ key: Key, in state: inout AppState) -> [Effect] {
+    if let overlay = state.overlay {
+        return handle(key, in: overlay, state: &state)
+    }
+    switch key {
+    case .character("?"):
+        state.overlay = .help
+    case .tab, .backTab:
+        state.view = state.view == .downloads ? .files : .downloads
+    case .character("a"):
+        state.overlay = .prompt("")
+    case .character("C"):
+        return cancelAll(&state)
+    case .character("q"):
+        if state.hasRunningDownloads {
+            state.overlay = .confirmQuit
+        } else {
+            return quit(&state, pausing: false)
+        }
+    case .interrupt:
+        return quit(&state, pausing: state.hasRunningDownloads)
+    default:
+        switch state.view {
+        case .downloads: return handleDownloads(key, in: &state)
+        case .files: return handleFiles(key, in: &state)
+        }
+    }
+    return []
+}
+
+private func cancelAll(_ state: inout AppState) -> [Effect] {
+    var any = false
+    for index in state.rows.indices where !state.rows[index].state.isFinished {
+        state.rows[index].pendingStop = .cancelled
+        any = true
+    }
+    var effects: [Effect] = []
+    if state.clockRunning {
+        state.clockRunning = false
+        effects.append(.stopClock)
+    }
+    if any { effects.append(.cancelAll) } else { state.message = "Nothing to cancel" }
+    return effects
+}
+
+private func moveSelection(_ selection: inout Int, count: Int, by key: Key, page: Int) -> Bool {
+    let last = max(0, count - 1)
+    switch key {
+    case .up, .character("k"): selection = max(0, selection - 1)
+    case .down, .character("j"): selection = min(last, selection + 1)
+    case .pageUp: selection = max(0, selection - max(1, page))
+    case .pageDown: selection = min(last, selection + max(1, page))
+    case .home, .character("g"): selection = 0
+    case .end, .character("G"): selection = last
+    default: return false
+    }
+    return true
+}
+
+private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
+    if moveSelection(&state.selection, count: state.rows.count, by: key, page: Layout.listHeight(state)) {
+        return []
+    }
+    guard let row = state.selectedRow else {
+        if case .character(let c) = key, "cpPrdv".contains(c) { state.message = "No download selected" }
+        return []
+    }
+    let index = state.selection
+    switch key {
+    case .enter:
+        state.overlay = .details(row.id)
+    case .character("c"):
+        guard !row.state.isFinished, row.pendingStop != .cancelled else { return [] }
+        state.rows[index].pendingStop = .cancelled
+        return [.cancel(row.id)]
+    case .character("p"), .character(" "):
+        if row.state == .paused { return [.resume(row.id)] }
+        guard row.isRunning else { return [] }
+        state.rows[index].pendingStop = .paused
+        return [.pause(row.id)]
+    case .character("P"):
+        if state.hasRunningDownloads {
+            for i in state.rows.indices where state.rows[i].isRunning { state.rows[i].pendingStop = .paused }
+            return [.pauseAll]
+        }
+        return state.rows.contains { $0.state == .paused } ? [.resumeAll] : []
+    case .character("r"):
+        switch row.state {
+        case .failed, .cancelled: return [.retry(row.id)]
+        default: state.message = "Only a failed or cancelled download can be retried"
+        }
+    case .character("d"), .delete:
+        switch row.state {
+        case .done, .failed, .cancelled: return [.remove(row.id)]
+        default: state.message = "Only a finished download can be removed (cancel it first)"
+        }
+    case .character("v"):
+        guard row.isJPEG, let path = picturePath(of: row) else {
+            state.message = "Only a JPEG with data on disk can be shown"
+            return []
+        }
+        state.overlay = .picture(path: path)
+        return [.showPicture(path: path)]
+    default:
+        break
+    }
+    return []
+}
+
+/// The complete file when done, else the partial preview (`STEM.partial.EXT`) once one was saved.
+private func picturePath(of row: DownloadRow) -> String? {
+    guard let path = row.path else { return nil }
+    if row.state == .done { return path }
+    guard row.previewSaved else { return nil }
+    let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+    guard let dot = path[slash...].lastIndex(of: ".") else { return path + ".partial" }
+    return String(path[..<dot]) + ".partial" + String(path[dot...])
+}
+
+private func handleFiles(_ key: Key, in state: inout AppState) -> [Effect] {
+    if moveSelection(&state.files.selection, count: state.files.entries.count, by: key,
+                     page: Layout.listHeight(state)) {
+        return []
+    }
+    switch key {
+    case .enter, .character("m"):
+        guard let server = state.files.server, let file = state.files.selected else {
+            state.message = state.files.server == nil ? "No server: start haul with --server URL or --demo" : "No file selected"
+            return []
+        }
+        let segments = key == .enter ? 1 : state.multiPartSegments
+        return [.download(url: FilesAddress.download(server: server, name: file.name), segments: segments)]
+    case .character("r"):
+        guard state.files.server != nil else { return [] }
+        state.files.listing = .loading
+        return [.loadFiles]
+    default:
+        return []
+    }
+}
+
+private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> [Effect] {
+    switch overlay {
+    case .help, .details, .picture:
+        switch key {
+        case .character("q") where overlay == .help, .escape, .enter, .character("?"), .character("v"):
+            state.overlay = nil
+        case .interrupt:
+            return quit(&state, pausing: state.hasRunningDownloads)
+        default:
+            // Any other key closes the box and then acts as usual, so nothing feels stuck.
+            state.overlay = nil
+            if overlay != .help { return handle(key, in: &state) }
+        }
+    case .confirmQuit:
+        switch key {
+        case .character("y"), .character("Y"), .character("q"), .enter:
+            return quit(&state, pausing: true)
+        case .interrupt:
+            return quit(&state, pausing: true)
+        default:
+            state.overlay = nil
+        }
+    case .prompt(var text):
+        switch key {
+        case .enter:
+            state.overlay = nil
+            let url = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+            guard !url.isEmpty else { return [] }
+            return [.download(url: url, segments: state.defaultSegments)]
+        case .escape:
+            state.overlay = nil
+        case .backspace, .delete:
+            if !text.isEmpty { text.removeLast() }
+            state.overlay = .prompt(text)
+        case .character(let c):
+            if text.count < 4096 { text.append(c) }
+            state.overlay = .prompt(text)
+        case .interrupt:
+            return quit(&state, pausing: state.hasRunningDownloads)
+        default:
+            break
+        }
+    }
+    return []
+}

@@ -1,0 +1,45 @@
+/// Where things go on a screen of a given size. Everything adapts down to a 1x1 terminal.
+///
+/// ```
+/// row 0         header: view, elapsed clock, total speed, N of M done
+/// row 1         files view only: the server's status line (when there are 6+ rows)
+/// next row      column headings (when there are 5+ rows)
+/// ...           the list
+/// last row      key hints or a message
+/// ```
+struct Layout: Equatable {
+    var header: Int?
+    var status: Int?
+    var headings: Int?
+    var listTop: Int
+    var listHeight: Int
+    var footer: Int?
+
+    init(size: Size, view: AppState.View) {
+        let rows = size.rows
+        header = rows >= 1 ? 0 : nil
+        footer = rows >= 2 ? rows - 1 : nil
+        var top = min(rows, 1)
+        if view == .files, rows >= 6 {
+            status = top
+            top += 1
+        }
+        if rows >= 5 {
+            headings = top
+            top += 1
+        }
+        listTop = top
+        listHeight = max(0, rows - top - (footer == nil ? 0 : 1))
+    }
+
+    /// Rows of list visible in `state`'s current view: the page size of PageUp/PageDown.
+    static func listHeight(_ state: AppState) -> Int {
+        Layout(size: state.size, view: state.view).listHeight
+    }
+
+    /// The first list entry shown so that `selection` is visible.
+    static func scrollOffset(selection: Int, count: Int, height: Int) -> Int {
+        guard height > 0, count > height else { return 0 }
+        return min(max(0, selection - height + 1), count - height)
+    }
+}

@@ -1,0 +1,14 @@
+/// `q` while downloads run: quitting pauses them, and they resume on the next run.
+enum ConfirmQuitOverlay {
+    static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
+        let running = state.rows.count { $0.isRunning }
+        let lines: [(String, Style)] = [
+            ("\(running) download\(running == 1 ? " is" : "s are") running.", .plain),
+            ("Quit and pause \(running == 1 ? "it" : "them")? (resumable later)", .plain),
+            ("y quit   n stay", .bold),
+        ]
+        let box = Box.centered(width: 50, height: lines.count + 2, in: grid.size)
+        box.draw(title: "Quit?", glyphs: glyphs, into: &grid)
+        box.write(lines, glyphs: glyphs, into: &grid)
+    }
+}

@@ -1,0 +1,47 @@
+/// The last row: key hints for what is on screen, or the current message.
+enum Footer {
+    static func draw(_ state: AppState, y: Int, glyphs: Glyphs, into grid: inout Grid) {
+        let width = grid.width
+        grid.fill(x: 0, y: y, count: width)
+        if state.quitting {
+            let pausing = state.rows.contains { $0.pendingStop == .paused }
+            let text = (pausing ? " Pausing downloads and quitting" : " Quitting") + glyphs.ellipsis
+            grid.put(Text.truncated(text, to: width, ellipsis: glyphs.ellipsis), x: 0, y: y, style: .bold)
+            return
+        }
+        if let message = state.message {
+            let style = state.colors ? Style(foreground: .yellow, bold: true) : Style.bold
+            grid.put(" " + Text.truncated(message, to: width - 1, ellipsis: glyphs.ellipsis), x: 0, y: y, style: style)
+            return
+        }
+        var x = 1
+        for (key, action) in hints(state, glyphs: glyphs) {
+            let needed = DisplayWidth.of(key) + 1 + DisplayWidth.of(action)
+            if x + needed > width { break }
+            let keyStyle = state.colors ? Style(foreground: .cyan, bold: true) : Style.bold
+            x += grid.put(key, x: x, y: y, style: keyStyle)
+            x += grid.put(" " + action, x: x, y: y, style: .dim)
+            x += 2
+        }
+    }
+
+    /// Hints in order of importance: as many as fit are shown.
+    static func hints(_ state: AppState, glyphs: Glyphs) -> [(String, String)] {
+        switch state.overlay {
+        case .help: return [("Esc", "close help")]
+        case .prompt: return [("Enter", "download"), ("Esc", "cancel")]
+        case .confirmQuit: return [("y", "quit, pausing downloads"), ("n", "stay")]
+        case .details, .picture: return [("Esc", "close")]
+        case nil: break
+        }
+        switch state.view {
+        case .downloads:
+            return [("?", "help"), ("q", "quit"), ("c", "cancel"), ("C", "cancel all"), ("p", "pause"),
+                    ("a", "add"), ("Tab", "files"), ("r", "retry"), ("d", "remove"), ("Enter", "details"),
+                    (glyphs.upDown, "select")]
+        case .files:
+            return [("?", "help"), ("q", "quit"), ("Enter", "download"), ("m", "multi-part"), ("C", "cancel all"),
+                    ("a", "add"), ("Tab", "downloads"), ("r", "reload"), (glyphs.upDown, "select")]
+        }
+    }
+}

@@ -1,0 +1,285 @@
+@testable import HaulCore
+import Testing
+@testable import HaulTUI
+
+/// `update` as a function: keys and events in, state and effects out.
+@Suite struct UpdateTests {
+    let size = Size(columns: 100, rows: 20)
+
+    private func send(_ state: inout AppState, _ keys: Key...) -> [Effect] {
+        keys.flatMap { update(&state, .key($0)) }
+    }
+
+    private func event(_ state: inout AppState, _ event: ManagerEvent) -> [Effect] {
+        update(&state, .manager(event))
+    }
+
+    @Test func startRequestsTheURLsAndTheFilesListing() {
+        var state = AppState(size: size)
+        state.files.server = "http://127.0.0.1:9"
+        state.defaultSegments = 2
+        let effects = update(&state, .started(urls: ["http://a/1", "http://a/2"]))
+        #expect(effects == [.download(url: "http://a/1", segments: 2), .download(url: "http://a/2", segments: 2),
+                            .loadFiles])
+        #expect(state.files.listing == .loading)
+    }
+
+    @Test func withoutAServerNothingIsLoaded() {
+        var state = AppState(size: size)
+        #expect(update(&state, .started(urls: [])) == [])
+        #expect(state.files.listing == .notConfigured)
+    }
+
+    @Test func selectionStaysWithinTheRows() {
+        var state = Fixtures.mixed(size)
+        _ = send(&state, .up, .character("k"))
+        #expect(state.selection == 0)
+        _ = send(&state, .down, .character("j"), .down)
+        #expect(state.selection == 3)
+        _ = send(&state, .end)
+        #expect(state.selection == state.rows.count - 1)
+        _ = send(&state, .down, .pageDown)
+        #expect(state.selection == state.rows.count - 1)
+        _ = send(&state, .pageUp, .pageUp, .pageUp)
+        #expect(state.selection == 0)
+        var empty = AppState(size: size)
+        _ = send(&empty, .down, .end, .up)
+        #expect(empty.selection == 0)
+    }
+
+    @Test func removingTheLastRowMovesTheSelectionUp() {
+        var state = Fixtures.mixed(size)
+        state.selection = state.rows.count - 1
+        let last = state.rows[state.rows.count - 1].id
+        _ = event(&state, .removed(id: last))
+        #expect(state.selection == state.rows.count - 1)
+        state.selection = 2
+        _ = event(&state, .removed(id: state.rows[0].id))
+        #expect(state.selection == 1)
+        #expect(state.selectedRow?.name == "huge.bin")
+    }
+
+    @Test func cancelsTheSelectedDownloadAndSaysSoUntilConfirmed() {
+        var state = Fixtures.mixed(size)
+        #expect(send(&state, .character("c")) == [.cancel(1)])
+        #expect(state.rows[0].pendingStop == .cancelled)
+        #expect(DownloadList.stateText(state.rows[0]) == "cancelling")
+        #expect(send(&state, .character("c")) == [], "a second c does not cancel twice")
+        _ = event(&state, .state(id: 1, .cancelled))
+        #expect(state.rows[0].pendingStop == nil)
+        #expect(DownloadList.stateText(state.rows[0]) == "cancelled")
+    }
+
+    @Test func finishedRowsCannotBeCancelled() {
+        var state = Fixtures.mixed(size)
+        state.selection = 4  // done.iso
+        #expect(send(&state, .character("c")) == [])
+    }
+
+    @Test func cancelAllCancelsEveryDownloadAndStopsTheClockAtOnce() {
+        var state = Fixtures.mixed(size)
+        let effects = send(&state, .character("C"))
+        #expect(effects == [.stopClock, .cancelAll])
+        #expect(!state.clockRunning)
+        for row in state.rows where !row.state.isFinished {
+            #expect(row.pendingStop == .cancelled, "\(row.name)")
+        }
+        // An event already on its way does not start the clock again.
+        #expect(event(&state, .state(id: 1, .downloading)) == [])
+        #expect(!state.clockRunning)
+        #expect(update(&state, .tick) == [])
+        #expect(state.elapsedSeconds == 42)
+    }
+
+    @Test func cancelAllWorksInTheFilesViewToo() {
+        var state = Fixtures.files(size)
+        #expect(send(&state, .character("C")) == [.stopClock, .cancelAll])
+    }
+
+    @Test func theClockStartsWithTheFirstActiveDownloadAndStopsWithTheLast() {
+        var state = AppState(size: size)
+        #expect(event(&state, .added(id: 1, url: "http://a/x", file: "x")) == [.startClock])
+        #expect(state.clockRunning)
+        #expect(event(&state, .added(id: 2, url: "http://a/y", file: "y")) == [])
+        #expect(event(&state, .state(id: 1, .connecting)) == [])
+        #expect(update(&state, .tick) == [])
+        #expect(update(&state, .tick) == [])
+        #expect(state.elapsedSeconds == 2)
+        #expect(event(&state, .state(id: 1, .done)) == [])
+        #expect(event(&state, .state(id: 2, .failed(HaulError(.network, "reset")))) == [.stopClock])
+        #expect(!state.clockRunning)
+        _ = update(&state, .tick)
+        #expect(state.elapsedSeconds == 2, "a tick after the stop is ignored")
+        // A retry starts it again, from where it was.
+        #expect(event(&state, .state(id: 2, .queued)) == [.startClock])
+    }
+
+    @Test func pauseAndResume() {
+        var state = Fixtures.mixed(size)
+        #expect(send(&state, .character("p")) == [.pause(1)])
+        #expect(state.rows[0].pendingStop == .paused)
+        _ = event(&state, .state(id: 1, .paused))
+        #expect(send(&state, .character(" ")) == [.resume(1)])
+        state.selection = 4  // done
+        #expect(send(&state, .character("p")) == [])
+    }
+
+    @Test func pauseAllThenResumeAll() {
+        var state = Fixtures.mixed(size)
+        #expect(send(&state, .character("P")) == [.pauseAll, .stopClock])
+        for id in [1, 2, 3, 9] { _ = event(&state, .state(id: id, .paused)) }
+        #expect(send(&state, .character("P")) == [.resumeAll])
+    }
+
+    @Test func retryOnlyFailedOrCancelled() {
+        var state = Fixtures.mixed(size)
+        state.selection = 5  // failed
+        #expect(send(&state, .character("r")) == [.retry(6)])
+        state.selection = 6  // cancelled
+        #expect(send(&state, .character("r")) == [.retry(7)])
+        state.selection = 0  // downloading
+        #expect(send(&state, .character("r")) == [])
+        #expect(state.message != nil)
+    }
+
+    @Test func removeOnlyFinishedRows() {
+        var state = Fixtures.mixed(size)
+        state.selection = 4
+        #expect(send(&state, .character("d")) == [.remove(5)])
+        state.selection = 5
+        #expect(send(&state, .delete) == [.remove(6)])
+        state.selection = 0
+        #expect(send(&state, .character("d")) == [])
+        #expect(state.message?.contains("finished") == true)
+        _ = send(&state, .down)
+        #expect(state.message == nil, "the next key clears the message")
+    }
+
+    @Test func addPromptsForAURL() {
+        var state = Fixtures.mixed(size)
+        _ = send(&state, .character("a"))
+        #expect(state.overlay == .prompt(""))
+        _ = send(&state, .character("h"), .character("x"), .backspace, .character("t"))
+        #expect(state.overlay == .prompt("ht"))
+        for c in "tp://h/f" { _ = send(&state, .character(c)) }
+        #expect(send(&state, .enter) == [.download(url: "http://h/f", segments: 1)])
+        #expect(state.overlay == nil)
+        _ = send(&state, .character("a"), .character("x"), .escape)
+        #expect(state.overlay == nil)
+        _ = send(&state, .character("a"), .character(" "))
+        #expect(send(&state, .enter) == [], "a blank URL adds nothing")
+    }
+
+    @Test func quitAsksWhileDownloadsRunAndThenPausesThem() {
+        var state = Fixtures.mixed(size)
+        #expect(send(&state, .character("q")) == [])
+        #expect(state.overlay == .confirmQuit)
+        #expect(send(&state, .character("n")) == [])
+        #expect(state.overlay == nil)
+        #expect(!state.quitting)
+        _ = send(&state, .character("q"))
+        #expect(send(&state, .character("y")) == [.quit(pausing: true), .stopClock])
+        #expect(state.quitting)
+        #expect(state.rows[0].pendingStop == .paused)
+        #expect(send(&state, .character("q")) == [], "keys are ignored while quitting")
+    }
+
+    @Test func quitWithNothingRunningLeavesAtOnce() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "a", .done)])
+        #expect(send(&state, .character("q")) == [.quit(pausing: false)])
+    }
+
+    @Test func interruptQuitsPausing() {
+        var state = Fixtures.mixed(size)
+        state.overlay = .prompt("abc")
+        #expect(update(&state, .interrupt) == [.quit(pausing: true), .stopClock])
+        #expect(state.overlay == nil)
+        #expect(update(&state, .interrupt) == [])
+    }
+
+    @Test func helpOpensAndCloses() {
+        var state = Fixtures.mixed(size)
+        _ = send(&state, .character("?"))
+        #expect(state.overlay == .help)
+        #expect(send(&state, .character("c")) == [], "keys do not act through the help")
+        #expect(state.overlay == nil)
+        _ = send(&state, .character("?"), .escape)
+        #expect(state.overlay == nil)
+    }
+
+    @Test func tabSwitchesViews() {
+        var state = Fixtures.mixed(size)
+        _ = send(&state, .tab)
+        #expect(state.view == .files)
+        _ = send(&state, .tab)
+        #expect(state.view == .downloads)
+    }
+
+    @Test func enterShowsDetailsInDownloadsAndDownloadsInFiles() {
+        var state = Fixtures.mixed(size)
+        #expect(send(&state, .enter) == [])
+        #expect(state.overlay == .details(1))
+        _ = send(&state, .escape)
+        var files = Fixtures.files(size)
+        files.multiPartSegments = 6
+        #expect(send(&files, .enter) == [.download(url: "http://127.0.0.1:8080/files/download?medium.bin", segments: 1)])
+        #expect(send(&files, .character("m")) == [.download(url: "http://127.0.0.1:8080/files/download?medium.bin", segments: 6)])
+        _ = send(&files, .up)
+        #expect(files.files.selection == 1)
+        #expect(send(&files, .character("r")) == [.loadFiles])
+    }
+
+    @Test func fileNamesArePercentEncoded() {
+        #expect(FilesAddress.download(server: "http://h:1/", name: "a b&c/ä.jpg")
+            == "http://h:1/files/download?a%20b%26c%2F%C3%A4.jpg")
+    }
+
+    @Test func pictureKeyAsksForTheJPEG() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .done), Fixtures.row(2, "x.bin", .done)])
+        #expect(send(&state, .character("v")) == [.showPicture(path: "downloads/photo.jpg")])
+        #expect(state.overlay == .picture(path: "downloads/photo.jpg"))
+        _ = send(&state, .escape, .down)
+        #expect(send(&state, .character("v")) == [])
+        var cancelled = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .cancelled)])
+        _ = update(&cancelled, .manager(.notice(id: 1, "partial preview saved as photo.partial.jpg")))
+        #expect(send(&cancelled, .character("v")) == [.showPicture(path: "downloads/photo.partial.jpg")])
+    }
+
+    @Test func managerEventsFillTheRow() {
+        var state = AppState(size: size)
+        _ = event(&state, .added(id: 7, url: "http://h/f?x", file: "x"))
+        _ = event(&state, .state(id: 7, .connecting))
+        _ = event(&state, .started(id: 7, file: "real.bin", path: "/d/real.bin", total: 1000))
+        _ = event(&state, .state(id: 7, .downloading))
+        _ = event(&state, .progress(id: 7, DownloadProgress(completed: 250, batchBytes: 250, total: 1000, bytesPerSecond: 50)))
+        let row = state.rows[0]
+        #expect(row.name == "real.bin")
+        #expect(row.fraction == 0.25)
+        #expect(row.secondsLeft == 15)
+        #expect(state.totalSpeed == 50)
+        _ = event(&state, .finished(id: 7, DownloadResult(file: "real.bin", path: "/d/real.bin", bytes: 1000, skipped: false), seconds: 2))
+        _ = event(&state, .state(id: 7, .done))
+        #expect(state.rows[0].completed == 1000)
+        #expect(state.rows[0].bytesPerSecond == 0)
+        #expect(state.doneCount == 1)
+        #expect(!state.clockRunning)
+    }
+
+    @Test func filesListingArrives() {
+        var state = AppState(size: size)
+        state.files.server = "http://h"
+        _ = update(&state, .started(urls: []))
+        _ = update(&state, .filesLoaded(.success([RemoteFile(name: "a", size: 1, date: "d")])))
+        #expect(state.files.entries.count == 1)
+        _ = update(&state, .filesLoaded(.failure(FilesError(message: "refused"))))
+        #expect(state.files.listing == .failed("refused"))
+        _ = update(&state, .statusLoaded("ok"))
+        #expect(state.files.status == "ok")
+    }
+
+    @Test func resizeChangesTheSize() {
+        var state = AppState(size: size)
+        #expect(update(&state, .resize(Size(columns: 20, rows: 5))) == [])
+        #expect(state.size == Size(columns: 20, rows: 5))
+    }
+}
