@@ -11,7 +11,19 @@ public final class ManualClock: Clock, Sendable {
 
     private struct State {
         var now = Instant(offset: .zero)
-        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
+        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>, id: Int)] = []
+        var nextID = 0
+        /// Sleepers whose task was cancelled before they were registered.
+        var cancelledEarly: Set<Int> = []
+        /// Tasks waiting in `waitForSleepers` for this many sleepers.
+        var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            let count = sleepers.count
+            let ready = sleeperWaiters.filter { $0.count <= count }.map(\.continuation)
+            sleeperWaiters.removeAll { $0.count <= count }
+            return ready
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -34,14 +46,50 @@ public final class ManualClock: Clock, Sendable {
 
     public var sleeperCount: Int { state.withLockedValue { $0.sleepers.count } }
 
-    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+    /// Returns once at least `count` tasks sleep on this clock: how a test knows a timer is waiting
+    /// before it advances the clock, without sleeping itself.
+    public func waitForSleepers(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLockedValue { state -> Bool in
-                if deadline <= state.now { return true }
-                state.sleepers.append((deadline, continuation))
+                if state.sleepers.count >= count { return true }
+                state.sleeperWaiters.append((count, continuation))
                 return false
             }
             if ready { continuation.resume() }
+        }
+    }
+
+    /// Sleeps until `advance` reaches `deadline`; a cancelled task stops sleeping at once with
+    /// `CancellationError`, as with the system clocks.
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        let id = state.withLockedValue { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLockedValue { state -> Bool? in
+                    if state.cancelledEarly.remove(id) != nil { return false }
+                    if deadline <= state.now { return true }
+                    state.sleepers.append((deadline, continuation, id))
+                    return nil
+                }
+                for waiter in state.withLockedValue({ $0.takeSatisfiedWaiters() }) { waiter.resume() }
+                switch outcome {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let cancelled = state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else {
+                    state.cancelledEarly.insert(id)
+                    return nil
+                }
+                return state.sleepers.remove(at: index).continuation
+            }
+            cancelled?.resume(throwing: CancellationError())
         }
     }
 }

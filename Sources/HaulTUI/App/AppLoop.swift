@@ -1,0 +1,173 @@
+import HaulCore
+
+/// The shell around the pure core: one task that takes messages from every source in arrival order
+/// (keys, resizes and signals from the screen's thread, the manager's events, clock ticks, loaded files),
+/// runs `update`, carries out the effects, and hands a new frame to the screen when the state changed,
+/// at most `frameRate` times a second.
+///
+/// A frame is drawn at once when the last one is older than the frame interval, else one delayed frame
+/// is scheduled for when it is due: a key is on screen within one interval (33 ms), and a flood of
+/// progress events costs at most 30 renders a second. With nothing happening, nothing runs.
+final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
+    /// What the loop's stream carries: messages for `update`, and its own bookkeeping.
+    enum Input: Sendable {
+        case message(Message)
+        /// The delayed frame is due.
+        case frame
+        /// Quitting: downloads are paused (or the wait for them gave up).
+        case readyToQuit
+    }
+
+    let manager: DownloadManager
+    let screen: any Screen
+    let clock: C
+    let files: FilesClient
+    let makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+    let frameInterval: Duration
+    /// How long quitting waits for paused downloads to save their state.
+    let quitTimeout: Duration
+
+    init(manager: DownloadManager, screen: any Screen, clock: C, files: FilesClient = .curl,
+         frameRate: Int = 30, quitTimeout: Duration = .seconds(5),
+         makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
+        self.manager = manager
+        self.screen = screen
+        self.clock = clock
+        self.files = files
+        self.makeJob = makeJob
+        self.frameInterval = .seconds(1) / max(1, frameRate)
+        self.quitTimeout = quitTimeout
+    }
+
+    /// Runs until the user quits; returns the exit code over all downloads. The terminal is restored
+    /// before it returns, also when it could not be set up (then it throws).
+    func run(_ initial: AppState, urls: [String], observe: (@Sendable (AppState) -> Void)? = nil) async throws -> Int32 {
+        let (inputs, sink) = AsyncStream<Input>.makeStream()
+        let info = try await screen.start { event in
+            switch event {
+            case .key(let key): sink.yield(.message(.key(key)))
+            case .resize(let size): sink.yield(.message(.resize(size)))
+            case .interrupt: sink.yield(.message(.interrupt))
+            }
+        }
+        var state = initial
+        state.size = info.size
+        state.colors = info.colors
+        state.unicode = info.unicode
+        let ticker = ClockTicker(clock: clock) { sink.yield(.message(.tick)) }
+        let manager = self.manager
+        let files = self.files
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in manager.events { sink.yield(.message(.manager(event))) }
+            }
+            var frames = FramePacer(interval: frameInterval)
+            var delayedFrame: Task<Void, Never>?
+            var waitForIdle: Task<Void, Never>?
+            defer {
+                delayedFrame?.cancel()
+                waitForIdle?.cancel()
+            }
+
+            func draw() {
+                screen.show(render(state, size: state.size))
+                frames.drew(at: .now)
+                observe?(state)
+            }
+
+            func perform(_ effect: Effect) async {
+                switch effect {
+                case .download(let url, let segments): await manager.add(makeJob(url, segments))
+                case .cancel(let id): await manager.cancel(id)
+                case .cancelAll: await manager.cancelAll()
+                case .pause(let id): await manager.pause(id)
+                case .resume(let id): await manager.resume(id)
+                case .pauseAll: await manager.pauseAll()
+                case .resumeAll: await manager.resumeAll()
+                case .retry(let id): await manager.retry(id)
+                case .remove(let id): await manager.remove(id)
+                case .startClock: ticker.start()
+                case .stopClock: ticker.stop()
+                case .loadFiles:
+                    guard let server = state.files.server else { return }
+                    group.addTask {
+                        async let status = files.status(server: server)
+                        sink.yield(.message(.filesLoaded(await files.list(server: server))))
+                        if let line = await status { sink.yield(.message(.statusLoaded(line))) }
+                    }
+                case .showPicture:
+                    // The picture widget (Sources/HaulTUI/Picture/) decodes the file and fills the overlay.
+                    break
+                case .quit(let pausing):
+                    ticker.stop()
+                    draw()
+                    if pausing { await manager.pauseAll() }
+                    // Unstructured: waitUntilIdle cannot be cancelled, and quitting must not hang on it.
+                    waitForIdle = Task {
+                        await manager.waitUntilIdle()
+                        sink.yield(.readyToQuit)
+                    }
+                    let timeout = quitTimeout
+                    group.addTask {
+                        try? await Task.sleep(for: timeout)
+                        sink.yield(.readyToQuit)
+                    }
+                }
+            }
+
+            sink.yield(.message(.started(urls: urls)))
+            draw()
+            for await input in inputs {
+                switch input {
+                case .message(let message):
+                    let before = state
+                    for effect in update(&state, message) { await perform(effect) }
+                    guard state != before else { continue }
+                    if frames.canDraw(at: .now) {
+                        draw()
+                    } else if delayedFrame == nil {
+                        let due = frames.nextFrame
+                        delayedFrame = Task {
+                            try? await Task.sleep(until: due, clock: .continuous)
+                            sink.yield(.frame)
+                        }
+                    }
+                case .frame:
+                    delayedFrame = nil
+                    draw()
+                case .readyToQuit:
+                    break
+                }
+                if case .readyToQuit = input { break }
+            }
+            ticker.stop()
+            group.cancelAll()
+        }
+        sink.finish()
+        await screen.stop()
+        return await manager.exitCode
+    }
+}
+
+/// When the next frame may be drawn: at most one per `interval`.
+struct FramePacer {
+    let interval: Duration
+    private(set) var lastFrame: ContinuousClock.Instant?
+
+    init(interval: Duration) {
+        self.interval = interval
+    }
+
+    func canDraw(at now: ContinuousClock.Instant) -> Bool {
+        lastFrame.map { now - $0 >= interval } ?? true
+    }
+
+    var nextFrame: ContinuousClock.Instant {
+        lastFrame.map { $0 + interval } ?? .now
+    }
+
+    mutating func drew(at now: ContinuousClock.Instant) {
+        lastFrame = now
+    }
+}

@@ -1,0 +1,47 @@
+import Glibc
+import HaulCore
+
+/// What the full-screen interface needs from the command line.
+public struct FullScreenOptions: Sendable {
+    /// Downloads to start at once.
+    public var urls: [String]
+    /// A SuperStorage-API server to browse in the files view (`--server`, or the demo server).
+    public var server: String?
+    /// `-s`: connections per download; `m` uses it, or 4 when it is 1.
+    public var segments: Int
+    /// Open the files view first (`--demo`, or `--server` without URLs).
+    public var startInFiles: Bool
+    /// A job for `url` over `segments` connections, with the command line's other options.
+    public var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+
+    public init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
+                makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
+        self.urls = urls
+        self.server = server
+        self.segments = segments
+        self.startInFiles = startInFiles
+        self.makeJob = makeJob
+    }
+}
+
+/// The full-screen ncurses interface: `haul` on a terminal.
+public enum FullScreen {
+    /// Whether both stdin and stdout are terminals.
+    public static var isAvailable: Bool {
+        isatty(0) == 1 && isatty(1) == 1
+    }
+
+    /// Takes over the terminal until the user quits, and returns the exit code over all downloads.
+    /// The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
+    /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output).
+    public static func run(_ options: FullScreenOptions, manager: DownloadManager) async throws -> Int32 {
+        var state = AppState(size: Size(columns: 80, rows: 24))
+        state.files.server = options.server
+        state.view = options.startInFiles ? .files : .downloads
+        state.defaultSegments = max(1, options.segments)
+        state.multiPartSegments = options.segments > 1 ? options.segments : 4
+        let loop = AppLoop(manager: manager, screen: try NcursesTerminal(), clock: ContinuousClock(),
+                           makeJob: options.makeJob)
+        return try await loop.run(state, urls: options.urls)
+    }
+}

@@ -1,0 +1,24 @@
+/// What the terminal tells the app loop, from the terminal's own thread.
+enum TerminalEvent: Sendable, Equatable {
+    case key(Key)
+    case resize(Size)
+    /// SIGINT, SIGTERM or SIGHUP, or the terminal closed: quit now, pausing downloads.
+    case interrupt
+}
+
+/// What the terminal can do, found when it is taken over.
+struct ScreenInfo: Sendable, Equatable {
+    var size: Size
+    var colors: Bool
+    var unicode: Bool
+}
+
+/// The full screen as the app loop uses it. `NcursesTerminal` is the real one; tests use a recording fake.
+protocol Screen: Sendable {
+    /// Takes over the terminal. `events` is called on the screen's thread for every key, resize and signal.
+    func start(events: @escaping @Sendable (TerminalEvent) -> Void) async throws -> ScreenInfo
+    /// Draws `grid` as soon as the screen's thread gets to it; a newer grid replaces one not yet drawn.
+    func show(_ grid: Grid)
+    /// Restores the terminal (idempotent) and returns once it is restored.
+    func stop() async
+}

@@ -1,0 +1,140 @@
+import HaulCore
+import NIOConcurrencyHelpers
+import SampleServer
+import Testing
+import TestSupport
+@testable import HaulTUI
+
+/// The loop with everything real but the terminal (a `FakeScreen`) and the clock (a `ManualClock`):
+/// the in-process sample server, the curl driver, a `DownloadManager`.
+@Suite struct AppLoopTests {
+    /// Slow enough that nothing finishes while a test looks at it.
+    static let slowRate = 256 << 10
+
+    private struct Running {
+        let screen: FakeScreen
+        let clock: ManualClock
+        let manager: DownloadManager
+        let exit: Task<Int32, any Error>
+        let directory: TempDirectory
+    }
+
+    private func start(server: String?, urls: [String] = [], view: AppState.View = .files) -> Running {
+        let screen = FakeScreen()
+        let clock = ManualClock()
+        let manager = DownloadManager(concurrency: 4)
+        let directory = TempDirectory()
+        let path = directory.path
+        let loop = AppLoop(manager: manager, screen: screen, clock: clock) { url, segments in
+            var job = DownloadJob(url: url, outputDirectory: path)
+            job.segments = segments
+            return job
+        }
+        var state = AppState(size: Size(columns: 1, rows: 1))
+        state.files.server = server
+        state.view = view
+        let exit = Task { try await loop.run(state, urls: urls) }
+        return Running(screen: screen, clock: clock, manager: manager, exit: exit, directory: directory)
+    }
+
+    private func waitFor(_ screen: FakeScreen, _ what: String, _ condition: @escaping @Sendable ([String]) -> Bool)
+        async throws
+    {
+        let bound = TestEnvironment.bound(.seconds(10))
+        try await within(Double(bound.components.seconds), what) { await screen.waitUntil(condition) }
+        #expect(condition(screen.lines), "\(what)")
+    }
+
+    private static func row(_ lines: [String], _ name: String) -> String? {
+        lines.first { $0.dropFirst().hasPrefix(name + " ") }
+    }
+
+    @Test func listsTheServerDownloadsFromItAndCancelAllStopsEverythingAndTheClock() async throws {
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let app = start(server: server.baseURL)
+            try await waitFor(app.screen, "the files listing") { Self.row($0, "medium.bin") != nil }
+            #expect(app.screen.lines.contains { $0.contains("SuperStorage sample server") }, "the status line")
+
+            // huge, large, medium, small: Enter on medium (one connection), m on large (in parts).
+            app.screen.type(.down, .down, .enter, .up, .character("m"))
+            try await waitFor(app.screen, "two downloads") {
+                Self.row($0, "medium.bin")?.contains("downloading") == true
+                    && Self.row($0, "large.bin")?.contains("downloading") == true
+            }
+            // The clock task started with the first download and sleeps on the injected clock.
+            await app.clock.waitForSleepers(1)
+            app.clock.advance(by: .seconds(1))
+            try await waitFor(app.screen, "one second on the clock") { $0[0].contains("elapsed 0:01") }
+
+            app.screen.type(.tab)
+            try await waitFor(app.screen, "the downloads view") { $0[0].contains("Downloads") }
+            app.screen.type(.character("C"))
+            try await waitFor(app.screen, "every row cancelled") { lines in
+                ["medium.bin", "large.bin"].allSatisfy { Self.row(lines, $0)?.hasSuffix("cancelled") == true }
+            }
+            #expect(await app.manager.runningCount == 0, "every stored task handle is gone")
+            #expect(app.clock.sleeperCount == 0, "the clock task is cancelled")
+            app.clock.advance(by: .seconds(5))
+            #expect(app.screen.lines[0].contains("elapsed 0:01"))
+
+            // Nothing runs: q leaves at once; cancelled downloads make the exit code 10.
+            app.screen.type(.character("q"))
+            #expect(try await app.exit.value == FailureCategory.cancelled.exitCode)
+            #expect(app.screen.stopped)
+            #expect(app.directory.listing().contains("medium.bin.part"), "the .part stays for a later resume")
+        }
+    }
+
+    @Test func quitAsksAndLeavesDownloadsPausedAndResumable() async throws {
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let app = start(server: nil, urls: [server.downloadURL("medium.bin")], view: .downloads)
+            try await waitFor(app.screen, "a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
+            app.screen.type(.character("q"))
+            try await waitFor(app.screen, "the question") { $0.contains { $0.contains("Quit and pause it?") } }
+            #expect(await app.manager.runningCount == 1, "asking does not stop anything")
+            app.screen.type(.character("y"))
+            #expect(try await app.exit.value == FailureCategory.cancelled.exitCode)
+            #expect(await app.manager.states.map(\.state) == [.paused])
+            #expect(app.directory.listing().contains("medium.bin.part"))
+        }
+    }
+
+    @Test func anInterruptQuitsPausing() async throws {
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let app = start(server: nil, urls: [server.downloadURL("medium.bin")], view: .downloads)
+            try await waitFor(app.screen, "a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
+            app.screen.send(.interrupt)
+            #expect(try await app.exit.value == FailureCategory.cancelled.exitCode)
+            #expect(await app.manager.states.map(\.state) == [.paused])
+            #expect(app.clock.sleeperCount == 0)
+        }
+    }
+
+    @Test func resizeRelaysOut() async throws {
+        let app = start(server: nil, view: .downloads)
+        try await waitFor(app.screen, "the first frame") { $0.count == 30 }
+        app.screen.send(.resize(Size(columns: 20, rows: 5)))
+        try await waitFor(app.screen, "a 20x5 frame") { $0.count == 5 }
+        #expect(app.screen.lines.allSatisfy { DisplayWidth.of($0) <= 20 })
+        app.screen.type(.character("q"))
+        #expect(try await app.exit.value == 0, "nothing downloaded, nothing failed")
+    }
+
+    @Test func anUnreachableServerSaysSo() async throws {
+        // Port 9 (discard) is closed on the loopback interface of any test machine.
+        let app = start(server: "http://127.0.0.1:9", view: .files)
+        try await waitFor(app.screen, "the failure") { $0.contains { $0.contains("Cannot list files:") } }
+        app.screen.type(.character("q"))
+        #expect(try await app.exit.value == 0)
+    }
+
+    @Test func framesAreCappedNearThirtyASecond() {
+        var pacer = FramePacer(interval: .seconds(1) / 30)
+        let start = ContinuousClock.now
+        #expect(pacer.canDraw(at: start))
+        pacer.drew(at: start)
+        #expect(!pacer.canDraw(at: start + .milliseconds(10)))
+        #expect(pacer.nextFrame == start + .seconds(1) / 30)
+        #expect(pacer.canDraw(at: start + .milliseconds(34)))
+    }
+}
