@@ -1,0 +1,135 @@
+import Foundation
+
+/// The preview a cancelled JPEG download leaves beside its target: `STEM.partial.EXT`, holding the contiguous
+/// prefix received so far, followed by an EOI marker (FF D9) when the prefix does not already end with one.
+///
+/// A progressive JPEG cut after its first scan decodes to the whole picture, blurred; a baseline one to its top
+/// rows. `NAME.part` and its state are only read, never changed, so the download stays resumable, and finishing it
+/// later leaves the preview as it was.
+public enum PartialPreview {
+    /// The End Of Image marker that closes every JPEG.
+    static let endOfImage: [UInt8] = [0xFF, 0xD9]
+
+    /// Bytes copied per read: the prefix streams through this buffer, never the whole file in memory.
+    static let chunkSize = 256 * 1024
+
+    /// Content types that name a JPEG (`image/jpeg`, and the old `image/pjpeg` and `image/jpg` spellings).
+    private static let jpegContentTypes: Set<String> = ["image/jpeg", "image/pjpeg", "image/jpg"]
+
+    /// Whether a download of `name` served as `contentType` is partial-capable: the name ends in .jpg or .jpeg
+    /// (any case), or the content type is `image/jpeg` (parameters and case ignored).
+    public static func isJPEG(name: String?, contentType: String?) -> Bool {
+        if let name, DownloadContext.isPartialCapable(name: name) { return true }
+        return isJPEG(contentType: contentType)
+    }
+
+    /// Whether a `Content-Type` value names a JPEG: "image/jpeg", "IMAGE/JPEG; q=1", ...
+    public static func isJPEG(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return jpegContentTypes.contains(mediaType.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    /// Where the preview of `targetPath` goes: "dir/photo.jpg" -> "dir/photo.partial.jpg",
+    /// "dir/photo" -> "dir/photo.partial".
+    public static func previewPath(for targetPath: String) -> String {
+        let (stem, ext) = FileNaming.split(FilePath.baseName(of: targetPath))
+        let name = stem + ".partial" + ext
+        return targetPath.contains("/") ? FilePath.join(FilePath.parent(of: targetPath), name) : name
+    }
+
+    /// Writes the preview of a download that ended by cancellation, when it is wanted.
+    ///
+    /// Wanted when the calling task has `DownloadContext.supportsPartialDownloads` bound to true, or when
+    /// `contentType` is a JPEG type, and at least one byte arrived. Call it from the download's task (the
+    /// task-local value does not reach other threads).
+    ///
+    /// - Parameters:
+    ///   - partPath: the download's `NAME.part`; only read.
+    ///   - targetPath: where the finished file will go; the preview goes beside it.
+    ///   - contiguousBytes: how many bytes from offset 0 are known to be on disk without a hole (for a segmented
+    ///     download, the first range only). More than the part file holds is clamped to its size.
+    ///   - contentType: the response's `Content-Type`, if any.
+    /// - Returns: the preview's path, or nil when no preview is wanted or there is nothing to show.
+    /// - Throws: `.fileIO` when the part file cannot be read or the preview cannot be written; no temporary file
+    ///   is left behind then, and an earlier preview at that path stays as it was.
+    @discardableResult
+    public static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
+                                    contentType: String?) throws(HaulError) -> String? {
+        guard DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType),
+              contiguousBytes > 0
+        else { return nil }
+        let path = previewPath(for: targetPath)
+        let written = try write(prefixOf: partPath, length: contiguousBytes, to: path)
+        return written > 0 ? path : nil
+    }
+
+    /// Copies up to `length` bytes from the start of `source` into a new file at `destination`, adding the EOI
+    /// marker when missing, atomically (temporary file, fsync, rename, directory sync). Returns the bytes copied
+    /// from `source`; when that is 0 nothing is written.
+    static func write(prefixOf source: String, length: Int64, to destination: String) throws(HaulError) -> Int64 {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw PartFile.error("cannot read", source) }
+        defer { close(input) }
+
+        let folder = FilePath.parent(of: destination)
+        // A short name of its own: the preview's name may already be near the 255-byte limit.
+        let temporary = FilePath.join(folder, ".haul-preview-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard output >= 0 else { throw PartFile.error("cannot create", temporary) }
+        var outputOpen = true
+        var renamed = false
+        defer {
+            if outputOpen { close(output) }
+            if !renamed { unlink(temporary) }
+        }
+
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var copied: Int64 = 0
+        var tail: [UInt8] = []
+        while copied < length {
+            let count = try readSome(input, into: buffer, count: Int(min(Int64(chunkSize), length - copied)),
+                                     at: copied, path: source)
+            if count == 0 { break }  // the part file is shorter than asked: what is there is the prefix
+            try writeAll(output, buffer, count: count, path: temporary)
+            let last = UnsafeRawBufferPointer(start: buffer, count: count).suffix(2)
+            tail = Array((tail + last).suffix(2))
+            copied += Int64(count)
+        }
+        guard copied > 0 else { return 0 }
+        if tail != endOfImage {
+            try writeAll(output, endOfImage, count: endOfImage.count, path: temporary)
+        }
+        guard fsync(output) == 0 else { throw PartFile.error("cannot sync", temporary) }
+        outputOpen = false
+        guard close(output) == 0 else { throw PartFile.error("cannot close", temporary) }
+        try FileSystem.rename(temporary, destination)
+        renamed = true
+        FileSystem.syncDirectory(folder)
+        return copied
+    }
+
+    /// One `pread`, retried on interruption; 0 at the end of the file.
+    private static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64,
+                                 path: String) throws(HaulError) -> Int {
+        while true {
+            let n = pread(fd, buffer, count, off_t(offset))
+            if n >= 0 { return n }
+            if errno != EINTR { throw PartFile.error("cannot read", path) }
+        }
+    }
+
+    /// Writes all `count` bytes, retrying short writes and interruptions.
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawPointer, count: Int, path: String) throws(HaulError) {
+        var done = 0
+        while done < count {
+            let n = Glibc.write(fd, bytes + done, count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PartFile.error("cannot write", path)
+            }
+            done += n
+        }
+    }
+}
