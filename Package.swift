@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(
             name: "HaulCoreTests",
             dependencies: [
-                "HaulCore", "SampleServer", "TestSupport",
+                "HaulCore", "SampleServer", "TestSupport", "CJPEG",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(

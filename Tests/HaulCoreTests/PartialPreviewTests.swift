@@ -192,12 +192,13 @@ import Testing
     @Test func nothingReceivedMeansNoPreview() throws {
         let dir = TempDirectory()
         let part = try makePart(dir, [])
-        try DownloadContext.$supportsPartialDownloads.withValue(true) {
-            #expect(try PartialPreview.saveIfWanted(partPath: part, targetPath: dir.file("photo.jpg"),
-                                                    contiguousBytes: 0, contentType: nil) == nil)
-            #expect(try PartialPreview.saveIfWanted(partPath: part, targetPath: dir.file("photo.jpg"),
-                                                    contiguousBytes: 10, contentType: nil) == nil)
+        let saved = try DownloadContext.$supportsPartialDownloads.withValue(true) {
+            try [0, 10].map { length in
+                try PartialPreview.saveIfWanted(partPath: part, targetPath: dir.file("photo.jpg"),
+                                                contiguousBytes: Int64(length), contentType: nil)
+            }
         }
+        #expect(saved == [nil, nil], "nothing asked for, then nothing in the part file")
         #expect(dir.listing() == ["photo.jpg.part"])
     }
 

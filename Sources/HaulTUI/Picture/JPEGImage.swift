@@ -1,0 +1,104 @@
+import CJPEG
+import Foundation
+
+/// Packed 8-bit RGB pixels, row by row, top row first: `pixels.count == width * height * 3`.
+public struct RGBImage: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    public let pixels: [UInt8]
+
+    /// Wraps `pixels`; nil unless the sizes are positive and `pixels` holds exactly `width * height * 3` bytes.
+    public init?(width: Int, height: Int, pixels: [UInt8]) {
+        guard width > 0, height > 0, pixels.count == width * height * 3 else { return nil }
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+
+    /// The pixel at column `x`, row `y`.
+    public subscript(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8) {
+        let i = (y * width + x) * 3
+        return (pixels[i], pixels[i + 1], pixels[i + 2])
+    }
+}
+
+/// Why a picture cannot be shown: one line for the user, such as "photo.jpg is not a JPEG".
+public struct PictureError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A JPEG decoded with libjpeg: its pixels, and whether the data held the whole picture.
+///
+/// Truncated or damaged data never crashes: a progressive JPEG cut after its first scan decodes to the whole
+/// picture, blurred; a baseline one to its top rows (the rest stays mid-gray); data without a readable header
+/// is a `PictureError`.
+public struct JPEGImage: Sendable {
+    public let image: RGBImage
+    /// Rows libjpeg produced from the data; below them the picture is mid-gray.
+    public let rowsDecoded: Int
+    /// False when libjpeg had to pad missing data or skip damaged data, or stopped before the last row.
+    public let complete: Bool
+
+    /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel).
+    public static let maximumFileSize = 256 << 20
+
+    /// Decodes JPEG bytes, complete or any prefix.
+    public init(bytes: [UInt8]) throws(PictureError) {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var rows: Int32 = 0
+        var rgb: UnsafeMutablePointer<UInt8>?
+        let status = bytes.withUnsafeBufferPointer {
+            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
+        }
+        defer { haul_jpeg_free(rgb) }
+        guard status >= 0, let rgb, width > 0, height > 0 else {
+            let isJPEG = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
+            throw PictureError(isJPEG ? "the JPEG header is incomplete or damaged" : "not a JPEG")
+        }
+        let count = Int(width) * Int(height) * 3
+        guard let image = RGBImage(width: Int(width), height: Int(height),
+                                   pixels: Array(UnsafeBufferPointer(start: rgb, count: count)))
+        else { throw PictureError("not a JPEG") }
+        self.image = image
+        rowsDecoded = Int(rows)
+        complete = status == 0 && rowsDecoded == image.height
+    }
+
+    /// Reads and decodes the file at `path`.
+    public init(path: String) throws(PictureError) {
+        try self.init(bytes: Self.read(path))
+    }
+
+    /// The whole file (a picture's compressed data is small enough to hold), or a one-line reason it cannot be read.
+    static func read(_ path: String) throws(PictureError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PictureError("cannot open: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw PictureError("cannot read: \(String(cString: strerror(errno)))") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw PictureError("not a regular file") }
+        guard info.st_size <= maximumFileSize else {
+            throw PictureError("too large to show (\(info.st_size) bytes)")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PictureError("cannot read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }  // shrank while reading: decode what is there
+            done += n
+        }
+        if done < bytes.count { bytes.removeSubrange(done...) }
+        return bytes
+    }
+}
