@@ -61,14 +61,28 @@ import Testing
         #expect(FileNaming.split("README") == ("README", ""))
     }
 
-    @Test func renamePolicyPicksTheNextFreeName() throws {
+    func take(_ path: String, _ policy: ExistingFilePolicy) throws -> Claim? {
+        try Claim.take(path, policy: policy, url: "http://h/a.bin", resume: true, notice: { _ in })
+    }
+
+    @Test func renamePolicyPicksTheNextFreeNameAndLocksIt() throws {
         let dir = TempDirectory()
-        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .rename) == dir.file("a.bin"))
-        FileManagerTouch(dir.file("a.bin"))
-        FileManagerTouch(dir.file("a.1.bin"))
-        FileManagerTouch(dir.file("a.2.bin.part"))
-        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .rename) == dir.file("a.3.bin"))
-        #expect(try Downloader.target(for: "a.bin", in: dir.path, policy: .overwrite) == dir.file("a.bin"))
+        let first = try #require(try take(dir.file("a.bin"), .rename))
+        #expect(first.path == dir.file("a.bin"))
+        // The first claim holds a.bin.part locked: a second download of the same name must not share it.
+        let second = try #require(try take(dir.file("a.bin"), .rename))
+        #expect(second.path == dir.file("a.1.bin"))
+        FileManagerTouch(dir.file("a.2.bin"))
+        let third = try #require(try take(dir.file("a.bin"), .rename))
+        #expect(third.path == dir.file("a.3.bin"))
+        // Released (its owner ended), a.bin.part can be claimed again: that is how a resume finds it.
+        try first.part.close()
+        let again = try #require(try take(dir.file("a.bin"), .rename))
+        #expect(again.path == dir.file("a.bin"))
+        FileManagerTouch(dir.file("done.bin"))
+        let skipped = try take(dir.file("done.bin"), .skip)
+        #expect(skipped == nil)
+        #expect(throws: HaulError.self) { try take(dir.file("a.1.bin"), .overwrite) }
     }
 }
 

@@ -54,6 +54,17 @@ final class FakeSeconds: Sendable {
         #expect(captured.err == ["haul: a.bin: server answered 404 Not Found (http://h/files/download?a.bin)"])
     }
 
+    @Test func noticesAreInformationOnStdoutNotFailures() {
+        let captured = CapturedOutput()
+        PlainReporter(output: captured.text).report(
+            .notice(id: 1, url: url, file: "a.bin", message: "server answered 503 Service Unavailable; retry 1 of 5 in 1.0 s"))
+        #expect(captured.out == ["a.bin: server answered 503 Service Unavailable; retry 1 of 5 in 1.0 s"])
+        #expect(captured.err.isEmpty)
+        let quiet = CapturedOutput()
+        PlainReporter(output: quiet.text, quiet: true).report(.notice(id: 1, url: url, file: "a.bin", message: "x"))
+        #expect(quiet.out.isEmpty && quiet.err.isEmpty)
+    }
+
     @Test func summaryCountsFailures() {
         let captured = CapturedOutput()
         var summary = RunSummary()

@@ -5,7 +5,13 @@ import SampleServer
 /// Runs `body` against a fresh in-process sample server on 127.0.0.1 with an ephemeral port.
 public func withSampleServer<T>(rate: Int? = nil, jpegs: Bool = false,
                                 _ body: (SampleServer) async throws -> T) async throws -> T {
-    let server = try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate, jpegs: jpegs))
+    try await withSampleServer(SampleServerConfiguration(port: 0, rate: rate, jpegs: jpegs), body)
+}
+
+/// Runs `body` against a fresh in-process sample server started with `configuration`, and stops it after.
+public func withSampleServer<T>(_ configuration: SampleServerConfiguration,
+                                _ body: (SampleServer) async throws -> T) async throws -> T {
+    let server = try await SampleServer.start(configuration)
     do {
         let result = try await body(server)
         await server.stop()

@@ -9,6 +9,12 @@ public struct DownloadJob: Sendable, Equatable {
     /// Extra request headers, "Name: value".
     public var headers: [String] = []
     public var transfer = TransferOptions()
+    /// Connections for this file (Range requests), 1...16.
+    public var segments = 1
+    /// Retries on transient errors, each resuming where the last attempt stopped.
+    public var retries = 5
+    /// Continue from `NAME.part` and its state file when they match this URL.
+    public var resume = true
 
     public init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url

@@ -1,83 +1,191 @@
 import Foundation
 
-/// Fetches one URL into its file: asks, names the file, streams the body into `NAME.part` through a
-/// `ByteAccumulator`, then syncs and renames it into place.
+/// Fetches one URL into its file: claims `NAME.part`, resumes it when its state says so (Range +
+/// If-Range), streams the body through a `ByteAccumulator`, checkpoints (fsync + state file) every few
+/// seconds, retries transient failures from where they stopped, then syncs and renames into place.
 public struct Downloader: Sendable {
     public let driver: CurlDriver
     public let clock: any Clock<Duration>
+    /// Time between checkpoints; a download that ends sooner never writes a state file.
+    public var checkpointInterval: Duration = .seconds(2)
+    public var retryPolicy = RetryPolicy()
 
     public init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
         self.clock = clock
     }
 
-    /// Runs the download. Cancelling the calling task stops it promptly with a `.cancelled` error and
-    /// leaves `NAME.part` in place.
-    public func download(_ job: DownloadJob, events: @Sendable (DownloadEvent) -> Void) async throws(HaulError)
+    /// Runs the download. Cancelling the calling task stops it promptly with a `.cancelled` error, after
+    /// a last checkpoint, and leaves `NAME.part` and its state for a later resume.
+    public func download(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError)
         -> DownloadResult
     {
         try FileSystem.makeDirectory(job.outputDirectory)
+        let guessed = Self.path(for: job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url)),
+                                in: job.outputDirectory)
+        guard var claim = try Claim.take(guessed, policy: job.existingFile, url: job.url, resume: job.resume,
+                                         notice: { events(.notice($0)) })
+        else { return DownloadResult(file: FilePath.baseName(of: guessed), path: guessed, bytes: 0, skipped: true) }
+        defer { try? claim.part.close() }
+
+        var failures = 0
+        while true {
+            do {
+                return try await attempt(job, claim: &claim, renamable: job.outputName == nil, events: events)
+            } catch let error where error.category == .cancelled || Task.isCancelled {
+                claim.discardIfEmpty()
+                throw HaulError(.cancelled, "cancelled")
+            } catch {
+                guard retryPolicy.isTransient(error), failures < job.retries else {
+                    claim.discardIfEmpty()
+                    throw error
+                }
+                failures += 1
+                let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
+                let resumeAt = claim.state?.contiguousPrefix ?? 0
+                events(.notice("\(error.message); retry \(failures) of \(job.retries) in "
+                               + "\(ByteFormat.fixed(delay.seconds, 1)) s"
+                               + (resumeAt > 0 ? ", resuming at \(ByteFormat.size(resumeAt))" : "")))
+                do { try await clock.sleep(for: delay) } catch { throw HaulError(.cancelled, "cancelled") }
+            }
+        }
+    }
+
+    /// One request: resume or start, stream, finish. Keeps `claim.state` current for the next attempt.
+    private func attempt(_ job: DownloadJob, claim: inout Claim, renamable: Bool,
+                         events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
+        let offset = claim.state?.contiguousPrefix ?? 0
         var request = HTTPRequest(url: job.url, options: job.transfer)
         request.headers = job.headers
+        if offset > 0, let validator = claim.state?.validator {
+            request.range = (offset, nil)
+            request.ifRange = validator
+        }
         let transfer = driver.start(request)
         defer { transfer.cancel() }
-
         let head: ResponseHead
         do { head = try await transfer.head() } catch { throw HaulError.from(error) }
+
+        if head.status == 416 && offset > 0 {
+            events(.notice("the server refused to resume at \(ByteFormat.size(offset)); starting over"))
+            claim.state = nil
+            return try await attempt(job, claim: &claim, renamable: renamable, events: events)
+        }
         try HTTPStatus.check(head)
 
-        let name = job.outputName
-            ?? FileNaming.name(contentDisposition: head["Content-Disposition"], url: head.effectiveURL)
-        let path = try Self.target(for: name, in: job.outputDirectory, policy: job.existingFile)
-        let file = FilePath.baseName(of: path)
-        if job.existingFile == .skip, FileSystem.exists(path) {
-            return DownloadResult(file: file, path: path, bytes: 0, skipped: true)
+        // The server may name the file differently from the URL: move the claim before writing anything.
+        if renamable, let suggested = head["Content-Disposition"].flatMap(FileNaming.filename(fromContentDisposition:)) {
+            let named = Self.path(for: FileNaming.sanitize(suggested), in: job.outputDirectory)
+            if named != claim.path && named != Self.baseOf(claim.path, in: job.outputDirectory) {
+                claim.release()
+                guard let moved = try Claim.take(named, policy: job.existingFile, url: job.url, resume: job.resume,
+                                                 notice: { events(.notice($0)) })
+                else { return DownloadResult(file: FilePath.baseName(of: named), path: named, bytes: 0, skipped: true) }
+                claim = moved
+                if claim.state != nil {
+                    transfer.cancel()
+                    return try await attempt(job, claim: &claim, renamable: false, events: events)
+                }
+            }
         }
 
-        let total = head.contentLength
-        events(.started(file: file, path: path, total: total))
-        let partPath = path + ".part"
-        let part = try PartFile(path: partPath, truncate: true)
-        let completed: Int64
+        var start: Int64 = 0
+        if offset > 0 {
+            if head.status == 206, head.contentRange?.first == offset {
+                start = offset
+            } else {
+                events(.notice(Self.refusal(head: head, state: claim.state)))
+            }
+        }
+        let total = head.status == 206 ? head.contentRange?.total : head.contentLength
+        if start == 0 {
+            try claim.part.truncate(to: 0)
+            claim.state = ResumeState(url: job.url, etag: head["ETag"], lastModified: head["Last-Modified"], total: total)
+        }
+        let file = FilePath.baseName(of: claim.path)
+        events(.started(file: file, path: claim.path, total: total))
+
+        var written = start
         do {
             let clock = self.clock
-            completed = try await stream(transfer.bytes, into: part, total: total, clock: clock, events: events)
+            try await stream(transfer.bytes, claim: &claim, start: start, total: total, written: &written,
+                             clock: clock, events: events)
         } catch {
-            throw HaulError.from(error)
+            let failure = HaulError.from(error)
+            if written > start { try? claim.checkpoint(adding: ByteRange(start, written)) }
+            throw failure
         }
-        if let total, completed != total {
-            throw HaulError(.network, "connection closed after \(completed) of \(total) bytes")
+        if let total, written != total {
+            try? claim.checkpoint(adding: ByteRange(start, written))
+            throw HaulError(.network, "connection closed after \(written) of \(total) bytes")
         }
-        try part.sync()
-        try part.close()
-        try FileSystem.rename(partPath, path)
-        FileSystem.syncDirectory(FilePath.parent(of: path))
-        return DownloadResult(file: file, path: path, bytes: completed, skipped: false)
+        try claim.part.sync()
+        try FileSystem.rename(claim.partPath, claim.path)
+        FileSystem.remove(claim.statePath)
+        FileSystem.syncDirectory(FilePath.parent(of: claim.path))
+        return DownloadResult(file: file, path: claim.path, bytes: written - start, skipped: false)
     }
 
-    /// Writes the body into the part file, reporting each batch; returns the bytes on disk.
-    private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, into part: PartFile, total: Int64?, clock: C,
-                                            events: (DownloadEvent) -> Void) async throws -> Int64 {
-        var completed: Int64 = 0
-        for try await progress in ByteAccumulator(bytes, writingTo: part, total: total, clock: clock) {
-            completed = progress.completed
+    /// Writes the body into the part file, reporting each batch and checkpointing every interval.
+    private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, claim: inout Claim, start: Int64, total: Int64?,
+                                            written: inout Int64, clock: C,
+                                            events: (DownloadEvent) -> Void) async throws {
+        var nextCheckpoint = clock.now.advanced(by: checkpointInterval)
+        for try await progress in ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, total: total,
+                                                  clock: clock) {
+            written = progress.completed
             events(.progress(progress))
+            let now = clock.now
+            if now >= nextCheckpoint {
+                try claim.checkpoint(adding: ByteRange(start, written))
+                nextCheckpoint = now.advanced(by: checkpointInterval)
+            }
         }
-        return completed
     }
 
-    /// The path the file will take, following the policy for an existing file.
-    static func target(for name: String, in directory: String, policy: ExistingFilePolicy) throws(HaulError)
-        -> String
-    {
-        let path = name.contains("/") ? name : FilePath.join(directory, name)
-        guard policy == .rename, FileSystem.exists(path) else { return path }
+    /// Why the server's answer to a resume request means starting over.
+    static func refusal(head: ResponseHead, state: ResumeState?) -> String {
+        let changed = (state?.etag != nil && head["ETag"] != nil && head["ETag"] != state?.etag)
+            || (state?.etag == nil && state?.lastModified != nil && head["Last-Modified"] != state?.lastModified)
+        return changed
+            ? "the file changed on the server (validators differ); starting over"
+            : "the server ignored the Range request (answered \(head.status)); starting over"
+    }
+
+    static func path(for name: String, in directory: String) -> String {
+        name.contains("/") ? name : FilePath.join(directory, name)
+    }
+
+    /// The unsuffixed path a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.
+    private static func baseOf(_ path: String, in directory: String) -> String {
         let (stem, ext) = FileNaming.split(FilePath.baseName(of: path))
-        let folder = FilePath.parent(of: path)
-        for n in 1... {
-            let candidate = FilePath.join(folder, "\(stem).\(n)\(ext)")
-            if !FileSystem.exists(candidate) && !FileSystem.exists(candidate + ".part") { return candidate }
+        guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return path }
+        return FilePath.join(directory, String(stem[..<dot]) + ext)
+    }
+}
+
+/// When and how long to wait before trying a failed download again.
+public struct RetryPolicy: Sendable {
+    public var base: Duration = .milliseconds(500)
+    public var cap: Duration = .seconds(30)
+
+    public init() {}
+
+    /// Network failures, 5xx, 408 and 429 may pass; everything else will fail again.
+    public func isTransient(_ error: HaulError) -> Bool {
+        switch error.category {
+        case .network: true
+        case .server: error.httpStatus.map { $0 >= 500 || $0 == 408 || $0 == 429 } ?? false
+        default: false
         }
-        fatalError("unreachable")
+    }
+
+    /// Exponential backoff with jitter (50 % to 100 % of base * 2^(n-1), capped); `Retry-After` wins.
+    public func delay(afterFailure n: Int, retryAfter: Duration?) -> Duration {
+        if let retryAfter { return Swift.min(retryAfter, .seconds(300)) }
+        var exponential = base
+        for _ in 1..<Swift.max(1, n) where exponential < cap { exponential *= 2 }
+        exponential = Swift.min(exponential, cap)
+        return exponential * Double.random(in: 0.5...1.0)
     }
 }

@@ -2,8 +2,10 @@ import Foundation
 
 /// An open data file that receives a download's bytes with positional writes.
 ///
-/// Owned by one task at a time. Every failure is a `.fileIO` `HaulError` naming the path.
-public final class PartFile {
+/// Every failure is a `.fileIO` `HaulError` naming the path. `@unchecked Sendable`: the descriptor is
+/// set in `init` and cleared only by `close()`, which the owner calls after all writers are done;
+/// `pwrite` at distinct offsets from several tasks (segments) is safe.
+public final class PartFile: @unchecked Sendable {
     public let path: String
     private var descriptor: Int32
 
@@ -14,6 +16,33 @@ public final class PartFile {
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw PartFile.error("cannot create", path) }
         descriptor = fd
+    }
+
+    /// Opens or creates `path` and takes an exclusive `flock` on it, so no other download (in this process
+    /// or another) writes the same part file; nil when another holds it. The lock ends with the process.
+    public init?(claiming path: String) throws(HaulError) {
+        self.path = path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PartFile.error("cannot create", path) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw PartFile.error("cannot lock", path, code)
+        }
+        descriptor = fd
+    }
+
+    /// The file's current size.
+    public func size() throws(HaulError) -> Int64 {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw PartFile.error("cannot stat", path) }
+        return Int64(info.st_size)
+    }
+
+    /// Cuts the file to `length` bytes.
+    public func truncate(to length: Int64) throws(HaulError) {
+        guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
 
     deinit {
@@ -44,6 +73,11 @@ public final class PartFile {
     /// Flushes the data to stable storage.
     public func sync() throws(HaulError) {
         guard fsync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
+    }
+
+    /// Flushes the data (not all metadata) to stable storage: what a checkpoint needs.
+    public func syncData() throws(HaulError) {
+        guard fdatasync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     public func close() throws(HaulError) {

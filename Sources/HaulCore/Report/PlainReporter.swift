@@ -1,7 +1,8 @@
 import NIOConcurrencyHelpers
 
 /// Line output for logs and pipes: a line when a download starts, a progress line at most once per
-/// `interval` per download, a line when it ends, and a summary. Failures go to stderr, always.
+/// `interval` per download, notices (retries, refused resumes), a line when it ends, and a summary.
+/// Failures go to stderr, one line each, even when quiet.
 public final class PlainReporter: Reporter {
     private let output: TextOutput
     private let quiet: Bool
@@ -28,9 +29,6 @@ public final class PlainReporter: Reporter {
         switch event {
         case .failed(_, let url, let file, let error):
             output.err(failureLine(file: file, url: url, error: error))
-            return
-        case .notice(_, let url, let file, let message):
-            output.err("haul: \(file): \(message) (\(url))")
             return
         default:
             break
@@ -61,7 +59,10 @@ public final class PlainReporter: Reporter {
             if summary.failed > 0 { line += ", \(summary.failed) failed" }
             line += ", \(ByteFormat.size(summary.bytes)) in \(Self.seconds(summary.seconds))"
             output.out(line)
-        case .failed, .notice:
+        case .notice(_, _, let file, let message):
+            // Information, not failure: stderr carries exactly one line per failed download.
+            output.out("\(file): \(message)")
+        case .failed:
             break
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SampleServer
+import TestSupport
 
 /// Small files so tests stay fast; `medium.bin` is big enough for multi-connection clients.
 let testFiles = [
@@ -18,15 +19,7 @@ func withServer<T>(
     _ configuration: SampleServerConfiguration = SampleServerConfiguration(port: 0, files: testFiles, jpegs: false),
     _ body: (SampleServer) async throws -> T
 ) async throws -> T {
-    let server = try await SampleServer.start(configuration)
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    try await withSampleServer(configuration, body)
 }
 
 /// The download target for `name`, as a path plus query.

@@ -1,0 +1,95 @@
+import Foundation
+
+/// What `NAME.part.json` records about `NAME.part`: enough to continue it later, or to know it must not be.
+///
+/// Invariant: every range in `completed` was fsynced in `NAME.part` before this state was written, so a
+/// crash at any moment loses at most the bytes received since the last checkpoint.
+public struct ResumeState: Codable, Equatable, Sendable {
+    public static let formatVersion = 1
+
+    public var version = ResumeState.formatVersion
+    public var url: String
+    public var etag: String?
+    public var lastModified: String?
+    /// The whole file's size, when the server said it.
+    public var total: Int64?
+    /// Byte ranges on disk, half-open, sorted and merged.
+    public var completed: [ByteRange]
+
+    public init(url: String, etag: String?, lastModified: String?, total: Int64?, completed: [ByteRange] = []) {
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+        self.total = total
+        self.completed = completed
+    }
+
+    /// The bytes known good from offset 0 on.
+    public var contiguousPrefix: Int64 {
+        guard let first = completed.first, first.start == 0 else { return 0 }
+        return first.end
+    }
+
+    /// The validator for `If-Range`: the ETag when the server gave one, else Last-Modified.
+    public var validator: String? { etag ?? lastModified }
+
+    /// Adds `range` to `completed`, keeping it sorted and merged.
+    public mutating func add(_ range: ByteRange) {
+        guard range.end > range.start else { return }
+        var merged: [ByteRange] = []
+        for existing in (completed + [range]).sorted(by: { $0.start < $1.start }) {
+            if let last = merged.last, existing.start <= last.end {
+                merged[merged.count - 1].end = Swift.max(last.end, existing.end)
+            } else {
+                merged.append(existing)
+            }
+        }
+        completed = merged
+    }
+
+    /// The state file beside a part file.
+    public static func path(forPart part: String) -> String { part + ".json" }
+
+    /// Reads the state file; `.missing` when there is none, `.unreadable` when it cannot be trusted.
+    static func load(from path: String) -> Loaded {
+        guard FileSystem.exists(path) else { return .missing }
+        guard let data = FileManager.default.contents(atPath: path),
+            let state = try? JSONDecoder().decode(ResumeState.self, from: data),
+            state.version == formatVersion
+        else { return .unreadable }
+        return .found(state)
+    }
+
+    enum Loaded: Equatable {
+        case missing
+        case unreadable
+        case found(ResumeState)
+    }
+
+    /// Replaces the state file atomically: write a temp file, fsync it, rename it over the old one.
+    func save(to path: String) throws(HaulError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(self) } catch { throw HaulError(.other, "cannot encode resume state") }
+        let temporary = path + ".tmp"
+        let file = try PartFile(path: temporary, truncate: true)
+        try file.write([UInt8](data), at: 0)
+        try file.sync()
+        try file.close()
+        try FileSystem.rename(temporary, path)
+    }
+}
+
+/// A half-open byte range `[start, end)`.
+public struct ByteRange: Codable, Equatable, Sendable {
+    public var start: Int64
+    public var end: Int64
+
+    public init(_ start: Int64, _ end: Int64) {
+        self.start = start
+        self.end = end
+    }
+
+    public var count: Int64 { end - start }
+}

@@ -1,0 +1,312 @@
+/// Identifies one download in a `DownloadManager`; ids count from 1 in the order added.
+public typealias DownloadID = Int
+
+/// Where one download stands.
+public enum DownloadState: Sendable, Equatable {
+    case queued
+    case connecting
+    case downloading
+    /// Stopped by the user with `.part` kept; `resume` continues it.
+    case paused
+    case done
+    case failed(HaulError)
+    /// Stopped by the user; `.part` kept, `retry` continues it.
+    case cancelled
+
+    /// No task runs for it and none will start by itself.
+    public var isFinished: Bool {
+        switch self {
+        case .done, .failed, .cancelled, .paused: true
+        case .queued, .connecting, .downloading: false
+        }
+    }
+
+    public var isActive: Bool {
+        self == .connecting || self == .downloading
+    }
+
+    /// The exit code this outcome contributes (SPEC): paused and cancelled count as "left unfinished".
+    public var exitCode: Int32 {
+        switch self {
+        case .done: 0
+        case .failed(let error): error.category.exitCode
+        case .cancelled, .paused, .queued, .connecting, .downloading: FailureCategory.cancelled.exitCode
+        }
+    }
+}
+
+/// What a manager tells its front end, in order per download.
+public enum ManagerEvent: Sendable, Equatable {
+    case added(id: DownloadID, url: String, file: String)
+    case state(id: DownloadID, DownloadState)
+    /// The server answered and the file is named; bytes go to `path + ".part"`.
+    case started(id: DownloadID, file: String, path: String, total: Int64?)
+    case progress(id: DownloadID, DownloadProgress)
+    case notice(id: DownloadID, String)
+    case finished(id: DownloadID, DownloadResult, seconds: Double)
+    case removed(id: DownloadID)
+}
+
+/// Runs downloads: a queue, at most `concurrency` at once, each in a `Task` whose handle is kept
+/// so the user can cancel one, cancel all, pause and resume, and retry.
+///
+/// Events go to `events`, an unbounded stream read by one front end (the TUI, or a line reporter).
+public actor DownloadManager {
+    private struct Entry {
+        var job: DownloadJob
+        var state: DownloadState = .queued
+        var file: String
+        /// What the user asked of the running task when it was cancelled.
+        var stopIntent: DownloadState?
+    }
+
+    public nonisolated let events: AsyncStream<ManagerEvent>
+    private let continuation: AsyncStream<ManagerEvent>.Continuation
+    private let downloader: Downloader
+    public let concurrency: Int
+    private var entries: [DownloadID: Entry] = [:]
+    private var order: [DownloadID] = []
+    private var waiting: [DownloadID] = []
+    private var waitingHead = 0
+    /// The task bag: one stored handle per running download.
+    private var running: [DownloadID: Task<Void, Never>] = [:]
+    private var nextID = 1
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+
+    public init(downloader: Downloader = Downloader(), concurrency: Int = 4) {
+        self.downloader = downloader
+        self.concurrency = max(1, concurrency)
+        (events, continuation) = AsyncStream.makeStream(of: ManagerEvent.self)
+    }
+
+    deinit {
+        continuation.finish()
+    }
+
+    // MARK: commands
+
+    /// Queues a download and starts it when a slot is free.
+    @discardableResult
+    public func add(_ job: DownloadJob) -> DownloadID {
+        let id = nextID
+        nextID += 1
+        let file = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+        entries[id] = Entry(job: job, file: file)
+        order.append(id)
+        continuation.yield(.added(id: id, url: job.url, file: file))
+        enqueue(id)
+        return id
+    }
+
+    /// Stops one download; its `.part` stays. A queued one never starts.
+    public func cancel(_ id: DownloadID) {
+        stop(id, as: .cancelled)
+    }
+
+    /// Cancel All: every queued download and every stored task handle.
+    public func cancelAll() {
+        for id in order { stop(id, as: .cancelled) }
+    }
+
+    /// Pauses a queued or running download, keeping `.part`.
+    public func pause(_ id: DownloadID) {
+        stop(id, as: .paused)
+    }
+
+    public func pauseAll() {
+        for id in order { stop(id, as: .paused) }
+    }
+
+    /// Puts a paused download back in the queue.
+    public func resume(_ id: DownloadID) {
+        guard entries[id]?.state == .paused else { return }
+        enqueue(id)
+    }
+
+    public func resumeAll() {
+        for id in order where entries[id]?.state == .paused { enqueue(id) }
+    }
+
+    /// Queues a failed or cancelled download again; it continues from what is on disk.
+    public func retry(_ id: DownloadID) {
+        switch entries[id]?.state {
+        case .failed, .cancelled: enqueue(id)
+        default: break
+        }
+    }
+
+    /// Forgets a finished download (its files stay).
+    public func remove(_ id: DownloadID) {
+        guard let entry = entries[id], entry.state.isFinished, running[id] == nil else { return }
+        entries[id] = nil
+        order.removeAll { $0 == id }
+        continuation.yield(.removed(id: id))
+    }
+
+    /// Returns when nothing is running or queued.
+    public func waitUntilIdle() async {
+        if isIdle { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    /// Ends the event stream (after the front end has what it needs).
+    public func finishEvents() {
+        continuation.finish()
+    }
+
+    // MARK: queries
+
+    public func state(of id: DownloadID) -> DownloadState? {
+        entries[id]?.state
+    }
+
+    public var states: [(id: DownloadID, state: DownloadState)] {
+        order.compactMap { id in entries[id].map { (id, $0.state) } }
+    }
+
+    /// How many task handles are stored (running downloads).
+    public var runningCount: Int { running.count }
+
+    /// The exit code over all downloads (SPEC precedence).
+    public var exitCode: Int32 {
+        aggregateExitCode(order.compactMap { entries[$0]?.state.exitCode })
+    }
+
+    private var isIdle: Bool { running.isEmpty && waitingHead == waiting.count }
+
+    // MARK: the queue
+
+    private func setState(_ id: DownloadID, _ state: DownloadState) {
+        guard entries[id] != nil, entries[id]?.state != state else { return }
+        entries[id]?.state = state
+        continuation.yield(.state(id: id, state))
+    }
+
+    private func enqueue(_ id: DownloadID) {
+        setState(id, .queued)
+        // A task still finishing (after a cancel) re-queues this id itself when it ends.
+        guard running[id] == nil else { return }
+        waiting.append(id)
+        startWaiting()
+    }
+
+    /// Cancels the download's task, or takes it out of the queue. The row says `outcome` at once: the
+    /// cancellation has reached the transfer by then; the task still records what it has (a checkpoint)
+    /// and holds the `.part` until it ends, and a resume asked for meanwhile starts after that.
+    private func stop(_ id: DownloadID, as outcome: DownloadState) {
+        guard let entry = entries[id] else { return }
+        if let task = running[id] {
+            guard entry.stopIntent == nil || entry.state == .queued else { return }
+            entries[id]?.stopIntent = outcome
+            task.cancel()
+            setState(id, outcome)
+        } else if entry.state == .queued {
+            // Left in `waiting`; skipped when its turn comes because it is no longer queued.
+            setState(id, outcome)
+            resumeIdleWaitersIfIdle()
+        }
+    }
+
+    private func startWaiting() {
+        while running.count < concurrency, waitingHead < waiting.count {
+            let id = waiting[waitingHead]
+            waitingHead += 1
+            guard entries[id]?.state == .queued, running[id] == nil else { continue }
+            start(id)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        }
+        resumeIdleWaitersIfIdle()
+    }
+
+    private func start(_ id: DownloadID) {
+        guard let job = entries[id]?.job else { return }
+        setState(id, .connecting)
+        let downloader = self.downloader
+        let continuation = self.continuation
+        let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
+        running[id] = Task {
+            let began = ContinuousClock.now
+            let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
+                await Self.perform(job, id: id, downloader: downloader, events: continuation)
+            }
+            self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
+        }
+    }
+
+    /// The download itself, outside the actor: events go straight to the stream. Also returns the path
+    /// the download claimed, so that a resume or retry continues the same `.part`.
+    private static func perform(_ job: DownloadJob, id: DownloadID, downloader: Downloader,
+                                events: AsyncStream<ManagerEvent>.Continuation)
+        async -> (Result<DownloadResult, HaulError>, String?)
+    {
+        if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
+        var downloading = false
+        var claimed: String?
+        do {
+            return (.success(try await downloader.download(job) { event in
+                switch event {
+                case .started(let file, let path, let total):
+                    claimed = path
+                    events.yield(.started(id: id, file: file, path: path, total: total))
+                case .progress(let progress):
+                    if !downloading {
+                        downloading = true
+                        events.yield(.state(id: id, .downloading))
+                    }
+                    events.yield(.progress(id: id, progress))
+                case .notice(let message):
+                    events.yield(.notice(id: id, message))
+                }
+            }), claimed)
+        } catch {
+            return (.failure(error), claimed)
+        }
+    }
+
+    private func finished(_ id: DownloadID, _ result: Result<DownloadResult, HaulError>, path: String?,
+                          seconds: Double) {
+        running[id] = nil
+        guard let entry = entries[id] else { return }
+        // A resume or retry continues this very file, whatever the server calls it by then.
+        if let path { entries[id]?.job.outputName = path }
+        switch result {
+        case .success(let value):
+            entries[id]?.file = value.file
+            continuation.yield(.finished(id: id, value, seconds: seconds))
+            setState(id, .done)
+        case .failure(let error):
+            if entry.state == .queued {
+                // Resumed or retried while it was still stopping: its turn comes again now.
+                waiting.append(id)
+            } else if entry.stopIntent == nil {
+                setState(id, error.category == .cancelled ? .cancelled : .failed(error))
+            }
+        }
+        entries[id]?.stopIntent = nil
+        startWaiting()
+    }
+
+    private func resumeIdleWaitersIfIdle() {
+        guard isIdle, !idleWaiters.isEmpty else { return }
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Values bound for the duration of one download's task.
+public enum DownloadContext {
+    /// Whether this download may end with partial data (a JPEG: a cancelled one keeps a preview).
+    /// Bound with `withValue` around each download by `DownloadManager`; read in the download's task,
+    /// never on the curl thread. Child tasks (segments) inherit it.
+    @TaskLocal public static var supportsPartialDownloads = false
+
+    /// A name ending in .jpg or .jpeg (any case).
+    public static func isPartialCapable(name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg")
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import SampleServer
+import TestSupport
+import Testing
+@testable import HaulCore
+
+@Suite struct DownloadManagerTests {
+    func job(_ server: SampleServer, _ name: String, in dir: TempDirectory) -> DownloadJob {
+        DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
+    }
+
+    /// Collects the manager's events until `stop` says enough (or the stream ends); fails after 30 s.
+    func watch(_ manager: DownloadManager, until stop: @escaping @Sendable ([ManagerEvent]) -> Bool)
+        async throws -> [ManagerEvent]
+    {
+        try await within(30, "manager events") {
+            var seen: [ManagerEvent] = []
+            for await event in manager.events {
+                seen.append(event)
+                if stop(seen) { break }
+            }
+            return seen
+        }
+    }
+
+    @Test func neverRunsMoreThanTheConcurrencyLimit() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let manager = DownloadManager(concurrency: 2)
+            for _ in 0..<5 { await manager.add(job(server, "small.bin", in: dir)) }
+            let events = try await watch(manager) { seen in
+                seen.filter { if case .state(_, .done) = $0 { true } else { false } }.count == 5
+            }
+            var active = Set<DownloadID>()
+            var most = 0
+            for case .state(let id, let state) in events {
+                if state.isActive { active.insert(id) } else { active.remove(id) }
+                most = max(most, active.count)
+            }
+            #expect(most == 2)
+            #expect(await manager.runningCount == 0)
+            #expect(dir.listing().count == 5)
+        }
+    }
+
+    @Test func cancelAllCancelsEveryStoredTaskAndTheQueue() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { server in
+            let manager = DownloadManager(concurrency: 2)
+            for _ in 0..<3 { await manager.add(job(server, "medium.bin", in: dir)) }
+            _ = try await watch(manager) { seen in
+                seen.filter { if case .state(_, .downloading) = $0 { true } else { false } }.count == 2
+            }
+            #expect(await manager.runningCount == 2)
+            let clock = ContinuousClock()
+            let pressed = clock.now
+            await manager.cancelAll()
+            // Every row says so at once: each stored task has been cancelled, and with it its transfer.
+            #expect(await manager.states.map(\.state) == [.cancelled, .cancelled, .cancelled])
+            // The tasks end once they have recorded what they have (fsync + state file).
+            await manager.waitUntilIdle()
+            #expect(clock.now - pressed < TestEnvironment.bound(.seconds(1)))
+            #expect(await manager.runningCount == 0)
+            #expect(await manager.states.map(\.state) == [.cancelled, .cancelled, .cancelled])
+            // The two that had started keep .part and its state for a later resume; the queued one never began.
+            #expect(dir.listing() == ["medium.1.bin.part", "medium.1.bin.part.json", "medium.bin.part", "medium.bin.part.json"])
+            #expect(await manager.exitCode == 10)
+        }
+    }
+
+    @Test func pauseKeepsThePartAndResumeFinishes() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { server in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(job(server, "medium.bin", in: dir))
+            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            await manager.pause(id)
+            _ = try await watch(manager) { $0.contains(.state(id: id, .paused)) }
+            #expect(await manager.runningCount == 0)
+            #expect(FileManager.default.fileExists(atPath: dir.file("medium.bin.part")))
+            server.setRate(nil)
+            await manager.resume(id)
+            await manager.waitUntilIdle()
+            #expect(await manager.state(of: id) == .done)
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    @Test func resumingWhileTheCancelledTaskStillEndsContinuesTheSamePart() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { server in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(job(server, "medium.bin", in: dir))
+            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            await manager.pause(id)
+            await manager.resume(id)  // before the cancelled task has released NAME.part
+            server.setRate(nil)
+            await manager.waitUntilIdle()
+            #expect(await manager.state(of: id) == .done)
+            #expect(dir.listing() == ["medium.bin"])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    @Test func retryAfterAFailureSucceeds() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            var faults = SampleServerFaults()
+            faults.unavailableCount = 1
+            server.setFaults(faults)
+            let manager = DownloadManager(concurrency: 1)
+            var once = job(server, "small.bin", in: dir)
+            once.retries = 0
+            let id = await manager.add(once)
+            await manager.waitUntilIdle()
+            guard case .failed(let error) = await manager.state(of: id) else {
+                Issue.record("expected a failure")
+                return
+            }
+            #expect(error.category == .server)
+            await manager.retry(id)
+            await manager.waitUntilIdle()
+            #expect(await manager.state(of: id) == .done)
+            await manager.remove(id)
+            #expect(await manager.states.isEmpty)
+            #expect(dir.listing() == ["small.bin"])
+        }
+    }
+
+    @Test func thousandsOfQueuedURLsAreCheap() async throws {
+        // Nothing listens on port 1: each fails at once, so this measures the queue, not the network.
+        let manager = DownloadManager(concurrency: 8)
+        let dir = TempDirectory()
+        for n in 0..<2000 {
+            var job = DownloadJob(url: "http://127.0.0.1:1/f\(n)", outputDirectory: dir.path)
+            job.retries = 0
+            await manager.add(job)
+        }
+        await manager.waitUntilIdle()
+        let states = await manager.states
+        #expect(states.count == 2000)
+        #expect(states.allSatisfy { if case .failed(let e) = $0.state { e.category == .network } else { false } })
+        #expect(await manager.exitCode == 4)
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SampleServer
+import TestSupport
+import Testing
+@testable import HaulCore
+
+/// Resume, retries and refusals against the sample server's faults.
+@Suite struct ResumeTests {
+    var downloader: Downloader {
+        var downloader = Downloader()
+        downloader.retryPolicy.base = .milliseconds(10)
+        return downloader
+    }
+
+    func job(_ server: SampleServer, _ name: String, _ dir: TempDirectory, retries: Int = 5) -> DownloadJob {
+        var job = DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
+        job.retries = retries
+        return job
+    }
+
+    /// Runs a download, collecting its notices.
+    func run(_ job: DownloadJob, with downloader: Downloader? = nil) async -> (Result<DownloadResult, HaulError>, [String]) {
+        let notices = NIOLockedValueBox<[String]>([])
+        do {
+            let result = try await (downloader ?? self.downloader).download(job) { event in
+                if case .notice(let text) = event { notices.withLockedValue { $0.append(text) } }
+            }
+            return (.success(result), notices.withLockedValue { $0 })
+        } catch {
+            return (.failure(error), notices.withLockedValue { $0 })
+        }
+    }
+
+    @Test func aDroppedConnectionIsRetriedFromWhereItStopped() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.dropAfterBytes = 5 << 20
+            faults.dropLimit = 2
+            server.setFaults(faults)
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(try result.get().path == dir.file("medium.bin"))
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(notices.count == 2)
+            #expect(notices.first?.contains("retry 1 of 5") == true)
+            #expect(notices.last?.contains("resuming at 10.0 MiB") == true)
+            // Resumed, not restarted: the server sent the file about once.
+            #expect(server.stats.bodyBytesSent == 20 << 20)
+            #expect(server.stats.rangeRequests == 2)
+            #expect(dir.listing() == ["medium.bin"])
+        }
+    }
+
+    @Test func unavailableAnswersWaitForRetryAfterThenSucceed() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.unavailableCount = 2
+            faults.retryAfterSeconds = 1
+            server.setFaults(faults)
+            let clock = ContinuousClock()
+            let began = clock.now
+            let (result, notices) = await run(job(server, "small.bin", dir))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(clock.now - began >= .seconds(2), "Retry-After: 1 was honoured twice")
+            #expect(notices.map { $0.hasPrefix("server answered 503 Service Unavailable; retry") } == [true, true])
+            #expect(server.stats.requests == 3)
+        }
+    }
+
+    @Test func permanentErrorsFailAtOnce() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let (result, notices) = await run(job(server, "missing.bin", dir))
+            #expect(throws: HaulError(.server, "server answered 404 Not Found", httpStatus: 404)) { try result.get() }
+            #expect(notices.isEmpty)
+            #expect(server.stats.requests == 1)
+        }
+    }
+
+    /// A first run that fails at 5 MiB with no retries, leaving NAME.part and its state.
+    func interruptedRun(_ server: SampleServer, _ dir: TempDirectory) async throws {
+        var faults = SampleServerFaults()
+        faults.dropAfterBytes = 5 << 20
+        faults.dropLimit = 1
+        server.setFaults(faults)
+        let (result, _) = await run(job(server, "medium.bin", dir, retries: 0))
+        let error = try #require(result.failure)
+        #expect(error.category == .network)
+        let state = try JSONDecoder().decode(
+            ResumeState.self, from: Data(contentsOf: URL(fileURLWithPath: dir.file("medium.bin.part.json"))))
+        #expect(state.url == server.downloadURL("medium.bin"))
+        #expect(state.completed == [ByteRange(0, 5 << 20)])
+        #expect(state.total == 20 << 20)
+        #expect(state.etag != nil)
+        server.setFaults(SampleServerFaults())
+        server.resetStats()
+    }
+
+    @Test func theNextRunResumesWithRangeAndIfRange() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            try await interruptedRun(server, dir)
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(try result.get().bytes == 15 << 20)
+            #expect(notices.isEmpty)
+            #expect(server.stats.bodyBytesSent == 15 << 20)
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(dir.listing() == ["medium.bin"])
+        }
+    }
+
+    @Test func aServerIgnoringRangeMeansStartingOverWithANotice() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            try await interruptedRun(server, dir)
+            var faults = SampleServerFaults()
+            faults.ignoreRange = true
+            server.setFaults(faults)
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(try result.get().bytes == 20 << 20)
+            #expect(notices == ["the server ignored the Range request (answered 200); starting over"])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    @Test func aChangedETagMeansStartingOverWithANotice() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            try await interruptedRun(server, dir)
+            var faults = SampleServerFaults()
+            faults.etagSalt = "v2"
+            server.setFaults(faults)
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(try result.get().bytes == 20 << 20)
+            #expect(notices == ["the file changed on the server (validators differ); starting over"])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    @Test(arguments: [
+        ("{\"version\":1,\"url\":\"http://elsewhere/x\",\"completed\":[{\"start\":0,\"end\":10}]}",
+         "medium.bin.part belongs to another URL (http://elsewhere/x); starting over"),
+        ("{not json", "medium.bin.part.json is unreadable; starting over"),
+        ("{\"version\":99,\"url\":\"u\",\"completed\":[]}", "medium.bin.part.json is unreadable; starting over"),
+    ])
+    func foreignOrCorruptStateIsRefused(state: String, notice: String) async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 0xEE, count: 4096))
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part.json"), contents: Data(state.utf8))
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(notices == [notice])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(dir.listing() == ["medium.bin"])
+        }
+    }
+
+    @Test func stateClaimingMoreThanThePartHoldsIsRefused() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let url = server.downloadURL("medium.bin")
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(count: 100))
+            try ResumeState(url: url, etag: nil, lastModified: nil, total: 20 << 20,
+                            completed: [ByteRange(0, 1 << 20)]).save(to: dir.file("medium.bin.part.json"))
+            let (result, notices) = await run(job(server, "medium.bin", dir))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(notices == ["medium.bin.part is shorter than its state says; starting over"])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    @Test func aStallTripsTheTimeoutAndIsRetried() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.stallSeconds = 30
+            faults.stallAfterBytes = 100_000
+            server.setFaults(faults)
+            var stalling = job(server, "small.bin", dir, retries: 0)
+            stalling.transfer.stallTimeout = 1
+            let (result, _) = await run(stalling)
+            let error = try #require(result.failure)
+            #expect(error.category == .network)
+            #expect(error.message == "no data received for 1 s (stalled)")
+        }
+    }
+
+    @Test func checkpointsRecordOnlySyncedProgressWhileRunning() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            var fast = downloader
+            fast.checkpointInterval = .milliseconds(200)
+            let job = job(server, "medium.bin", dir)
+            let seen = NIOLockedValueBox<[ResumeState]>([])
+            let task = Task {
+                try await fast.download(job) { event in
+                    if case .progress = event,
+                        case .found(let state) = ResumeState.load(from: dir.file("medium.bin.part.json")) {
+                        seen.withLockedValue { $0.append(state) }
+                    }
+                }
+            }
+            _ = try await task.value
+            let states = seen.withLockedValue { $0 }
+            #expect(states.count > 3)
+            // Each checkpoint covers a prefix that only grows.
+            let prefixes = states.map(\.contiguousPrefix)
+            #expect(prefixes == prefixes.sorted())
+            #expect(states.allSatisfy { $0.completed.count == 1 })
+            #expect(!FileManager.default.fileExists(atPath: dir.file("medium.bin.part.json")))
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
