@@ -5,6 +5,8 @@ struct Claim {
     var part: PartFile
     /// Valid state for this URL from an earlier run, or the state this run keeps up to date.
     var state: ResumeState?
+    /// The `Content-Type` of the last answer (a JPEG's decides whether a cancel leaves a preview).
+    var contentType: String?
 
     var partPath: String { path + ".part" }
     var statePath: String { ResumeState.path(forPart: partPath) }

@@ -34,6 +34,13 @@ public struct Downloader: Sendable {
                 return try await attempt(job, claim: &claim, renamable: job.outputName == nil, events: events)
             } catch let error where error.category == .cancelled || Task.isCancelled {
                 claim.discardIfEmpty()
+                // A JPEG (by the task-local flag or its Content-Type) keeps what arrived as a preview.
+                if let preview = try? PartialPreview.saveIfWanted(
+                    partPath: claim.partPath, targetPath: claim.path,
+                    contiguousBytes: claim.state?.contiguousPrefix ?? 0, contentType: claim.contentType)
+                {
+                    events(.notice("partial preview saved: \(preview)"))
+                }
                 throw HaulError(.cancelled, "cancelled")
             } catch {
                 guard retryPolicy.isTransient(error), failures < job.retries else {
@@ -55,9 +62,15 @@ public struct Downloader: Sendable {
     private func attempt(_ job: DownloadJob, claim: inout Claim, renamable: Bool,
                          events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
         let offset = claim.state?.contiguousPrefix ?? 0
+        // Segmented: the first request asks for one small range only, so learning the size and whether
+        // ranges work costs no bytes thrown away; the segments then ask for exact ranges.
+        let probing = job.segments > 1
         var request = HTTPRequest(url: job.url, options: job.transfer)
         request.headers = job.headers
-        if offset > 0, let validator = claim.state?.validator {
+        if probing {
+            request.range = (offset, offset + SegmentPlan.defaultMinimumSplit - 1)
+            if offset > 0 { request.ifRange = claim.state?.validator }
+        } else if offset > 0, let validator = claim.state?.validator {
             request.range = (offset, nil)
             request.ifRange = validator
         }
@@ -72,6 +85,7 @@ public struct Downloader: Sendable {
             return try await attempt(job, claim: &claim, renamable: renamable, events: events)
         }
         try HTTPStatus.check(head)
+        claim.contentType = head["Content-Type"]
 
         // The server may name the file differently from the URL: move the claim before writing anything.
         if renamable, let suggested = head["Content-Disposition"].flatMap(FileNaming.filename(fromContentDisposition:)) {
@@ -82,6 +96,7 @@ public struct Downloader: Sendable {
                                                  notice: { events(.notice($0)) })
                 else { return DownloadResult(file: FilePath.baseName(of: named), path: named, bytes: 0, skipped: true) }
                 claim = moved
+                claim.contentType = head["Content-Type"]
                 if claim.state != nil {
                     transfer.cancel()
                     return try await attempt(job, claim: &claim, renamable: false, events: events)
@@ -89,22 +104,28 @@ public struct Downloader: Sendable {
             }
         }
 
+        let ranged = head.status == 206 && head.contentRange?.first == offset
         var start: Int64 = 0
         if offset > 0 {
-            if head.status == 206, head.contentRange?.first == offset {
+            if ranged {
                 start = offset
             } else {
                 events(.notice(Self.refusal(head: head, state: claim.state)))
             }
         }
-        let total = head.status == 206 ? head.contentRange?.total : head.contentLength
+        let total = ranged ? head.contentRange?.total : head.contentLength
         if start == 0 {
             try claim.part.truncate(to: 0)
             claim.state = ResumeState(url: job.url, etag: head["ETag"], lastModified: head["Last-Modified"], total: total)
         }
         let file = FilePath.baseName(of: claim.path)
         events(.started(file: file, path: claim.path, total: total))
+        if probing && !ranged && offset == 0 {
+            events(.notice("the server does not accept ranges; using one connection"))
+        }
 
+        // This answer's body: the probe's range, the rest of the file, or all of it.
+        let bodyEnd = ranged ? head.contentRange.map { $0.last + 1 } : total
         var written = start
         do {
             let clock = self.clock
@@ -115,15 +136,129 @@ public struct Downloader: Sendable {
             if written > start { try? claim.checkpoint(adding: ByteRange(start, written)) }
             throw failure
         }
-        if let total, written != total {
+        if let bodyEnd, written != bodyEnd {
             try? claim.checkpoint(adding: ByteRange(start, written))
-            throw HaulError(.network, "connection closed after \(written) of \(total) bytes")
+            throw HaulError(.network, "connection closed after \(written) of \(total ?? bodyEnd) bytes")
         }
+        claim.state?.add(ByteRange(start, written))
+        guard probing, ranged, written < (total ?? .max) else {
+            return try finish(claim, file: file, received: written - start)
+        }
+        guard let total else {
+            // A size the server will not tell: go on over one connection from here.
+            var single = job
+            single.segments = 1
+            return try await attempt(single, claim: &claim, renamable: false, events: events)
+        }
+
+        let before = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
+        do {
+            let clock = self.clock
+            try await segmented(job, total: total, claim: &claim, clock: clock, events: events)
+        } catch let refused as SegmentRefused {
+            try? claim.checkpoint(adding: nil)
+            events(.notice("the server answered a segment's Range request with \(refused.status); using one connection"))
+            var single = job
+            single.segments = 1
+            return try await attempt(single, claim: &claim, renamable: false, events: events)
+        } catch {
+            try? claim.checkpoint(adding: nil)
+            throw HaulError.from(error)
+        }
+        return try finish(claim, file: file, received: total - before + (written - start))
+    }
+
+    /// Syncs the data, renames `NAME.part` into place and drops the state file.
+    private func finish(_ claim: Claim, file: String, received: Int64) throws(HaulError) -> DownloadResult {
         try claim.part.sync()
         try FileSystem.rename(claim.partPath, claim.path)
         FileSystem.remove(claim.statePath)
         FileSystem.syncDirectory(FilePath.parent(of: claim.path))
-        return DownloadResult(file: file, path: claim.path, bytes: written - start, skipped: false)
+        return DownloadResult(file: file, path: claim.path, bytes: received, skipped: false)
+    }
+
+    /// Fetches the missing ranges over `job.segments` connections (child tasks of a task group), writing
+    /// in place. Progress is summed into one stream of events, and checkpoints record every worker's ranges.
+    private func segmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, claim: inout Claim, clock: C,
+                                               events: (DownloadEvent) -> Void) async throws {
+        var missing: [ByteRange] = []
+        var cursor: Int64 = 0
+        for done in claim.state?.completed ?? [] {
+            if done.start > cursor { missing.append(ByteRange(cursor, done.start)) }
+            cursor = Swift.max(cursor, done.end)
+        }
+        if cursor < total { missing.append(ByteRange(cursor, total)) }
+        let plan = SegmentPlan(missing: missing, parts: job.segments)
+
+        var request = HTTPRequest(url: job.url, options: job.transfer)
+        request.headers = job.headers
+        request.ifRange = claim.state?.validator
+        let template = request
+        let (updates, sink) = AsyncStream.makeStream(of: ByteRange.self)
+        let part = claim.part
+        let driver = self.driver
+        let workers = job.segments
+        async let fetched: Void = {
+            defer { sink.finish() }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<workers {
+                    group.addTask {
+                        try await Self.fetchSegments(worker: worker, plan: plan, request: template,
+                                                     part: part, total: total, driver: driver, clock: clock,
+                                                     updates: sink)
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }()
+
+        var meter = RateMeter()
+        let origin = clock.now
+        var nextCheckpoint = origin.advanced(by: checkpointInterval)
+        for await range in updates {
+            claim.state?.add(range)
+            let completed = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
+            let now = clock.now
+            meter.record(bytes: completed, at: origin.duration(to: now).seconds)
+            events(.progress(DownloadProgress(completed: completed, batchBytes: range.count, total: total,
+                                              bytesPerSecond: meter.bytesPerSecond)))
+            if now >= nextCheckpoint {
+                try claim.checkpoint(adding: nil)
+                nextCheckpoint = now.advanced(by: checkpointInterval)
+            }
+        }
+        try await fetched
+        guard claim.state?.completed == [ByteRange(0, total)] else {
+            throw HaulError(.network, "segments ended with bytes missing")
+        }
+    }
+
+    /// One connection of a segmented download: fetches ranges from the plan until none is left.
+    private static func fetchSegments<C: Clock<Duration>>(
+        worker: Int, plan: SegmentPlan, request: HTTPRequest, part: PartFile,
+        total: Int64, driver: CurlDriver, clock: C, updates: AsyncStream<ByteRange>.Continuation
+    ) async throws {
+        while let range = plan.claim(for: worker) {
+            var ask = request
+            ask.range = (range.start, range.end - 1)
+            let transfer = driver.start(ask)
+            defer { transfer.cancel() }
+            let head = try await transfer.head()
+            try HTTPStatus.check(head)
+            guard head.status == 206, head.contentRange?.first == range.start else {
+                throw SegmentRefused(status: head.status)
+            }
+            var offset = range.start
+            let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: range.start)
+            for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: range.start, total: total,
+                                                      clock: clock) {
+                updates.yield(ByteRange(offset, progress.completed))
+                offset = progress.completed
+            }
+            if let end = plan.end(of: worker), offset < end {
+                throw HaulError(.network, "connection closed \(end - offset) bytes short of a segment's end")
+            }
+        }
     }
 
     /// Writes the body into the part file, reporting each batch and checkpointing every interval.
@@ -162,6 +297,12 @@ public struct Downloader: Sendable {
         guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return path }
         return FilePath.join(directory, String(stem[..<dot]) + ext)
     }
+}
+
+/// A segment's Range request was answered with something else (a server that advertises ranges but
+/// ignores them): the download goes on over one connection.
+struct SegmentRefused: Error {
+    let status: Int
 }
 
 /// When and how long to wait before trying a failed download again.
