@@ -239,8 +239,8 @@ import Testing
                        lastRow: lastRow ?? [])
     }
 
-    /// Streams `url` into `partPath` until at least `fraction` of it is on disk, then cancels the transfer (as a
-    /// cancelled download does). Returns the bytes written, the total, and the response's content type.
+    /// Streams `url` into `partPath` until `fraction` of it is on disk, then cancels the transfer (as a cancelled
+    /// download does). Returns the bytes written, the total, and the response's content type.
     private func receive(_ url: String, fraction: Double, into partPath: String) async throws
         -> (written: Int64, total: Int64, contentType: String?)
     {
@@ -249,11 +249,14 @@ import Testing
         let head = try await transfer.head()
         let total = try #require(head.contentLength)
         let part = try PartFile(path: partPath, truncate: true)
+        // Exactly this much, however the batches fall (unthrottled, one batch may hold the whole file).
+        let limit = Int64(Double(total) * fraction)
         var written: Int64 = 0
         for try await batch in transfer.bytes {
-            try part.write(batch, at: written)
-            written += Int64(batch.count)
-            if Double(written) >= Double(total) * fraction { break }
+            let take = Int(min(Int64(batch.count), limit - written))
+            try part.write(Array(batch.prefix(take)), at: written)
+            written += Int64(take)
+            if written >= limit { break }
         }
         transfer.cancel()
         await transfer.waitUntilClosed()

@@ -1,0 +1,169 @@
+import CJPEG
+import Foundation
+import SampleServer
+import TestSupport
+import Testing
+@testable import HaulCore
+
+/// Cancelling real downloads through `DownloadManager`: a JPEG leaves `STEM.partial.EXT` (the manager binds the
+/// task-local flag, the downloader saves the preview), other files do not, and the download stays resumable.
+@Suite struct CancelledJPEGTests {
+    /// Per connection; photo-large.jpg (about 6 MB) takes about 3 s, so a cancel lands where it is aimed.
+    static let rate = 2 << 20
+
+    static let jpegServer = SampleServerConfiguration(port: 0, rate: rate, jpegs: true)
+
+    /// What happened to one download.
+    struct Outcome {
+        var state: DownloadState?
+        var notices: [String] = []
+        var total: Int64?
+        var cancelledAt: Int64?
+        /// Bytes fetched by a download that completed.
+        var received: Int64?
+
+        var preview: String? {
+            notices.first { $0.hasPrefix("partial preview saved: ") }.map { String($0.dropFirst(23)) }
+        }
+    }
+
+    /// Adds `job` to a fresh manager, cancels it (or all, with `all`) once `fraction` of it is on disk (never with
+    /// `fraction` nil), and collects its events until the manager is idle: the manager shows "cancelled" at once,
+    /// and the preview notice follows when the download's task has stopped.
+    func run(_ job: DownloadJob, cancelAt fraction: Double?, all: Bool = false) async throws -> Outcome {
+        let manager = DownloadManager(concurrency: 1)
+        let id = await manager.add(job)
+        return try await within(60, "the download to stop") {
+            var outcome = Outcome()
+            for await event in manager.events {
+                switch event {
+                case .notice(id, let message):
+                    outcome.notices.append(message)
+                case .progress(id, let progress):
+                    outcome.total = progress.total
+                    if let fraction, outcome.cancelledAt == nil, let total = progress.total,
+                       Double(progress.completed) >= Double(total) * fraction
+                    {
+                        outcome.cancelledAt = progress.completed
+                        if all { await manager.cancelAll() } else { await manager.cancel(id) }
+                    }
+                case .finished(id, let result, _):
+                    outcome.received = result.bytes
+                case .state(id, let state) where state.isFinished:
+                    outcome.state = state
+                    await manager.waitUntilIdle()
+                    await manager.finishEvents()  // the rest of the buffered events, then the end
+                default:
+                    break
+                }
+            }
+            return outcome
+        }
+    }
+
+    private func decode(_ bytes: [UInt8]) -> (status: Int32, width: Int, height: Int, rows: Int) {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var rows: Int32 = 0
+        var rgb: UnsafeMutablePointer<UInt8>?
+        let status = bytes.withUnsafeBufferPointer {
+            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
+        }
+        haul_jpeg_free(rgb)
+        return (status, Int(width), Int(height), Int(rows))
+    }
+
+    /// The file as the server has it.
+    private func serverBytes(_ url: String) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for try await batch in CurlDriver.shared.start(HTTPRequest(url: url)).bytes { bytes += batch }
+        return bytes
+    }
+
+    @Test(arguments: [(0.1, false), (0.5, true), (0.9, false)])
+    func cancellingTheLargeJPEGLeavesAPreviewOfTheWholePicture(fraction: Double, cancelAll: Bool) async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            let job = DownloadJob(url: server.downloadURL("photo-large.jpg"), outputDirectory: dir.path)
+            let outcome = try await run(job, cancelAt: fraction, all: cancelAll)
+            #expect(outcome.state == .cancelled)
+            let path = try #require(outcome.preview, "notices: \(outcome.notices)")
+            #expect(path == dir.file("photo-large.partial.jpg"))
+            let preview = try #require(dir.contents("photo-large.partial.jpg"))
+            let total = try #require(outcome.total)
+            let cancelledAt = try #require(outcome.cancelledAt)
+            #expect(Int64(preview.count) >= cancelledAt, "at least what was on disk at the cancel")
+            #expect(Int64(preview.count) < total + 2, "a prefix, not the whole file")
+            let image = decode(preview)
+            #expect(image.status >= 0)
+            #expect(image.width == 4_000 && image.height == 3_000 && image.rows == 3_000)
+            #expect(dir.listing() == ["photo-large.jpg.part", "photo-large.jpg.part.json", "photo-large.partial.jpg"])
+        }
+    }
+
+    @Test func aSegmentedJPEGPreviewIsTheContiguousPrefixOnly() async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            let url = server.downloadURL("photo-large.jpg")
+            var job = DownloadJob(url: url, outputDirectory: dir.path)
+            job.segments = 4
+            let outcome = try await run(job, cancelAt: 0.5)
+            #expect(outcome.state == .cancelled)
+            #expect(outcome.preview == dir.file("photo-large.partial.jpg"))
+            let preview = try #require(dir.contents("photo-large.partial.jpg"))
+            let original = try await serverBytes(url)
+            // Holes would show up as zeros where the original has data.
+            #expect(Array(preview.dropLast(2)) == Array(original.prefix(preview.count - 2)))
+            #expect(preview.suffix(2) == [0xFF, 0xD9])
+            #expect(decode(preview).width == 4_000)
+        }
+    }
+
+    @Test func aJPEGContentTypeIsEnoughWithoutAJPEGName() async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            let job = DownloadJob(url: server.downloadURL("photo-large.jpg"), outputDirectory: dir.path,
+                                  outputName: "picture")
+            let outcome = try await run(job, cancelAt: 0.3)
+            #expect(outcome.state == .cancelled)
+            #expect(outcome.preview == dir.file("picture.partial"))
+            let preview = try #require(dir.contents("picture.partial"))
+            #expect(decode(preview).height == 3_000)
+        }
+    }
+
+    @Test func aCancelledNonJPEGLeavesNoPreview() async throws {
+        try await withSampleServer(rate: Self.rate) { server in
+            let dir = TempDirectory()
+            let job = DownloadJob(url: server.downloadURL("medium.bin"), outputDirectory: dir.path)
+            let outcome = try await run(job, cancelAt: 0.2)
+            #expect(outcome.state == .cancelled)
+            #expect(outcome.cancelledAt != nil)
+            #expect(outcome.preview == nil)
+            #expect(!dir.listing().contains { $0.contains("partial") }, "\(dir.listing())")
+            #expect(dir.listing().contains("medium.bin.part"))
+        }
+    }
+
+    @Test func resumingAfterAPreviewFinishesByteIdenticalAndLeavesThePreview() async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            let url = server.downloadURL("photo-medium.jpg")
+            let job = DownloadJob(url: url, outputDirectory: dir.path)
+            let cancelled = try await run(job, cancelAt: 0.4)
+            #expect(cancelled.state == .cancelled)
+            let preview = try #require(dir.contents("photo-medium.partial.jpg"))
+
+            // The same job again (as a second run of haul would) resumes from NAME.part and its state.
+            let resumed = try await run(job, cancelAt: nil)
+            #expect(resumed.state == .done)
+            let total = try #require(resumed.total)
+            let received = try #require(resumed.received)
+            #expect(received < total, "only the rest was fetched: \(received) of \(total)")
+            let original = try await serverBytes(url)
+            #expect(dir.contents("photo-medium.jpg") == original, "byte-identical")
+            #expect(dir.contents("photo-medium.partial.jpg") == preview, "the preview stays as it was")
+            #expect(dir.listing() == ["photo-medium.jpg", "photo-medium.partial.jpg"])
+        }
+    }
+}
