@@ -143,3 +143,48 @@ import Testing
         #expect(await manager.exitCode == 4)
     }
 }
+
+@Suite struct LimitsAndChecksumTests {
+    @Test func theOverallRateCapIsSharedByConcurrentDownloads() async throws {
+        let dir = TempDirectory()
+        let driver = CurlDriver()
+        driver.setOverallReceiveRate(8 << 20)
+        try await withSampleServer { (server) async throws in
+            let manager = DownloadManager(downloader: Downloader(driver: driver), concurrency: 2)
+            for _ in 0..<2 { await manager.add(DownloadJob(url: server.downloadURL("medium.bin"), outputDirectory: dir.path)) }
+            let clock = ContinuousClock()
+            let began = clock.now
+            await manager.waitUntilIdle()
+            // 40 MiB at 8 MiB/s overall takes about 5 s (curl lets a first burst through); 8 MiB/s for each
+            // would take 2.5 s.
+            #expect(clock.now - began >= .milliseconds(3500))
+            #expect(await manager.states.map(\.state) == [.done, .done])
+        }
+        await driver.shutdown()
+    }
+
+    @Test func aMatchingChecksumPassesAndAWrongOneExitsNine() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var good = DownloadJob(url: server.downloadURL("small.bin"), outputDirectory: dir.path)
+            good.checksum = try Checksum.parse("sha256=" + expectedSHA256("small.bin")).get()
+            _ = try await Downloader().download(good) { _ in }
+            #expect(dir.listing() == ["small.bin"])
+
+            var bad = DownloadJob(url: server.downloadURL("medium.bin"), outputDirectory: dir.path)
+            bad.checksum = try Checksum.parse("md5=" + String(repeating: "0", count: 32)).get()
+            let error = await #expect(throws: HaulError.self) { _ = try await Downloader().download(bad) { _ in } }
+            #expect(error?.category == .checksum)
+            #expect(error?.category.exitCode == 9)
+            // Not named as if it were right, and nothing left to resume.
+            #expect(dir.listing() == ["medium.bin.part", "small.bin"])
+        }
+    }
+
+    @Test func checksumArgumentsAreValidated() {
+        #expect(throws: Never.self) { try Checksum.parse("SHA1=" + String(repeating: "a", count: 40)).get() }
+        #expect(throws: HaulError.self) { try Checksum.parse("sha256=abc").get() }
+        #expect(throws: HaulError.self) { try Checksum.parse("crc32=00000000").get() }
+        #expect(throws: HaulError.self) { try Checksum.parse("md5=" + String(repeating: "g", count: 32)).get() }
+    }
+}

@@ -192,6 +192,7 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in
             var fast = downloader
+            fast.firstCheckpoint = .milliseconds(200)
             fast.checkpointInterval = .milliseconds(200)
             let job = job(server, "medium.bin", dir)
             let seen = NIOLockedValueBox<[ResumeState]>([])

@@ -15,6 +15,8 @@ public struct DownloadJob: Sendable, Equatable {
     public var retries = 5
     /// Continue from `NAME.part` and its state file when they match this URL.
     public var resume = true
+    /// Verify the finished file before it takes its name.
+    public var checksum: Checksum?
 
     public init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
@@ -40,4 +42,25 @@ public struct DownloadResult: Sendable, Equatable {
     public var bytes: Int64
     /// The target existed and `--skip-existing` left it alone.
     public var skipped: Bool
+}
+
+/// An expected digest (`--checksum ALGO=HEX`).
+public struct Checksum: Sendable, Equatable {
+    public var algorithm: FileDigest.Algorithm
+    /// Lower-case hex.
+    public var hex: String
+
+    /// Parses `sha256=HEX`, `sha1=HEX` or `md5=HEX`; nil with a reason otherwise.
+    public static func parse(_ text: String) -> Result<Checksum, HaulError> {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: parts[0].lowercased()) else {
+            return .failure(HaulError(.usage, "--checksum wants sha256=HEX, sha1=HEX or md5=HEX"))
+        }
+        let hex = parts[1].lowercased()
+        let length = ["sha256": 64, "sha1": 40, "md5": 32][algorithm.rawValue]!
+        guard hex.count == length, hex.allSatisfy(\.isHexDigit) else {
+            return .failure(HaulError(.usage, "--checksum: a \(algorithm.rawValue) digest is \(length) hex digits"))
+        }
+        return .success(Checksum(algorithm: algorithm, hex: hex))
+    }
 }

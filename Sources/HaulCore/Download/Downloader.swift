@@ -6,8 +6,11 @@ import Foundation
 public struct Downloader: Sendable {
     public let driver: CurlDriver
     public let clock: any Clock<Duration>
-    /// Time between checkpoints; a download that ends sooner never writes a state file.
-    public var checkpointInterval: Duration = .seconds(2)
+    /// When a fresh download's first checkpoint is due: one that ends sooner never writes a state file.
+    public var firstCheckpoint: Duration = .seconds(1)
+    /// Time between checkpoints (and before the first one of a resumed download): what a crash can
+    /// cost at most.
+    public var checkpointInterval: Duration = .milliseconds(250)
     public var retryPolicy = RetryPolicy()
 
     public init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
@@ -142,7 +145,7 @@ public struct Downloader: Sendable {
         }
         claim.state?.add(ByteRange(start, written))
         guard probing, ranged, written < (total ?? .max) else {
-            return try finish(claim, file: file, received: written - start)
+            return try finish(claim, file: file, received: written - start, checksum: job.checksum)
         }
         guard let total else {
             // A size the server will not tell: go on over one connection from here.
@@ -165,12 +168,23 @@ public struct Downloader: Sendable {
             try? claim.checkpoint(adding: nil)
             throw HaulError.from(error)
         }
-        return try finish(claim, file: file, received: total - before + (written - start))
+        return try finish(claim, file: file, received: total - before + (written - start), checksum: job.checksum)
     }
 
     /// Syncs the data, renames `NAME.part` into place and drops the state file.
-    private func finish(_ claim: Claim, file: String, received: Int64) throws(HaulError) -> DownloadResult {
+    private func finish(_ claim: Claim, file: String, received: Int64, checksum: Checksum?) throws(HaulError)
+        -> DownloadResult
+    {
         try claim.part.sync()
+        if let checksum {
+            let actual = try FileDigest.hex(of: claim.partPath, algorithm: checksum.algorithm)
+            guard actual == checksum.hex else {
+                // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.
+                FileSystem.remove(claim.statePath)
+                throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
+                                + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
+            }
+        }
         try FileSystem.rename(claim.partPath, claim.path)
         FileSystem.remove(claim.statePath)
         FileSystem.syncDirectory(FilePath.parent(of: claim.path))
@@ -265,7 +279,7 @@ public struct Downloader: Sendable {
     private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, claim: inout Claim, start: Int64, total: Int64?,
                                             written: inout Int64, clock: C,
                                             events: (DownloadEvent) -> Void) async throws {
-        var nextCheckpoint = clock.now.advanced(by: checkpointInterval)
+        var nextCheckpoint = clock.now.advanced(by: start > 0 ? checkpointInterval : firstCheckpoint)
         for try await progress in ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, total: total,
                                                   clock: clock) {
             written = progress.completed

@@ -15,6 +15,7 @@ public final class CurlDriver: Sendable {
         case add(TransferCore)
         case unpause(TransferCore)
         case remove(TransferCore)
+        case overallRate(Int64?)
         case shutdown
     }
 
@@ -42,6 +43,12 @@ public final class CurlDriver: Sendable {
     private static let globalInit: Void = {
         curl_global_init(Int(CURL_GLOBAL_ALL))
     }()
+
+    /// Caps the receive rate of all transfers together (`--limit-rate`): each running transfer gets an
+    /// equal share, rebalanced whenever one starts or ends. nil lifts the cap.
+    public func setOverallReceiveRate(_ bytesPerSecond: Int64?) {
+        post(.overallRate(bytesPerSecond))
+    }
 
     /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
     public func start(_ request: HTTPRequest) -> Transfer {
@@ -93,6 +100,7 @@ private final class DriverLoop {
     /// Every easy handle added and not yet removed, with the transfer it serves (this keeps it alive).
     var transfers: [UnsafeMutableRawPointer: TransferCore] = [:]
     var shuttingDown = false
+    var overallRate: Int64?
 
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
@@ -131,6 +139,9 @@ private final class DriverLoop {
             } else {
                 core.markClosed()
             }
+        case .overallRate(let rate):
+            overallRate = rate
+            rebalance()
         case .shutdown:
             shuttingDown = true
         }
@@ -187,9 +198,20 @@ private final class DriverLoop {
         haul_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
 
         transfers[easy] = core
+        rebalance()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             close(core, error: HaulError(.other, String(cString: curl_multi_strerror(code))))
+        }
+    }
+
+    /// Gives every transfer its share of the overall cap (or its own cap, when lower).
+    private func rebalance() {
+        guard let overallRate, !transfers.isEmpty else { return }
+        let share = Swift.max(1, overallRate / Int64(transfers.count))
+        for (easy, core) in transfers {
+            let own = core.request.options.maxReceiveRate ?? .max
+            haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(Swift.min(share, own)))
         }
     }
 
@@ -219,6 +241,7 @@ private final class DriverLoop {
             curl_multi_remove_handle(multi, easy)
             curl_easy_cleanup(easy)
             transfers[easy] = nil
+            rebalance()
         }
         core.easy = nil
         if let list = core.headerList { curl_slist_free_all(list) }
