@@ -132,6 +132,19 @@ import Testing
         }
     }
 
+    @Test func noPartialPreviewMeansNoPreviewEvenForAJPEG() async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            var job = DownloadJob(url: server.downloadURL("photo-medium.jpg"), outputDirectory: dir.path)
+            job.partialPreview = false
+            let outcome = try await run(job, cancelAt: 0.3)
+            #expect(outcome.state == .cancelled)
+            #expect(outcome.preview == nil)
+            #expect(!dir.listing().contains { $0.contains("partial") }, "\(dir.listing())")
+            #expect(dir.listing().contains("photo-medium.jpg.part"))
+        }
+    }
+
     @Test func aCancelledNonJPEGLeavesNoPreview() async throws {
         try await withSampleServer(rate: Self.rate) { server in
             let dir = TempDirectory()

@@ -15,6 +15,8 @@ public struct DownloadJob: Sendable, Equatable {
     public var retries = 5
     /// Continue from `NAME.part` and its state file when they match this URL.
     public var resume = true
+    /// A cancelled JPEG leaves `STEM.partial.EXT` (`--no-partial-preview` turns this off).
+    public var partialPreview = true
     /// Verify the finished file before it takes its name.
     public var checksum: Checksum?
 

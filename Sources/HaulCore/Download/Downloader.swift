@@ -38,7 +38,7 @@ public struct Downloader: Sendable {
             } catch let error where error.category == .cancelled || Task.isCancelled {
                 claim.discardIfEmpty()
                 // A JPEG (by the task-local flag or its Content-Type) keeps what arrived as a preview.
-                if let preview = try? PartialPreview.saveIfWanted(
+                if job.partialPreview, let preview = try? PartialPreview.saveIfWanted(
                     partPath: claim.partPath, targetPath: claim.path,
                     contiguousBytes: claim.state?.contiguousPrefix ?? 0, contentType: claim.contentType)
                 {
