@@ -5,9 +5,10 @@ import HaulCore
 /// runs `update`, carries out the effects, and hands a new frame to the screen when the state changed,
 /// at most `frameRate` times a second.
 ///
-/// A frame is drawn at once when the last one is older than the frame interval, else one delayed frame
-/// is scheduled for when it is due: a key is on screen within one interval (33 ms), and a flood of
-/// progress events costs at most 30 renders a second. With nothing happening, nothing runs.
+/// A key or a resize is drawn at once. Anything else is drawn at once when the last frame is older than
+/// the frame interval, else one delayed frame is scheduled for when it is due: a flood of progress events
+/// costs at most 30 renders a second, and a key never waits for the next slot. With nothing happening,
+/// nothing runs.
 final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// What the loop's stream carries: messages for `update`, and its own bookkeeping.
     enum Input: Sendable {
@@ -124,7 +125,10 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                     let before = state
                     for effect in update(&state, message) { await perform(effect) }
                     guard state != before else { continue }
-                    if frames.canDraw(at: .now) {
+                    if message.isUserInput || frames.canDraw(at: .now) {
+                        // What the user did shows at once; the cap is for the flow of progress events.
+                        delayedFrame?.cancel()
+                        delayedFrame = nil
                         draw()
                     } else if delayedFrame == nil {
                         let due = frames.nextFrame
@@ -147,6 +151,16 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         sink.finish()
         await screen.stop()
         return await manager.exitCode
+    }
+}
+
+extension Message {
+    /// A key or a resize: the user is waiting to see it.
+    var isUserInput: Bool {
+        switch self {
+        case .key, .resize: true
+        default: false
+        }
     }
 }
 

@@ -12,8 +12,9 @@ enum TerminalSignals {
     static let wakeSignals: [Int32] = [SIGWINCH, SIGINT, SIGTERM, SIGHUP]
     static let crashSignals: [Int32] = [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE]
 
-    /// Installs the handlers. `wakeFD` is the write end of the terminal thread's pipe (non-blocking).
-    /// Call before curses starts, so curses keeps its hands off these signals.
+    /// Installs the handlers and unblocks the wake signals on the calling thread. `wakeFD` is the write end
+    /// of the terminal thread's pipe (non-blocking). Call on that thread before curses starts, so curses
+    /// keeps its hands off these signals.
     static func install(wakeFD: Int32) {
         SignalGlobals.wakeFD = wakeFD
         SignalGlobals.hasSavedModes = tcgetattr(0, &SignalGlobals.savedModes) == 0
@@ -29,6 +30,11 @@ enum TerminalSignals {
                 errno = saved
             }
         }
+        // This thread takes them even when haul was started with them blocked (a parent's mask is inherited).
+        var wake = sigset_t()
+        sigemptyset(&wake)
+        for signal in wakeSignals { sigaddset(&wake, signal) }
+        _ = pthread_sigmask(SIG_UNBLOCK, &wake, nil)
         for signal in crashSignals {
             setHandler(signal, flags: Int32(truncatingIfNeeded: SA_RESETHAND) | Int32(truncatingIfNeeded: SA_NODEFER)) { number in
                 if SignalGlobals.hasSavedModes { _ = tcsetattr(0, TCSANOW, &SignalGlobals.savedModes) }
