@@ -1,0 +1,54 @@
+import HaulCore
+import HaulTUI
+import SampleServer
+
+/// Starts the full-screen interface for a command line: `haul` on a terminal without `--plain`/`--json`.
+enum TUILaunch {
+    /// Per-connection rate of the `--demo` server in the TUI: a 20 MiB file takes 5 s over one connection,
+    /// about 1.3 s in four parts, so the bars visibly move.
+    static let demoRate = 4 << 20
+
+    /// Whether this command line gets the full screen.
+    static func wanted(_ command: HaulCommand) -> Bool {
+        !command.plain && !command.json && FullScreen.isAvailable
+    }
+
+    /// Runs the TUI until the user quits and returns the exit code; nil when the terminal could not be
+    /// taken over (the caller falls back to line output).
+    static func run(_ command: HaulCommand, extraURLs: [String]) async -> Int32? {
+        var server = command.server
+        var demo: SampleServer?
+        if command.demo {
+            do {
+                let started = try await SampleServer.start(SampleServerConfiguration(port: 0, rate: demoRate))
+                demo = started
+                server = started.baseURL
+            } catch {
+                TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
+                return FailureCategory.other.exitCode
+            }
+        }
+        let urls = command.urls + extraURLs
+        let template = command
+        let options = FullScreenOptions(
+            urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
+            makeJob: { url, segments in
+                var single = template
+                single.urls = []
+                // -O names the one URL of the command line, not the ones added later.
+                if template.urls != [url] { single.output = nil }
+                var job = single.downloads(extraURLs: [url])[0]
+                job.segments = segments
+                return job
+            })
+        let code: Int32?
+        do {
+            code = try await FullScreen.run(options, manager: DownloadManager(concurrency: command.jobs))
+        } catch {
+            TextOutput.standard.err("haul: \(error); using line output")
+            code = nil
+        }
+        await demo?.stop()
+        return code
+    }
+}

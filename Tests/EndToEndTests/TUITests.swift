@@ -1,0 +1,227 @@
+import Foundation
+import HaulCore
+import SampleServer
+import TestSupport
+import Testing
+
+/// The real binary's full-screen interface, in tmux, against the in-process sample server (or `--demo`).
+/// Serialized: the latency bounds are about haul, not about two tests fighting over two cores.
+@Suite(.serialized) struct TUITests {
+    /// Per connection: medium.bin (20 MiB) takes 40 s, so nothing finishes while a test looks at it.
+    static let slowRate = 512 << 10
+
+    // MARK: reading the screen
+
+    /// The list row of `name` (after the one-column selection marker).
+    static func row(_ screen: [String], _ name: String) -> String? {
+        screen.first { $0.dropFirst().hasPrefix(name + " ") }
+    }
+
+    static func percent(_ row: String?) -> Int? {
+        guard let row, let match = row.firstMatch(of: /(\d+)%/) else { return nil }
+        return Int(match.1)
+    }
+
+    /// The elapsed clock in the header.
+    static func clock(_ screen: [String]) -> String? {
+        guard let header = screen.first, let match = header.firstMatch(of: /elapsed (\d+:\d\d)/) else { return nil }
+        return String(match.1)
+    }
+
+    // MARK: tests
+
+    @Test func barsMoveAndCCancelsTheSelectedDownload() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+            try await tmux.waitFor("the files listing") { Self.row($0, "small.bin") != nil }
+            // huge, large, medium, small: Enter on medium (one connection), m on large (in parts).
+            try tmux.send("Down", "Down", "Enter", "Up", "m", "Tab")
+            let started = try await tmux.waitFor("both downloads under way") { screen in
+                (Self.percent(Self.row(screen, "medium.bin")) ?? 0) > 0
+                    && Self.row(screen, "large.bin")?.contains("MiB/s") == true
+            }
+            let before = Self.percent(Self.row(started, "medium.bin"))!
+            try await tmux.waitFor("the bar to move") { (Self.percent(Self.row($0, "medium.bin")) ?? 0) > before }
+
+            try tmux.send("c")  // medium.bin, the first row, is selected
+            let after = try await tmux.waitFor("medium.bin cancelled") { Self.row($0, "medium.bin")?.hasSuffix(" cancelled") == true }
+            #expect(Self.row(after, "large.bin")?.contains("downloading") == true, "the other one goes on")
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")), "the .part stays")
+
+            try tmux.send("q")
+            try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Quit and pause it?") } }
+            try tmux.send("y")
+            try await Self.expectExit(tmux, 10)
+        }
+    }
+
+    @Test func cancelAllStopsEveryRowAndTheClockWithin100Milliseconds() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let names = ["medium.bin", "large.bin", "huge.bin"]
+            let tmux = try TmuxSession(["-o", "out"] + names.map(server.downloadURL), in: dir.path)
+            try await tmux.waitFor("three downloads and a running clock") { screen in
+                names.allSatisfy { Self.row(screen, $0)?.contains("downloading") == true }
+                    && (Self.clock(screen) ?? "0:00") != "0:00"
+            }
+            let sent = ContinuousClock.now
+            try tmux.send("C")
+            let cancelled = try await tmux.waitFor("every row cancelled", pollEvery: .milliseconds(2)) { screen in
+                names.allSatisfy { Self.row(screen, $0)?.hasSuffix(" cancelled") == true }
+            }
+            let latency = ContinuousClock.now - sent
+            #expect(latency < TestEnvironment.bound(.milliseconds(100)), "Cancel All took \(latency)")
+            print("Cancel All: every row cancelled \(latency) after the key")
+            // The clock ticks every second while it runs; watched for 1.5 s it must not change.
+            let clock = Self.clock(cancelled)
+            let end = ContinuousClock.now + .milliseconds(1500)
+            while ContinuousClock.now < end {
+                #expect(Self.clock(try tmux.screen()) == clock, "the clock stopped")
+                try await Task.sleep(for: TmuxSession.pollInterval)  // an observation window, not a wait for work
+            }
+            for name in names {
+                #expect(FileManager.default.fileExists(atPath: dir.file("out/\(name).part")), "\(name).part kept")
+            }
+            try tmux.send("q")  // nothing runs: no question
+            try await Self.expectExit(tmux, 10)
+        }
+    }
+
+    @Test func resizeRelaysTheScreenOutDownToTwentyByFive() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let tmux = try TmuxSession(["-o", "out", server.downloadURL("medium.bin")], in: dir.path)
+            try await tmux.waitFor("a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
+            try tmux.resize(columns: 20, rows: 5)
+            let small = try await tmux.waitFor("the 20x5 layout") { $0.count <= 5 && $0.count > 1 && $0[1].contains("% STATE") }
+            #expect(small.allSatisfy { $0.count <= 20 }, "\(small)")
+            #expect(small[2].hasPrefix("›medium"))
+            try tmux.resize(columns: 120, rows: 30)
+            try await tmux.waitFor("the full layout again") { $0.count > 1 && $0[1].contains("DONE / TOTAL") && $0[0].contains("elapsed") }
+            try tmux.send("q", "y")
+            try await Self.expectExit(tmux, 10)
+        }
+    }
+
+    @Test func quitRestoresTheTerminalAndLeavesTheDownloadResumable() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let url = server.downloadURL("medium.bin")
+            let tmux = try TmuxSession(["-o", "out", url], in: dir.path)
+            try await tmux.waitFor("a download") { (Self.percent(Self.row($0, "medium.bin")) ?? 0) > 0 }
+            #expect(try tmux.format("#{alternate_on}") == "1", "the TUI draws on the alternate screen")
+            try tmux.send("q")
+            try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Quit and pause it?") } }
+            try tmux.send("y")
+            let screen = try await Self.expectExit(tmux, 10)  // left unfinished
+            #expect(!screen.contains { $0.contains("haul │") }, "the TUI is gone")
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")))
+
+            // Paused means resumable: the next run continues the .part and ends byte-identical.
+            server.setRate(nil)
+            server.resetStats()
+            let resumed = try await HaulProcess.run(["--plain", "-o", "out", url], in: dir.path)
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(server.stats.rangeRequests > 0, "resumed with a Range request")
+        }
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalQuitsPausingAndRestoresTheTerminal(signal: Int32) async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let tmux = try TmuxSession(["-o", "out", server.downloadURL("medium.bin")], in: dir.path)
+            try await tmux.waitFor("a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
+            let pid = try #require(tmux.pid)
+            kill(pid, signal)
+            try await Self.expectExit(tmux, 10)
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")), "resumable")
+        }
+    }
+
+    @Test func demoOpensTheFilesViewAndDownloadsInParts() async throws {
+        let dir = TempDirectory()
+        let tmux = try TmuxSession(["--demo", "-o", "out"], in: dir.path)
+        let files = try await tmux.waitFor("the demo server's files", within: .seconds(20)) { screen in
+            Self.row(screen, "medium.bin") != nil && screen.contains { $0.contains("SuperStorage sample server") }
+        }
+        let medium = try #require(files.firstIndex { Self.row([$0], "medium.bin") != nil })
+        let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
+        try tmux.send(contentsOf: Array(repeating: "Down", count: medium - selected) + ["m", "Tab"])
+        try await tmux.waitFor("medium.bin downloaded in parts") { Self.row($0, "medium.bin")?.hasSuffix(" done") == true }
+        #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+        try tmux.send("q")  // nothing runs: quits at once and stops the server with it
+        try await Self.expectExit(tmux, 0)
+    }
+
+    @Test func idleTakesAlmostNoCPU() async throws {
+        try #require(!TestEnvironment.sanitized, "timing is meaningless under a sanitizer")
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+            try await tmux.waitFor("the files listing") { Self.row($0, "small.bin") != nil }
+            let pid = try #require(tmux.pid)
+            let before = try Self.cpuTicks(pid)
+            let window = Duration.seconds(2)
+            try await Task.sleep(for: window)  // the measurement window
+            let used = try Self.cpuTicks(pid) - before
+            let percent = Double(used) / Double(sysconf(Int32(_SC_CLK_TCK))) / 2 * 100
+            print("idle CPU of the TUI: \(percent)% over \(window)")
+            #expect(percent < 1, "idle CPU \(percent)%")
+            try tmux.send("q")
+            try await Self.expectExit(tmux, 0)
+        }
+    }
+
+    @Test func keysReachTheScreenQuicklyAtFullSpeed() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let tmux = try TmuxSession(["-o", "out", server.downloadURL("huge.bin")], in: dir.path)
+            try await tmux.waitFor("a download at full speed") { Self.row($0, "huge.bin")?.contains("MiB/s") == true }
+            var latencies: [Duration] = []
+            for _ in 0..<5 {
+                let sent = ContinuousClock.now
+                try tmux.send("?")
+                try await tmux.waitFor("the help", pollEvery: .milliseconds(2)) { $0.contains { $0.contains("Keys") } }
+                latencies.append(ContinuousClock.now - sent)
+                try tmux.send("Escape")
+                try await tmux.waitFor("the help gone") { !$0.contains { $0.contains("Keys") } }
+            }
+            // Measured from before `tmux send-keys` to a `capture-pane` that shows it: two tmux client
+            // processes and the tmux server are part of every sample, on a machine busy downloading.
+            let sorted = latencies.sorted()
+            print("key to screen at full speed: \(latencies)")
+            #expect(sorted[2] < TestEnvironment.bound(.milliseconds(50)), "median \(sorted[2]) of \(latencies)")
+            #expect(sorted[4] < TestEnvironment.bound(.milliseconds(100)), "worst \(sorted[4]) of \(latencies)")
+            try tmux.send("C")
+            try await tmux.waitFor("cancelled") { Self.row($0, "huge.bin")?.hasSuffix(" cancelled") == true }
+            try tmux.send("q")
+            try await Self.expectExit(tmux, 10)
+        }
+    }
+
+    /// Waits for haul to exit with `status`, and checks that it gave the terminal back: normal screen,
+    /// visible cursor, canonical mode and echo on. Returns the screen after the exit.
+    @discardableResult
+    static func expectExit(_ tmux: TmuxSession, _ status: Int, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws -> [String]
+    {
+        let exit = try await tmux.waitForExit()
+        #expect(exit.status == status, "exit status", sourceLocation: sourceLocation)
+        #expect(exit.screen.contains("modes: icanon echo"), "terminal modes restored: \(exit.screen)",
+                sourceLocation: sourceLocation)
+        #expect(try tmux.format("#{alternate_on}") == "0", "back on the normal screen", sourceLocation: sourceLocation)
+        #expect(try tmux.format("#{cursor_flag}") == "1", "cursor visible", sourceLocation: sourceLocation)
+        return exit.screen
+    }
+
+    /// utime + stime of a process, in clock ticks.
+    static func cpuTicks(_ pid: pid_t) throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        return Int(fields[11])! + Int(fields[12])!
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import TestSupport
+
+/// The real `haul` binary in a detached tmux session on a private tmux server (`-L`), so tests never touch
+/// the user's tmux and each test has its own. The status line is off, so the pane is the whole window.
+///
+/// The terminal is observed with `capture-pane`: `waitFor` polls it every `pollInterval` (20 ms) until a
+/// condition holds or a deadline passes. Polling the observed screen is the one way to wait on a real
+/// terminal; nothing here sleeps to let something happen.
+final class TmuxSession: Sendable {
+    static let pollInterval = Duration.milliseconds(20)
+
+    let socket: String
+    let name = "haul"
+    private let configPath: String
+
+    /// Starts `haul ARGS` in `directory` on a `columns` x `rows` terminal, with a UTF-8 locale.
+    ///
+    /// A shell runs haul and stays: when haul exits it prints `haul exited STATUS` and the terminal's
+    /// line-discipline modes (`modes: icanon echo` when haul restored them), then sleeps, so the pane and its
+    /// terminal state can still be read.
+    init(_ arguments: [String], in directory: String, columns: Int = 120, rows: Int = 30) throws {
+        socket = "haul-e2e-\(UUID().uuidString.prefix(8))"
+        configPath = NSTemporaryDirectory() + socket + ".conf"
+        try "set -g status off\nset -g default-terminal screen-256color\n"
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
+        let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", HaulProcess.binary] + arguments).map(Self.quoted)
+            .joined(separator: " ")
+        let modes = "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '"
+        let command = "\(haul); echo \"haul exited $?\"; echo \"modes: $(\(modes))\"; exec sleep 3600"
+        try run(["new-session", "-d", "-s", name, "-x", "\(columns)", "-y", "\(rows)", "-c", directory, command])
+    }
+
+    deinit {
+        _ = try? run(["kill-server"])
+        try? FileManager.default.removeItem(atPath: configPath)
+    }
+
+    /// The pane's lines as shown now.
+    func screen() throws -> [String] {
+        var lines = try run(["capture-pane", "-p", "-t", name]).split(separator: "\n", omittingEmptySubsequences: false)
+            .map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+
+    /// Types keys: tmux key names (`Enter`, `Tab`, `Down`, `Escape`) or single characters.
+    func send(_ keys: String...) throws {
+        try send(contentsOf: keys)
+    }
+
+    func send(contentsOf keys: [String]) throws {
+        try run(["send-keys", "-t", name] + keys)
+    }
+
+    func resize(columns: Int, rows: Int) throws {
+        try run(["resize-window", "-t", name, "-x", "\(columns)", "-y", "\(rows)"])
+    }
+
+    /// A tmux format for the pane, e.g. `#{pane_dead_status}`.
+    func format(_ format: String) throws -> String {
+        try run(["display-message", "-p", "-t", name, format]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// haul's process id: the child of the pane's shell.
+    var pid: pid_t? {
+        guard let shell = (try? format("#{pane_pid}")).flatMap({ Int($0) }),
+            let children = try? String(contentsOfFile: "/proc/\(shell)/task/\(shell)/children", encoding: .utf8)
+        else { return nil }
+        return children.split(separator: " ").first.flatMap { pid_t($0) }
+    }
+
+    /// Polls the screen until `condition` holds; returns that screen, or throws `ScreenTimeout` with the last
+    /// screen in the message.
+    @discardableResult
+    func waitFor(_ what: String, within bound: Duration = .seconds(10), pollEvery interval: Duration = pollInterval,
+                 _ condition: ([String]) -> Bool) async throws -> [String] {
+        let deadline = ContinuousClock.now + TestEnvironment.bound(bound)
+        var lines = try screen()
+        while !condition(lines) {
+            guard ContinuousClock.now < deadline else {
+                throw ScreenTimeout(description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
+            }
+            try await Task.sleep(for: interval)  // the poll interval of an observed terminal
+            lines = try screen()
+        }
+        return lines
+    }
+
+    /// Polls until haul has exited; returns its exit status and the screen then.
+    func waitForExit(within bound: Duration = .seconds(10)) async throws -> (status: Int, screen: [String]) {
+        let screen = try await waitFor("haul to exit", within: bound) { $0.contains { $0.hasPrefix("modes: ") } }
+        let line = screen.first { $0.hasPrefix("haul exited ") }!
+        return (Int(line.dropFirst("haul exited ".count)) ?? -1, screen)
+    }
+
+    /// Runs one tmux command and returns its stdout.
+    ///
+    /// Spawned with posix_spawn and a clean signal mask: a test runs on a thread that blocks most signals,
+    /// and a tmux server that inherits a blocked SIGCHLD never notices that haul exited. Its stdout goes to
+    /// a file, not a pipe, since a server started by this command would inherit the pipe and keep it open.
+    @discardableResult
+    private func run(_ arguments: [String]) throws -> String {
+        let outputPath = NSTemporaryDirectory() + "\(socket)-\(UUID().uuidString.prefix(8)).out"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var environment = ProcessInfo.processInfo.environment
+        environment["LANG"] = "C.UTF-8"
+        environment["LC_ALL"] = "C.UTF-8"
+        environment.removeValue(forKey: "TMUX")
+        let argv = (["/usr/bin/tmux", "-L", socket, "-f", configPath] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, argv[0]!, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    }
+
+    private static func quoted(_ argument: String) -> String {
+        "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+/// A condition on the screen did not come true in time.
+struct ScreenTimeout: Error, CustomStringConvertible {
+    let description: String
+}
