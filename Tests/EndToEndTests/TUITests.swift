@@ -152,6 +152,15 @@ import Testing
         try tmux.send(contentsOf: Array(repeating: "Down", count: medium - selected) + ["m", "Tab"])
         try await tmux.waitFor("medium.bin downloaded in parts") { Self.row($0, "medium.bin")?.hasSuffix(" done") == true }
         #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+
+        // A JPEG, then v: the picture overlay with the picture widget's caption.
+        let photo = try #require(files.firstIndex { Self.row([$0], "photo-small.jpg") != nil })
+        try tmux.send(contentsOf: ["Tab"] + Array(repeating: "Down", count: photo - medium) + ["Enter", "Tab"])
+        try await tmux.waitFor("photo-small.jpg downloaded") { Self.row($0, "photo-small.jpg")?.hasSuffix(" done") == true }
+        try tmux.send("Down", "v")
+        try await tmux.waitFor("the picture") { $0.contains { $0.contains("photo-small.jpg  ") && $0.contains("(Esc closes)") } }
+        try tmux.send("Escape")
+        try await tmux.waitFor("the list again") { Self.row($0, "photo-small.jpg") != nil }
         try tmux.send("q")  // nothing runs: quits at once and stops the server with it
         try await Self.expectExit(tmux, 0)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import HaulCore
 
 /// The shell around the pure core: one task that takes messages from every source in arrival order
@@ -55,6 +56,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         state.size = info.size
         state.colors = info.colors
         state.unicode = info.unicode
+        state.pictureColors = Self.pictureColors(info)
         let ticker = ClockTicker(clock: clock) { sink.yield(.message(.tick)) }
         let manager = self.manager
         let files = self.files
@@ -97,9 +99,15 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                         sink.yield(.message(.filesLoaded(await files.list(server: server))))
                         if let line = await status { sink.yield(.message(.statusLoaded(line))) }
                     }
-                case .showPicture:
-                    // The picture widget (Sources/HaulTUI/Picture/) decodes the file and fills the overlay.
-                    break
+                case .showPicture(let path):
+                    // Decoding a large photo takes a moment: off the loop, as a child task.
+                    let area = PictureOverlay.area(in: state.size)
+                    let capability = state.pictureColors
+                    group.addTask {
+                        let cells = PictureView.render(path: path, width: area.width, height: area.height,
+                                                       capability: capability)
+                        sink.yield(.message(.pictureLoaded(path: path, cells)))
+                    }
                 case .quit(let pausing):
                     ticker.stop()
                     draw()
@@ -151,6 +159,16 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         sink.finish()
         await screen.stop()
         return await manager.exitCode
+    }
+
+    /// Pictures use what the terminal draws well: the terminal maps colours to its palette, so 24-bit
+    /// colour is used as the 256-colour palette, and on a terminal with fewer colours as shades.
+    static func pictureColors(_ info: ScreenInfo) -> ColorCapability {
+        guard info.colors else { return .shades }
+        switch ColorCapability.detect(colors: info.colorCount, environment: ProcessInfo.processInfo.environment) {
+        case .trueColor, .palette256: return info.colorCount >= 256 ? .palette256 : .shades
+        case .shades: return .shades
+        }
     }
 }
 

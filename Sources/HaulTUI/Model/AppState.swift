@@ -37,6 +37,10 @@ struct AppState: Sendable, Equatable {
     var multiPartSegments = 4
     /// Connections for downloads added with `a` or Enter.
     var defaultSegments = 1
+    /// The picture of the `.picture` overlay, once decoded and fitted to the screen.
+    var picture: PictureCells?
+    /// How pictures are drawn on this terminal.
+    var pictureColors = ColorCapability.shades
     /// The terminal can show colours / Unicode block and box characters.
     var colors = true
     var unicode = true
@@ -82,6 +86,8 @@ struct DownloadRow: Sendable, Equatable {
     var notice: String?
     /// Set when a cancelled JPEG left a `STEM.partial.EXT` preview.
     var previewSaved = false
+    /// Where that preview is, as the engine reported it.
+    var previewPath: String?
     /// The stop the user asked for and the manager has not confirmed yet.
     var pendingStop: DownloadState?
     /// Seconds the download took, once done.

@@ -11,6 +11,8 @@ enum Message: Sendable, Equatable {
     case manager(ManagerEvent)
     case filesLoaded(Result<[RemoteFile], FilesError>)
     case statusLoaded(String)
+    /// The picture for the `v` overlay of `path`, decoded and fitted.
+    case pictureLoaded(path: String, PictureCells)
     /// SIGINT or SIGTERM, or the terminal went away: quit now, pausing downloads.
     case interrupt
 }

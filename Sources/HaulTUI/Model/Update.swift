@@ -21,7 +21,8 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         effects = handle(key, in: &state)
     case .resize(let size):
         state.size = size
-        effects = []
+        // A picture is fitted to the screen: fit it again.
+        if case .picture(let path)? = state.overlay { effects = [.showPicture(path: path)] } else { effects = [] }
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
         effects = []
@@ -38,10 +39,14 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .statusLoaded(let line):
         state.files.status = line
         effects = []
+    case .pictureLoaded(let path, let cells):
+        if state.overlay == .picture(path: path) { state.picture = cells }
+        effects = []
     case .interrupt:
         if state.quitting { return [] }
         effects = quit(&state, pausing: state.hasRunningDownloads)
     }
+    if case .picture? = state.overlay {} else { state.picture = nil }
     return effects + clockEdges(&state)
 }
 
@@ -93,6 +98,7 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         }
         if newState == .queued || newState == .connecting {
             row.previewSaved = false
+            row.previewPath = nil
         }
     case .started(_, let file, let path, let total):
         row.name = file
@@ -107,6 +113,8 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         row.notice = text
         if text.lowercased().contains("partial preview") {
             row.previewSaved = true
+            let prefix = "partial preview saved: "
+            if text.hasPrefix(prefix) { row.previewPath = String(text.dropFirst(prefix.count)) }
         }
     case .finished(_, let result, let seconds):
         row.name = result.file
@@ -234,6 +242,7 @@ private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
             return []
         }
         state.overlay = .picture(path: path)
+        state.picture = nil
         return [.showPicture(path: path)]
     default:
         break
@@ -246,6 +255,7 @@ private func picturePath(of row: DownloadRow) -> String? {
     guard let path = row.path else { return nil }
     if row.state == .done { return path }
     guard row.previewSaved else { return nil }
+    if let reported = row.previewPath { return reported }
     let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
     guard let dot = path[slash...].lastIndex(of: ".") else { return path + ".partial" }
     return String(path[..<dot]) + ".partial" + String(path[dot...])

@@ -122,8 +122,8 @@ private final class CursesSession {
     private var ended = false
 
     private struct ColorKey: Hashable {
-        var foreground: Color?
-        var background: Color?
+        var foreground: Int16
+        var background: Int16
     }
 
     init(wakeFD: Int32) throws {
@@ -159,7 +159,7 @@ private final class CursesSession {
         }
         defaultColors = defaults
         info = ScreenInfo(size: Size(columns: Int(haul_getmaxx(window)), rows: Int(haul_getmaxy(window))),
-                          colors: colors, unicode: unicode)
+                          colors: colors, unicode: unicode, colorCount: colors ? Int(haul_colors()) : 0)
     }
 
     /// The thread's loop: sleeps in poll until a key, a frame or a signal.
@@ -329,13 +329,17 @@ private final class CursesSession {
         if style.reverse { attributes |= haul_a_reverse() }
         if style.dim { attributes |= haul_a_dim() }
         guard info.colors, style.foreground != nil || style.background != nil else { return (attributes, 0) }
-        let key = ColorKey(foreground: style.foreground, background: style.background)
+        // Pairs are keyed by curses colour numbers: many picture colours share the same nearest one.
+        let count = info.colorCount
+        let foreground = style.foreground.map { ColorMapping.number($0, colors: count) }
+            ?? (defaultColors ? -1 : Int16(COLOR_WHITE))
+        let background = style.background.map { ColorMapping.number($0, colors: count) }
+            ?? (defaultColors ? -1 : Int16(COLOR_BLACK))
+        let key = ColorKey(foreground: foreground, background: background)
         if let pair = pairs[key] { return (attributes, pair) }
-        let number = Int16(pairs.count + 1)
-        guard Int32(number) < haul_color_pairs() else { return (attributes, 0) }
-        let fallback: Int16 = defaultColors ? -1 : 0
-        let foreground = style.foreground.map { Int16($0.rawValue) } ?? (defaultColors ? -1 : Int16(COLOR_WHITE))
-        let background = style.background.map { Int16($0.rawValue) } ?? fallback
+        let next = pairs.count + 1
+        guard next < min(Int(haul_color_pairs()), Int(Int16.max)) else { return (attributes, 0) }
+        let number = Int16(next)
         _ = init_pair(number, foreground, background)
         pairs[key] = number
         return (attributes, number)

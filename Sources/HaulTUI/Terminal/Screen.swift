@@ -11,6 +11,8 @@ struct ScreenInfo: Sendable, Equatable {
     var size: Size
     var colors: Bool
     var unicode: Bool
+    /// How many colours curses reports (0 without colour).
+    var colorCount = 8
 }
 
 /// The full screen as the app loop uses it. `NcursesTerminal` is the real one; tests use a recording fake.

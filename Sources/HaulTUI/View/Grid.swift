@@ -1,6 +1,10 @@
-/// A colour of the terminal's basic palette; `nil` in a `Style` means the terminal's default.
-enum Color: UInt8, Sendable, Hashable, CaseIterable {
+/// A cell colour; `nil` in a `Style` means the terminal's default. The eight basic colours work on any
+/// colour terminal; the terminal maps `palette` and `rgb` (pictures) to the nearest colour it has.
+enum Color: Sendable, Hashable {
     case black, red, green, yellow, blue, magenta, cyan, white
+    /// An index into the xterm 256-colour palette.
+    case palette(UInt8)
+    case rgb(UInt8, UInt8, UInt8)
 }
 
 /// How a cell is drawn. Without colours, `bold`, `reverse` and `dim` still carry the meaning.

@@ -1,10 +1,41 @@
-/// `v`: the frame the picture widget (`Sources/HaulTUI/Picture/`) draws the selected JPEG into.
-/// Until a picture is decoded, it names the file.
+/// `v`: the selected JPEG (complete, or its partial preview) over the whole screen, drawn from the cells
+/// of the picture widget (`Sources/HaulTUI/Picture/`), with its caption on the last line of the frame.
 enum PictureOverlay {
-    static func draw(path: String, glyphs: Glyphs, into grid: inout Grid) {
+    /// The cells a picture may take on a screen of `size`: inside the frame, less the caption line.
+    static func area(in size: Size) -> (width: Int, height: Int) {
+        (max(0, size.columns - 4), max(0, size.rows - 3))
+    }
+
+    static func draw(path: String, picture: PictureCells?, glyphs: Glyphs, into grid: inout Grid) {
         let box = Box.centered(width: grid.width, height: grid.height, in: grid.size)
         let name = path.split(separator: "/").last.map(String.init) ?? path
         box.draw(title: name, glyphs: glyphs, into: &grid)
-        box.write([(path, .dim), ("Esc closes.", .dim)], glyphs: glyphs, into: &grid)
+        let inner = box.inner
+        guard let picture else {
+            box.write([("Decoding \(name)\(glyphs.ellipsis)", .dim)], glyphs: glyphs, into: &grid)
+            return
+        }
+        let area = area(in: grid.size)
+        let left = inner.x + max(0, (area.width - picture.columns) / 2)
+        let top = inner.y + max(0, (area.height - picture.lines) / 2)
+        for (row, cells) in picture.rows.prefix(area.height).enumerated() {
+            for (column, cell) in cells.prefix(area.width).enumerated() {
+                let style = Style(foreground: color(cell.foreground), background: color(cell.background))
+                grid.fill(cell.character, x: left + column, y: top + row, count: 1, style: style)
+            }
+        }
+        if inner.height > 0 {
+            let caption = Text.truncated(picture.caption + "  (Esc closes)", to: inner.width, ellipsis: glyphs.ellipsis)
+            grid.put(caption, x: inner.x, y: inner.y + inner.height - 1, limit: inner.width,
+                     style: picture.failed ? .bold : .dim)
+        }
+    }
+
+    static func color(_ color: PictureColor) -> Color? {
+        switch color {
+        case .trueColor(let r, let g, let b): .rgb(r, g, b)
+        case .palette256(let index): .palette(index)
+        case .terminalDefault: nil
+        }
     }
 }

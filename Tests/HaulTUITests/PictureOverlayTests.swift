@@ -1,0 +1,70 @@
+import Testing
+@testable import HaulTUI
+
+/// The `v` overlay around the picture widget's cells, and the colours the terminal gets for them.
+@Suite struct PictureOverlayTests {
+    let size = Size(columns: 40, rows: 10)
+
+    private var cells: PictureCells {
+        let top = PictureCell("▀", foreground: .palette256(196), background: .trueColor(r: 0, g: 0, b: 255))
+        let plain = PictureCell("░", foreground: .terminalDefault, background: .terminalDefault)
+        return PictureCells(rows: [[top, top, top, top], [plain, plain, plain, plain]],
+                            caption: "photo.jpg  8x4", failed: false, complete: true)
+    }
+
+    @Test func theKeyOpensTheOverlayAndTheDecodedPictureFillsIt() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .done)])
+        #expect(update(&state, .key(.character("v"))) == [.showPicture(path: "downloads/photo.jpg")])
+        #expect(render(state, size: size).lines.contains { $0.contains("Decoding photo.jpg") })
+        _ = update(&state, .pictureLoaded(path: "elsewhere.jpg", cells))
+        #expect(state.picture == nil, "a picture for another path is dropped")
+        _ = update(&state, .pictureLoaded(path: "downloads/photo.jpg", cells))
+        #expect(state.picture == cells)
+        let grid = render(state, size: size)
+        #expect(grid.lines == [
+            "┌─ photo.jpg ──────────────────────────┐",
+            "│                                      │",
+            "│                                      │",
+            "│                 ▀▀▀▀                 │",
+            "│                 ░░░░                 │",
+            "│                                      │",
+            "│                                      │",
+            "│                                      │",
+            "│ photo.jpg  8x4  (Esc closes)         │",
+            "└──────────────────────────────────────┘",
+        ])
+        #expect(grid[18, 3].style == Style(foreground: .palette(196), background: .rgb(0, 0, 255)))
+        #expect(grid[18, 4].style == Style())
+    }
+
+    @Test func resizingFitsThePictureAgainAndClosingForgetsIt() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .done)])
+        _ = update(&state, .key(.character("v")))
+        _ = update(&state, .pictureLoaded(path: "downloads/photo.jpg", cells))
+        #expect(update(&state, .resize(Size(columns: 80, rows: 24))) == [.showPicture(path: "downloads/photo.jpg")])
+        _ = update(&state, .key(.escape))
+        #expect(state.overlay == nil)
+        #expect(state.picture == nil)
+        #expect(update(&state, .resize(size)) == [])
+    }
+
+    @Test func aCancelledJPEGShowsThePreviewTheEngineReported() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .cancelled)])
+        #expect(update(&state, .key(.character("v"))) == [], "no preview yet")
+        _ = update(&state, .manager(.notice(id: 1, "partial preview saved: /d/photo.partial.jpg")))
+        #expect(DownloadList.stateText(state.rows[0]) == "cancelled, partial preview saved")
+        #expect(update(&state, .key(.character("v"))) == [.showPicture(path: "/d/photo.partial.jpg")])
+    }
+
+    @Test func coloursMapToWhatTheTerminalHas() {
+        #expect(ColorMapping.number(.red, colors: 8) == 1)
+        #expect(ColorMapping.number(.palette(196), colors: 256) == 196)
+        #expect(ColorMapping.number(.palette(196), colors: 8) == 1, "bright red becomes red")
+        #expect(ColorMapping.number(.rgb(255, 0, 0), colors: 256) == 196)
+        #expect(ColorMapping.number(.rgb(0, 0, 0), colors: 256) == 16)
+        #expect(ColorMapping.number(.rgb(128, 128, 128), colors: 256) == 244, "a grey takes the grey ramp")
+        #expect(ColorMapping.number(.rgb(0, 200, 0), colors: 8) == 2)
+        #expect(ColorMapping.number(.rgb(20, 20, 20), colors: 8) == 0)
+        #expect(ColorMapping.number(.rgb(250, 250, 250), colors: 8) == 7)
+    }
+}
