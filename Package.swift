@@ -21,8 +21,9 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        // No pkgConfig: ncursesw.pc only adds -D flags, which SwiftPM drops with a warning; shim.h defines them.
         .systemLibrary(
-            name: "CNcurses", path: "Sources/CNcurses", pkgConfig: "ncursesw",
+            name: "CNcurses", path: "Sources/CNcurses",
             providers: [.apt(["libncurses-dev"])]),
         .systemLibrary(
             name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
@@ -39,12 +40,24 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
+        // The full-screen front end: pure state/update/render, plus the one type that calls ncurses.
+        .target(
+            name: "HaulTUI",
+            dependencies: [
+                "HaulCore", "CNcurses", "CJPEG",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+
         // The command-line front end.
         .executableTarget(
             name: "haul",
             dependencies: [
                 "HaulCore",
+                "HaulTUI",
+                "SampleServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
         // The SuperStorage-API sample server, used by `--demo` and by the tests.
@@ -86,9 +99,9 @@ let package = Package(
             dependencies: [
                 "SampleServer",
                 "CJPEG",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "TestSupport",
             ]),
+        .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["haul", "SampleServer", "HaulCore", "TestSupport"]),

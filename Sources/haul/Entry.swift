@@ -2,7 +2,8 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HaulCore
-import Synchronization
+import SampleServer
+import NIOConcurrencyHelpers
 
 /// Parses the command line, runs the downloads with the right reporter, and exits with the SPEC's code.
 @main
@@ -24,6 +25,7 @@ enum Entry {
     }
 
     static func run(_ command: HaulCommand) async -> Int32 {
+        CurlDriver.shared.setOverallReceiveRate(command.overallRate)
         var extra: [String] = []
         if let input = command.inputFile {
             switch InputFile.urls(from: input) {
@@ -37,24 +39,87 @@ enum Entry {
                 return FailureCategory.usage.exitCode
             }
         }
+        if TUILaunch.wanted(command), let code = await TUILaunch.run(command, extraURLs: extra) {
+            return code
+        }
+        if command.server != nil && command.urls.isEmpty && extra.isEmpty && !command.demo {
+            TextOutput.standard.err("haul: --server browses files in the full-screen interface: run it on a terminal, or give URLs")
+            return FailureCategory.usage.exitCode
+        }
+        var demoServer: SampleServer?
+        if command.demo {
+            do {
+                let server = try await Demo.start()
+                demoServer = server
+                extra += Demo.files.map(server.downloadURL)
+                if !command.json && !command.quiet {
+                    TextOutput.standard.out("Sample server on \(server.baseURL): \(server.statusLine)")
+                }
+            } catch {
+                TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
+                return FailureCategory.other.exitCode
+            }
+        }
         let reporter: any Reporter = command.json
             ? JSONReporter() : PlainReporter(quiet: command.quiet)
-        let interrupted = Atomic<Bool>(false)
-        let downloads = DownloadRun(reporter: reporter, interrupted: { interrupted.load(ordering: .relaxed) })
-        let jobs = command.jobs(extraURLs: extra)
-        let work = Task { await downloads.run(jobs) }
+        let interrupted = NIOLockedValueBox(false)
+        let run = DownloadRun(concurrency: command.jobs, reporter: reporter,
+                              interrupted: { interrupted.withLockedValue { $0 } })
+        let jobs = command.downloads(extraURLs: extra)
 
-        signal(SIGINT, SIG_IGN)
-        let sigint = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        sigint.setEventHandler {
-            // A second Ctrl-C leaves at once; the first cancels cleanly (partial files stay resumable).
-            if interrupted.exchange(true, ordering: .relaxed) { _exit(130) }
-            work.cancel()
+        let signals = SignalStream(SIGINT)
+        let summary = await withTaskGroup(of: RunSummary?.self) { group in
+            group.addTask { await run.run(jobs) }
+            group.addTask {
+                for await _ in signals.stream {
+                    // A second Ctrl-C leaves at once; the first stops cleanly (partial files stay resumable).
+                    let again = interrupted.withLockedValue { seen in
+                        defer { seen = true }
+                        return seen
+                    }
+                    if again { _exit(130) }
+                    await run.manager.cancelAll()
+                }
+                return nil
+            }
+            let summary = await group.next()!
+            group.cancelAll()
+            signals.stop()
+            return summary!
         }
-        sigint.resume()
-        let summary = await work.value
-        sigint.cancel()
-        return interrupted.load(ordering: .relaxed) ? FailureCategory.interrupted.exitCode : summary.exitCode
+        await demoServer?.stop()
+        return summary.exitCode
+    }
+}
+
+/// A signal delivered as an `AsyncStream` (the signal's default action is turned off while it lives).
+/// `@unchecked`: the dispatch source is only resumed in `init` and cancelled in `stop`, both thread-safe.
+final class SignalStream: @unchecked Sendable {
+    let stream: AsyncStream<Void>
+    private let source: any DispatchSourceSignal
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init(_ signalNumber: Int32) {
+        signal(signalNumber, SIG_IGN)
+        (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+        source.setEventHandler { [continuation] in continuation.yield() }
+        source.resume()
+    }
+
+    func stop() {
+        source.cancel()
+        continuation.finish()
+    }
+}
+
+/// `--demo`: the sample server in this process, throttled per connection so progress is visible.
+enum Demo {
+    static let files = ["medium.bin", "photo-large.jpg", "small.bin"]
+    static let rate = 8 << 20
+
+    static func start() async throws -> SampleServer {
+        try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
     }
 }
 

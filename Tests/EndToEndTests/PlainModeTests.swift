@@ -40,11 +40,23 @@ import Testing
 
     @Test func aRefusedConnectionExitsFour() async throws {
         let dir = TempDirectory()
-        let exit = try await HaulProcess.run(["http://127.0.0.1:1/file.bin"], in: dir.path)
+        let exit = try await HaulProcess.run(["--retries", "0", "http://127.0.0.1:1/file.bin"], in: dir.path)
         #expect(exit.status == 4)
         #expect(exit.stderr.hasPrefix("haul: file.bin: "))
         #expect(exit.stderr.hasSuffix(" (http://127.0.0.1:1/file.bin)\n"))
         #expect(exit.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func tlsToAPlainHTTPServerExitsFive() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let url = "https://127.0.0.1:\(server.port)/files/download?small.bin"
+            let exit = try await HaulProcess.run(["--retries", "0", url], in: dir.path)
+            #expect(exit.status == 5)
+            #expect(exit.stderr.hasPrefix("haul: small.bin: "))
+            #expect(exit.stderr.hasSuffix(" (\(url))\n"))
+            #expect(dir.listing().isEmpty)
+        }
     }
 
     @Test func anUnwritableOutputDirectoryExitsThree() async throws {
@@ -121,6 +133,36 @@ import Testing
         }
     }
 
+    @Test func segmentsJobsAndAChecksumFromTheCommandLine() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 16 << 20) { server in
+            let urls = [server.downloadURL("medium.bin"), server.downloadURL("small.bin")]
+            let exit = try await HaulProcess.run(["-q", "-s", "4", "-j", "2"] + urls, in: dir.path)
+            #expect(exit.status == 0, "\(exit.stderr)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(server.stats.rangeRequests >= 5)
+            let wrong = try await HaulProcess.run(["--checksum", "sha256=" + String(repeating: "0", count: 64),
+                                                   "-O", "checked.bin", server.downloadURL("small.bin")], in: dir.path)
+            #expect(wrong.status == 9)
+            #expect(wrong.stderr.hasPrefix("haul: checked.bin: checksum mismatch: sha256 is \(expectedSHA256("small.bin"))"))
+            let right = try await HaulProcess.run(["-q", "--checksum", "sha256=" + expectedSHA256("small.bin"),
+                                                   "-O", "checked.bin", server.downloadURL("small.bin")], in: dir.path)
+            #expect(right.status == 0, "\(right.stderr)")
+            #expect(dir.listing() == ["checked.bin", "medium.bin", "small.bin"])
+        }
+    }
+
+    @Test func theDemoServesAndDownloadsTheSampleFiles() async throws {
+        let dir = TempDirectory()
+        let exit = try await HaulProcess.run(["--demo", "--plain"], in: dir.path)
+        #expect(exit.status == 0, "\(exit.stderr)")
+        #expect(exit.stdoutLines.first?.hasPrefix("Sample server on http://127.0.0.1:") == true)
+        #expect(exit.stdoutLines.last?.hasPrefix("3 of 3 done, ") == true)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.file("haul-demo")))
+                == ["medium.bin", "photo-large.jpg", "small.bin"])
+        #expect(try FileDigest.hex(of: dir.file("haul-demo/medium.bin")) == expectedSHA256("medium.bin"))
+    }
+
     @Test func jsonModePrintsOneObjectPerEvent() async throws {
         let dir = TempDirectory()
         try await withSampleServer { server in
@@ -131,9 +173,11 @@ import Testing
                 try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             }
             let kinds = events.compactMap { $0["event"] as? String }
-            #expect(kinds.first == "started")
+            #expect(kinds.contains("started"))
             #expect(kinds.contains("progress"))
-            #expect(kinds.suffix(3) == ["done", "failed", "summary"])
+            // Downloads run concurrently: "done" and "failed" come in either order, the summary last.
+            #expect(kinds.last == "summary")
+            #expect(kinds.filter { $0 == "done" || $0 == "failed" }.sorted() == ["done", "failed"])
             let done = try #require(events.first { $0["event"] as? String == "done" })
             #expect(done["bytes"] as? Int == 1 << 20)
             #expect(done["file"] as? String == "small.bin")

@@ -126,7 +126,8 @@ struct FaultTests {
                 from: server, downloadTarget("small.bin"), headers: ["Range": "bytes=0-262143"])
             #expect(response.body.count == 256 * 1_024)
             #expect(response.elapsed >= .milliseconds(400))
-            #expect(response.elapsed < TestEnvironment.bound(.seconds(3)))
+            // Generous: the whole suite runs in parallel on two cores, and only throttling is checked here.
+            #expect(response.elapsed < TestEnvironment.bound(.seconds(10)))
             server.setRate(nil)
             #expect(server.rate == nil)
             let fast = try await RawHTTPClient.fetch(from: server, downloadTarget("small.bin"))
