@@ -1,0 +1,763 @@
+"""Shared pieces of Haul's benchmarks: measuring one run, nginx on loopback, tmux, tables.
+
+Only the Python 3 standard library. Every tool is started through GNU time (`/usr/bin/time -f %M`), a
+small launcher, so its peak RSS is its own: a child forked straight from this (bigger) Python process
+would report Python's RSS high-water mark, which survives exec. Wall time is taken here around the
+launcher, CPU time (user + sys) from `os.wait4` on it (the launcher's own share is about a millisecond).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH = os.path.join(REPO, ".build-bench")
+GNU_TIME = "/usr/bin/time"
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def log(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def note(message: str) -> None:
+    """Progress lines go to stderr, so stdout is the report alone."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- Set-up ------------------------------------------------------------------------------------------
+
+#: Debian package for each command the benchmarks run.
+PACKAGES = {
+    "nginx": "nginx-light",
+    "curl": "curl",
+    "wget2": "wget2",
+    "aria2c": "aria2",
+    "axel": "axel",
+    "tmux": "tmux",
+    "eatmydata": "eatmydata",
+    GNU_TIME: "time",
+}
+
+
+def ensure_packages(commands: list[str]) -> None:
+    """Installs the Debian packages of missing commands (as root), or says which apt-get line to run."""
+    missing = sorted({PACKAGES[c] for c in commands if not find_command(c)})
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        sys.exit("bench: missing packages; run:\n  sudo apt-get install -y " + " ".join(missing))
+    note(f"installing {' '.join(missing)} ...")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    still = [c for c in commands if not find_command(c)]
+    if still:
+        sys.exit(f"bench: still missing after apt-get: {' '.join(still)}")
+
+
+def find_command(name: str) -> str | None:
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) else None
+    # nginx lives in /usr/sbin, which is not on every PATH.
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
+def builds_running() -> list[str]:
+    """Compiler runs on this machine (others share it); their load makes every number noisier."""
+    try:
+        out = subprocess.run(["pgrep", "-af", "swift-build|swift-frontend"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return []
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def wait_for_builds(limit: float) -> str | None:
+    """Waits up to `limit` seconds for running builds to finish; returns a note if one still runs."""
+    deadline = time.monotonic() + limit
+    announced = False
+    while True:
+        running = builds_running()
+        if not running:
+            return None
+        if time.monotonic() >= deadline:
+            return f"a Swift build was running ({len(running)} process(es)); numbers are noisier than usual"
+        if not announced:
+            note(f"waiting up to {limit:.0f} s for a running Swift build to finish ...")
+            announced = True
+        time.sleep(5)
+
+
+def swift_product(product: str, override: str | None, build: bool) -> str:
+    """Path of a release product in .build-bench, built when missing (and `build`)."""
+    if override:
+        return os.path.abspath(override)
+    path = os.path.join(SCRATCH, "release", product)
+    if not os.path.exists(path):
+        if not build:
+            sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --product {product} "
+                     f"--scratch-path .build-bench")
+        note(f"building {product} (release, .build-bench) ...")
+        subprocess.run(["swift", "build", "-c", "release", "--product", product, "--scratch-path", SCRATCH],
+                       cwd=REPO, check=True)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            request = urllib.request.Request(url, method="HEAD")
+            with urllib.request.urlopen(request, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no answer from {url}")
+        time.sleep(0.05)
+
+
+class Cleanup:
+    """Things to undo at the end, also on Ctrl-C, SIGTERM and errors (newest first)."""
+
+    def __init__(self) -> None:
+        self.actions: list = []
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._interrupt)
+
+    def _interrupt(self, signum, frame):  # noqa: ARG002
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def push(self, action) -> None:
+        self.actions.append(action)
+
+    def run(self) -> None:
+        while self.actions:
+            action = self.actions.pop()
+            try:
+                action()
+            except Exception as error:  # keep cleaning up
+                note(f"cleanup: {error}")
+
+
+def write_random(path: str, size: int, seed: bytes) -> None:
+    """Incompressible, deterministic bytes (SHAKE-256 of a seed), written without holding them all."""
+    with open(path, "wb") as f:
+        if size <= 8 * MIB:
+            f.write(hashlib.shake_256(seed).digest(size))
+            return
+        # Expand a 16 MiB block and vary each copy, so no two MiB are equal.
+        block = hashlib.shake_256(seed).digest(16 * MIB)
+        written = 0
+        counter = 0
+        while written < size:
+            n = min(len(block), size - written)
+            head = hashlib.sha256(seed + counter.to_bytes(8, "little")).digest()
+            f.write(head + block[len(head):n] if n > len(head) else head[:n])
+            written += n
+            counter += 1
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(4 * MIB):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --- nginx ------------------------------------------------------------------------------------------
+
+class Nginx:
+    """nginx in the foreground on 127.0.0.1, with a generated config; `servers` maps a name to a
+    per-connection rate in bytes per second (0 = unthrottled) and gets a port each."""
+
+    def __init__(self, workdir: str, root: str, servers: dict[str, int]):
+        self.workdir = workdir
+        self.root = root
+        self.ports = {name: free_port() for name in servers}
+        self.rates = servers
+        self.process: subprocess.Popen | None = None
+
+    def url(self, server: str, name: str) -> str:
+        return f"http://127.0.0.1:{self.ports[server]}/{name}"
+
+    def config(self) -> str:
+        blocks = []
+        for name, port in self.ports.items():
+            rate = self.rates[name]
+            limit = f"limit_rate {rate};" if rate else ""
+            blocks.append(f"  server {{ listen 127.0.0.1:{port}; root {self.root}; {limit} }}  # {name}")
+        tmp = os.path.join(self.workdir, "nginx-tmp")
+        user = "user root root;" if os.geteuid() == 0 else ""
+        return "\n".join([
+            user,
+            "worker_processes 1;",
+            "daemon off;",
+            f"pid {self.workdir}/nginx.pid;",
+            f"error_log {self.workdir}/nginx-error.log warn;",
+            "events { worker_connections 4096; }",
+            "http {",
+            "  access_log off;",
+            "  sendfile on;",
+            "  tcp_nopush on;",
+            "  keepalive_requests 100000;",
+            "  default_type application/octet-stream;",
+            f"  client_body_temp_path {tmp}; proxy_temp_path {tmp}; fastcgi_temp_path {tmp};",
+            f"  uwsgi_temp_path {tmp}; scgi_temp_path {tmp};",
+            *blocks,
+            "}",
+            "",
+        ])
+
+    def start(self) -> None:
+        os.makedirs(os.path.join(self.workdir, "nginx-tmp"), exist_ok=True)
+        conf = os.path.join(self.workdir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(self.config())
+        nginx = find_command("nginx")
+        self.process = subprocess.Popen(
+            [nginx, "-p", self.workdir, "-e", os.path.join(self.workdir, "nginx-error.log"), "-c", conf],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+    def wait_ready(self, probe: str) -> None:
+        try:
+            for server in self.ports:
+                wait_http(self.url(server, probe))
+        except RuntimeError:
+            self.stop()
+            errors = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+            raise RuntimeError(f"nginx did not start: {errors.strip()}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()  # SIGTERM: fast shutdown of master and workers
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+# --- Measuring one run ------------------------------------------------------------------------------
+
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    rss_kib: int
+    error: str | None = None
+
+
+def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
+    """Runs argv through GNU time; wall here, CPU from wait4, peak RSS from GNU time's %M."""
+    timefile = logfile + ".rss"
+    launcher = [GNU_TIME, "-f", "%M", "-o", timefile, *argv]
+    with open(logfile, "wb") as out:
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        started = time.perf_counter()
+        process = subprocess.Popen(launcher, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                   start_new_session=True)
+        # Block in wait4 (no polling to disturb the 2 cores); SIGALRM ends the wait on a timeout.
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            pid, status, usage = os.wait4(process.pid, 0)
+            wall = time.perf_counter() - started
+        except _Timeout:
+            os.killpg(process.pid, signal.SIGKILL)
+            os.wait4(process.pid, 0)
+            process.returncode = -9
+            return Sample(0, 0, 0, f"timed out after {timeout:.0f} s")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    rss = read_rss(timefile)
+    if process.returncode != 0:
+        return Sample(wall, 0, 0, f"exit {process.returncode}: {tail(logfile)}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, rss)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _Timeout()
+
+
+def read_rss(timefile: str) -> int:
+    try:
+        with open(timefile) as f:
+            lines = [line for line in f.read().split("\n") if line.strip()]
+        return int(lines[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def tail(path: str, lines: int = 3) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read().strip().splitlines()
+        return " | ".join(text[-lines:])[:300]
+    except OSError:
+        return ""
+
+
+# --- tmux (haul's full-screen interface) ------------------------------------------------------------
+
+class Tmux:
+    """A private tmux server (its own socket), killed at the end."""
+
+    def __init__(self) -> None:
+        self.socket = f"haul-bench-{os.getpid()}"
+
+    def cmd(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
+                              text=True, check=check, timeout=timeout)
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                            found.append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    pass
+        return found
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time of a process so far, exited threads included, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+
+
+@dataclass
+class TUIRun:
+    """haul in a detached 120x30 tmux session; done when `final` exists (haul renames NAME.part to NAME
+    after the last fsync). The interface stays open until `q`, which the harness sends then."""
+    tmux: Tmux
+    haul_argv: list[str]
+    workdir: str
+    finals: list[str]
+    timeout: float
+    idle_seconds: float = 0
+    linger: float = 0.3  # after done: long enough to see whether haul leaves by itself
+    idle_cpu_percent: float | None = None
+    screen: str = ""
+    quit_itself: bool = False
+
+    def run(self) -> Sample:
+        tag = f"r{time.monotonic_ns()}"
+        t0file = os.path.join(self.workdir, f"{tag}.t0")
+        pidfile = os.path.join(self.workdir, f"{tag}.pid")
+        timefile = os.path.join(self.workdir, f"{tag}.time")
+        channel = f"done-{tag}"
+        inner = " ".join(shell_quote(a) for a in [GNU_TIME, "-f", "%U %S %M", "-o", timefile, *self.haul_argv])
+        script = (f"echo $$ > {pidfile}; date +%s%N > {t0file}; {inner}; "
+                  f"tmux wait-for -S {channel}")
+        self.tmux.cmd("new-session", "-d", "-s", tag, "-x", "120", "-y", "30", "sh", "-c", script)
+        waiter = subprocess.Popen(["tmux", "-L", self.tmux.socket, "wait-for", channel],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + self.timeout
+            while not all(os.path.exists(p) for p in self.finals):
+                if waiter.poll() is not None:
+                    break  # haul ended before the files were there
+                if time.monotonic() > deadline:
+                    return Sample(0, 0, 0, f"timed out after {self.timeout:.0f} s")
+                time.sleep(0.002)
+            done = time.time_ns()
+            try:
+                with open(t0file) as f:
+                    t0 = int(f.read())
+            except (OSError, ValueError):
+                return Sample(0, 0, 0, "no start time")
+            wall = (done - t0) / 1e9
+            try:
+                waiter.wait(self.linger)
+            except subprocess.TimeoutExpired:
+                pass
+            self.quit_itself = waiter.poll() is not None
+            if self.idle_seconds and not self.quit_itself:
+                self.idle_cpu_percent = self._idle_cpu(pidfile)
+            if not self.quit_itself:
+                self.screen = self.tmux.cmd("capture-pane", "-p", "-t", tag, check=False).stdout
+                self.tmux.cmd("send-keys", "-t", tag, "q", check=False)
+            try:
+                waiter.wait(15)
+            except subprocess.TimeoutExpired:
+                return Sample(wall, 0, 0, "haul did not quit on q")
+            with open(timefile) as f:
+                fields = [line for line in f.read().splitlines() if line.strip()][-1].split()
+            user, system, rss = float(fields[0]), float(fields[1]), int(fields[2])
+            return Sample(wall, user + system, rss)
+        finally:
+            if waiter.poll() is None:
+                waiter.kill()
+                waiter.wait()
+            self.tmux.cmd("kill-session", "-t", tag, check=False)
+
+    def _idle_cpu(self, pidfile: str) -> float | None:
+        """CPU share of the finished, idle interface over `idle_seconds`."""
+        with open(pidfile) as f:
+            shell = int(f.read())
+        launcher = children(shell)
+        haul = children(launcher[0]) if launcher else []
+        if not haul:
+            return None
+        time.sleep(0.5)  # let the last redraws pass
+        before = cpu_ticks(haul[0])
+        time.sleep(self.idle_seconds)
+        ticks = cpu_ticks(haul[0]) - before
+        return 100 * ticks / os.sysconf("SC_CLK_TCK") / self.idle_seconds
+
+
+def shell_quote(arg: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_./:=%@,+-]+", arg):
+        return arg
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+# --- Scenarios --------------------------------------------------------------------------------------
+
+@dataclass
+class Tool:
+    """One row of a table: a command line and what it must leave in its output directory."""
+    name: str
+    argv: object  # callable(outdir) -> list[str]
+    haul: bool = False
+    reference: bool = False  # shown, but not a peer in the targets
+    tui: bool = False
+    verify: bool = True
+    samples: list[Sample] = field(default_factory=list)
+    failure: str | None = None
+    shown: str = ""  # the command line as printed
+
+    def ok(self) -> list[Sample]:
+        return [s for s in self.samples if s.error is None]
+
+
+@dataclass
+class Scenario:
+    key: str
+    title: str
+    tools: list[Tool]
+    expected: dict[str, int]  # file name -> size
+    hashes: dict[str, str]  # file name -> sha256 of the source
+    timeout: float
+    tui_factory: object = None  # callable(tool, outdir) -> TUIRun
+
+    def run(self, rounds: int, workdir: str) -> None:
+        base = os.path.join(workdir, "out", self.key)
+        os.makedirs(base, exist_ok=True)
+        for tool in self.tools:
+            tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
+        for r in range(rounds):
+            # A B A B, and each round starts one tool later, so no tool always follows the same one.
+            order = self.tools[r % len(self.tools):] + self.tools[:r % len(self.tools)]
+            for tool in order:
+                if tool.failure:
+                    tool.samples.append(Sample(0, 0, 0, tool.failure))
+                    continue
+                # A fresh directory for every run (ext4 is slow to create files right after deleting).
+                outdir = os.path.join(base, f"{slug(tool.name)}-{r}")
+                os.makedirs(outdir)
+                settle()
+                if tool.tui:
+                    run = self.tui_factory(tool, outdir)
+                    sample = run.run()
+                    if sample.error is None and run.quit_itself:
+                        sample.error = "haul left by itself: the full-screen interface did not open"
+                else:
+                    logfile = os.path.join(workdir, "logs", f"{self.key}-{slug(tool.name)}-{r}.log")
+                    sample = measure(tool.argv(outdir), outdir, logfile, self.timeout)
+                if sample.error is None and tool.verify:
+                    sample.error = verify(outdir, self.expected, self.hashes if r == 0 else None)
+                tool.samples.append(sample)
+                if sample.error and r == 0:
+                    tool.failure = sample.error  # a broken tool is not run again
+                shutil.rmtree(outdir, ignore_errors=True)
+                note(f"  {self.key} round {r + 1}/{rounds} {tool.name:<28} "
+                     + (f"{sample.wall:7.3f} s {sample.cpu:7.3f} CPU-s {sample.rss_kib / 1024:7.1f} MiB"
+                        if sample.error is None else f"FAILED: {sample.error}"))
+
+
+def settle() -> None:
+    """Before each run: write back what the last one left dirty, so runs start from a quiet disk."""
+    os.sync()
+    time.sleep(0.2)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+
+
+def verify(outdir: str, expected: dict[str, int], hashes: dict[str, str] | None) -> str | None:
+    """Every expected file with its exact size, nothing else left behind; sha256 too when `hashes`."""
+    try:
+        present = set(os.listdir(outdir))
+    except OSError as error:
+        return f"no output directory: {error}"
+    missing = [n for n in expected if n not in present]
+    if missing:
+        return f"{len(missing)} file(s) missing, e.g. {missing[0]}"
+    for name, size in expected.items():
+        actual = os.path.getsize(os.path.join(outdir, name))
+        if actual != size:
+            return f"{name} has {actual} bytes, not {size}"
+    extra = sorted(present - set(expected))
+    if extra:
+        return f"left behind: {', '.join(extra[:3])}"
+    if hashes:
+        for name, digest in hashes.items():
+            if sha256_file(os.path.join(outdir, name)) != digest:
+                return f"{name}: sha256 differs from the source"
+    return None
+
+
+# --- Numbers ----------------------------------------------------------------------------------------
+
+def median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def paired_ratios(a: Tool, b: Tool, metric: str) -> list[float]:
+    """a/b for each round where both ran cleanly (the rounds are paired: same conditions)."""
+    ratios = []
+    for sa, sb in zip(a.samples, b.samples):
+        if sa.error is None and sb.error is None:
+            va, vb = getattr(sa, metric), getattr(sb, metric)
+            if vb > 0:
+                ratios.append(va / vb)
+    return ratios
+
+
+def ratio(a: Tool, b: Tool, metric: str) -> float | None:
+    return median(paired_ratios(a, b, metric))
+
+
+def fmt(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *(line(r) for r in rows)])
+
+
+def scenario_table(scenario: Scenario, reference: Tool) -> str:
+    """Medians per tool, and the median of the per-round ratios reference/tool."""
+    rows = []
+    for tool in scenario.tools:
+        good = tool.ok()
+        if tool.failure or not good:
+            rows.append([tool.name, "FAILED", "", "", "", "", tool.failure or "no clean run"])
+            continue
+        same = tool is reference
+        rows.append([
+            tool.name,
+            fmt(median([s.wall for s in good]), 3),
+            fmt(median([s.cpu for s in good]), 3),
+            fmt(median([s.rss_kib / 1024 for s in good]), 1),
+            "" if same else fmt(ratio(reference, tool, "wall")),
+            "" if same else fmt(ratio(reference, tool, "cpu")),
+            f"{len(good)}/{len(tool.samples)}",
+        ])
+    return table(["tool", "wall s", "CPU s", "peak RSS MiB", f"wall {reference.name}/tool",
+                  f"CPU {reference.name}/tool", "runs ok"], rows)
+
+
+def commands_list(scenario: Scenario) -> str:
+    return "\n".join(f"  {t.name}: {t.shown}" for t in scenario.tools)
+
+
+def tool_versions(haul: str) -> list[str]:
+    def first_line(argv):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            text = (out.stdout or out.stderr).strip().splitlines()
+            return text[0].strip() if text else "?"
+        except (OSError, subprocess.TimeoutExpired):
+            return "missing"
+
+    return [
+        f"haul: {first_line([haul, '--version'])} ({haul})",
+        f"curl: {first_line(['curl', '--version'])}",
+        f"wget2: {first_line(['wget2', '--version'])}",
+        f"aria2c: {first_line(['aria2c', '--version'])}",
+        f"axel: {first_line(['axel', '--version'])}",
+        f"nginx: {first_line([find_command('nginx') or 'nginx', '-v'])}",
+        f"tmux: {first_line(['tmux', '-V'])}",
+    ]
+
+
+def machine() -> list[str]:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) / (1 << 20):.1f} GiB"
+    except (OSError, ValueError):
+        pass
+    fs = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", tempfile.gettempdir()],
+                        capture_output=True, text=True).stdout.strip()
+    os_name = "?"
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return [
+        f"{os.cpu_count()} CPUs ({cpu}), {mem} RAM, {os_name}, kernel {os.uname().release}",
+        f"files and downloads on {fs or '?'} ({tempfile.gettempdir()}); load average "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    ]
+
+
+# --- Issue 5: segments against the per-connection-throttled sample server ----------------------------
+
+class SampleServer:
+    """The repository's sample server (`--port 0 --rate R -q`); its URL is read from its first line."""
+
+    def __init__(self, binary: str, rate: str):
+        self.binary = binary
+        self.rate = rate
+        self.process: subprocess.Popen | None = None
+        self.base = ""
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([self.binary, "--port", "0", "--rate", self.rate, "-q", "--no-jpegs"],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        seen = []
+        for _ in range(20):
+            line = self.process.stdout.readline()
+            seen.append(line.strip())
+            match = re.search(r"http://127\.0\.0\.1:\d+", line)
+            if match:
+                self.base = match.group(0)
+                return
+            if not line:
+                break
+        self.stop()
+        raise RuntimeError(f"sample-server did not say where it listens: {' / '.join(seen)}")
+
+    def url(self, name: str) -> str:
+        return f"{self.base}/files/download?{name}"
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def content_length(url: str) -> int:
+    request = urllib.request.Request(url, method="HEAD")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(response.headers["Content-Length"])
+
+
+def segments_check(haul: str, server_binary: str, workdir: str, rounds: int, name: str, rate: str,
+                   cleanup: Cleanup) -> tuple[str, float | None]:
+    """haul -s 1 against -s 4 on the throttled sample server; returns the report and the median of the
+    per-round ratios wall(-s 1) / wall(-s 4)."""
+    server = SampleServer(server_binary, rate)
+    server.start()
+    cleanup.push(server.stop)
+    try:
+        url = server.url(name)
+        size = content_length(url)
+        tools = [Tool(f"haul -s {n}", (lambda n: lambda out: [haul, "--plain", "-q", "-s", str(n), "-o", out,
+                                                               url])(n), haul=True) for n in (1, 4)]
+        scenario = Scenario("segments", f"{name} from the sample server at {rate}/s per connection", tools,
+                            {name: size}, {}, timeout=600)
+        # The server's bytes are generated, so round 1 checks that both downloads agree byte for byte.
+        digests = {}
+        base = os.path.join(workdir, "out", "segments")
+        os.makedirs(base, exist_ok=True)
+        for tool in tools:
+            tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
+        for r in range(rounds):
+            for tool in (tools if r % 2 == 0 else tools[::-1]):
+                outdir = os.path.join(base, f"{slug(tool.name)}-{r}")
+                os.makedirs(outdir)
+                settle()
+                sample = measure(tool.argv(outdir), outdir, os.path.join(workdir, "logs", f"segments-{r}.log"),
+                                 timeout=600)
+                if sample.error is None:
+                    sample.error = verify(outdir, {name: size}, None)
+                if sample.error is None and r == 0:
+                    digests[tool.name] = sha256_file(os.path.join(outdir, name))
+                tool.samples.append(sample)
+                shutil.rmtree(outdir, ignore_errors=True)
+                note(f"  segments round {r + 1}/{rounds} {tool.name:<10} "
+                     + (f"{sample.wall:7.3f} s" if sample.error is None else f"FAILED: {sample.error}"))
+        if len(set(digests.values())) > 1:
+            tools[1].failure = "-s 4 and -s 1 downloads differ (sha256)"
+        speedup = ratio(tools[0], tools[1], "wall")
+        lines = [scenario_table(scenario, tools[0]),
+                 "",
+                 "Commands:", commands_list(scenario),
+                 "",
+                 f"speed-up of -s 4 over -s 1 (median of per-round wall(-s 1)/wall(-s 4)): {fmt(speedup)}x "
+                 f"(target >= 3.5x: {'met' if speedup and speedup >= 3.5 else 'NOT met'})"]
+        if tools[1].failure:
+            lines.append(f"FAILED: {tools[1].failure}")
+            speedup = None
+        return "\n".join(lines), speedup
+    finally:
+        server.stop()
