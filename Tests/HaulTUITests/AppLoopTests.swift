@@ -52,8 +52,9 @@ import TestSupport
     @Test func listsTheServerDownloadsFromItAndCancelAllStopsEverythingAndTheClock() async throws {
         try await withSampleServer(rate: Self.slowRate) { server in
             let app = start(server: server.baseURL)
-            try await waitFor(app.screen, "the files listing") { Self.row($0, "medium.bin") != nil }
-            #expect(app.screen.lines.contains { $0.contains("SuperStorage sample server") }, "the status line")
+            try await waitFor(app.screen, "the files listing and the status line") { lines in
+                Self.row(lines, "medium.bin") != nil && lines.contains { $0.contains("SuperStorage sample server") }
+            }
 
             // huge, large, medium, small: Enter on medium (one connection), m on large (in parts).
             app.screen.type(.down, .down, .enter, .up, .character("m"))
