@@ -141,6 +141,16 @@ import Testing
         }
     }
 
+    @Test func aCrashStillGivesTheTerminalBack() async throws {
+        let dir = TempDirectory()
+        // Without the runtime's backtracer, which would wait for a key on a terminal.
+        let tmux = try TmuxSession(["--server", "http://127.0.0.1:9"], in: dir.path,
+                                   environment: ["SWIFT_BACKTRACE": "enable=no"])
+        try await tmux.waitFor("the files view") { $0.first?.contains("haul │ Files") == true }
+        kill(try #require(tmux.pid), SIGSEGV)
+        try await Self.expectExit(tmux, 128 + Int(SIGSEGV))
+    }
+
     @Test func demoOpensTheFilesViewAndDownloadsInParts() async throws {
         let dir = TempDirectory()
         let tmux = try TmuxSession(["--demo", "-o", "out"], in: dir.path)

@@ -19,12 +19,15 @@ final class TmuxSession: Sendable {
     /// A shell runs haul and stays: when haul exits it prints `haul exited STATUS` and the terminal's
     /// line-discipline modes (`modes: icanon echo` when haul restored them), then sleeps, so the pane and its
     /// terminal state can still be read.
-    init(_ arguments: [String], in directory: String, columns: Int = 120, rows: Int = 30) throws {
+    init(_ arguments: [String], in directory: String, columns: Int = 120, rows: Int = 30,
+         environment: [String: String] = [:]) throws {
         socket = "haul-e2e-\(UUID().uuidString.prefix(8))"
         configPath = NSTemporaryDirectory() + socket + ".conf"
         try "set -g status off\nset -g default-terminal screen-256color\n"
             .write(toFile: configPath, atomically: true, encoding: .utf8)
-        let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", HaulProcess.binary] + arguments).map(Self.quoted)
+        let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"] + variables + [HaulProcess.binary] + arguments)
+            .map(Self.quoted)
             .joined(separator: " ")
         let modes = "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '"
         let command = "\(haul); echo \"haul exited $?\"; echo \"modes: $(\(modes))\"; exec sleep 3600"
