@@ -283,3 +283,16 @@ import Testing
         #expect(state.size == Size(columns: 20, rows: 5))
     }
 }
+
+extension UpdateTests {
+    @Test func aRetryShowsInTheStateUntilBytesFlowAgain() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "x.bin", .connecting)])
+        _ = update(&state, .manager(.notice(id: 1, "connection reset by peer; retry 2 of 5 in 1.0 s")))
+        #expect(DownloadList.stateText(state.rows[0]) == "retry 2 of 5: connection reset by peer")
+        _ = update(&state, .manager(.progress(id: 1, DownloadProgress(completed: 1, batchBytes: 1, total: 2, bytesPerSecond: 1))))
+        #expect(DownloadList.stateText(state.rows[0]) == "connecting")
+        _ = update(&state, .manager(.notice(id: 1, "timed out; retry 5 of 5 in 4.0 s")))
+        _ = update(&state, .manager(.state(id: 1, .failed(HaulError(.network, "timed out")))))
+        #expect(DownloadList.stateText(state.rows[0]) == "failed: timed out")
+    }
+}

@@ -88,6 +88,8 @@ struct DownloadRow: Sendable, Equatable {
     var previewSaved = false
     /// Where that preview is, as the engine reported it.
     var previewPath: String?
+    /// "retry 2 of 5: why", while the engine waits to retry; cleared by the next progress.
+    var retrying: String?
     /// The stop the user asked for and the manager has not confirmed yet.
     var pendingStop: DownloadState?
     /// Seconds the download took, once done.

@@ -95,6 +95,7 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         if newState.isFinished {
             row.pendingStop = nil
             row.bytesPerSecond = 0
+            row.retrying = nil
         }
         if newState == .queued || newState == .connecting {
             row.previewSaved = false
@@ -106,11 +107,17 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         row.total = total
         row.completed = 0
     case .progress(_, let progress):
+        row.retrying = nil
         row.completed = progress.completed
         if let total = progress.total { row.total = total }
         row.bytesPerSecond = progress.bytesPerSecond
     case .notice(_, let text):
         row.notice = text
+        if let marker = text.firstRange(of: "; retry ") {
+            // "why; retry 2 of 5 in 1.0 s" becomes "retry 2 of 5: why".
+            let attempt = text[marker.upperBound...].split(separator: " ").prefix(3).joined(separator: " ")
+            row.retrying = "retry \(attempt): \(text[..<marker.lowerBound])"
+        }
         if text.lowercased().contains("partial preview") {
             row.previewSaved = true
             let prefix = "partial preview saved: "

@@ -101,7 +101,7 @@ enum DownloadList {
         column(bytesText(row, compact: columns.compact), columns.bytes, right: true)
         column(row.state == .downloading ? ByteFormat.rate(row.bytesPerSecond) : "", columns.speed, right: true)
         column(etaText(row), columns.eta, right: true)
-        let state = columns.compact && row.state == .downloading && row.pendingStop == nil
+        let state = columns.compact && row.state == .downloading && row.pendingStop == nil && row.retrying == nil
             ? [ByteFormat.rate(row.bytesPerSecond), row.secondsLeft.map { ByteFormat.duration(seconds: $0) + " left" }]
                 .compactMap { $0 }.joined(separator: " ")
             : stateText(row)
@@ -144,6 +144,7 @@ enum DownloadList {
         case .paused?: return "pausing"
         default: break
         }
+        if let retrying = row.retrying, !row.state.isFinished { return retrying }
         switch row.state {
         case .queued: return "queued"
         case .connecting: return "connecting"
