@@ -37,6 +37,9 @@ final class TmuxSession: Sendable {
     deinit {
         _ = try? run(["kill-server"])
         try? FileManager.default.removeItem(atPath: configPath)
+        // The server leaves its socket behind.
+        let folder = ProcessInfo.processInfo.environment["TMUX_TMPDIR"] ?? "/tmp"
+        try? FileManager.default.removeItem(atPath: "\(folder)/tmux-\(getuid())/\(socket)")
     }
 
     /// The pane's lines as shown now.
