@@ -80,7 +80,7 @@ def find_command(name: str) -> str | None:
 def builds_running() -> list[str]:
     """Compiler runs on this machine (others share it); their load makes every number noisier."""
     try:
-        out = subprocess.run(["pgrep", "-af", "swift-build|swift-frontend"], capture_output=True, text=True).stdout
+        out = subprocess.run(["pgrep", "-af", "swift-build|swift-frontend|swift-test"], capture_output=True, text=True).stdout
     except FileNotFoundError:
         return []
     return [line for line in out.splitlines() if line.strip()]
@@ -95,7 +95,7 @@ def wait_for_builds(limit: float) -> str | None:
         if not running:
             return None
         if time.monotonic() >= deadline:
-            return f"a Swift build was running ({len(running)} process(es)); numbers are noisier than usual"
+            return f"a Swift build or test run was going on at the start ({len(running)} process(es)); numbers are noisier than usual"
         if not announced:
             note(f"waiting up to {limit:.0f} s for a running Swift build to finish ...")
             announced = True
@@ -103,17 +103,18 @@ def wait_for_builds(limit: float) -> str | None:
 
 
 def swift_product(product: str, override: str | None, build: bool) -> str:
-    """Path of a release product in .build-bench, built when missing (and `build`)."""
+    """Path of a release product in .build-bench, brought up to date first (unless `build` is off, when it
+    must exist already). `override` is used as it is."""
     if override:
         return os.path.abspath(override)
     path = os.path.join(SCRATCH, "release", product)
-    if not os.path.exists(path):
-        if not build:
-            sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --product {product} "
-                     f"--scratch-path .build-bench")
-        note(f"building {product} (release, .build-bench) ...")
+    if build:
+        note(f"building {product} (swift build -c release --scratch-path .build-bench) ...")
         subprocess.run(["swift", "build", "-c", "release", "--product", product, "--scratch-path", SCRATCH],
-                       cwd=REPO, check=True)
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    elif not os.path.exists(path):
+        sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --product {product} "
+                 f"--scratch-path .build-bench")
     return path
 
 
@@ -480,6 +481,8 @@ class Scenario:
     hashes: dict[str, str]  # file name -> sha256 of the source
     timeout: float
     tui_factory: object = None  # callable(tool, outdir) -> TUIRun
+    busy_runs: int = 0  # runs that started while a Swift build or test run was going on
+    runs: int = 0
 
     def run(self, rounds: int, workdir: str) -> None:
         base = os.path.join(workdir, "out", self.key)
@@ -497,6 +500,9 @@ class Scenario:
                 outdir = os.path.join(base, f"{slug(tool.name)}-{r}")
                 os.makedirs(outdir)
                 settle()
+                self.runs += 1
+                if builds_running():
+                    self.busy_runs += 1
                 if tool.tui:
                     run = self.tui_factory(tool, outdir)
                     sample = run.run()
@@ -620,8 +626,19 @@ def tool_versions(haul: str) -> list[str]:
         except (OSError, subprocess.TimeoutExpired):
             return "missing"
 
+    head = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h %s", "--", "Sources", "Package.swift"],
+                          capture_output=True,
+                          text=True).stdout.strip()[:70]
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "Sources", "Package.swift"],
+                           capture_output=True, text=True).stdout.strip().splitlines()
+    built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(haul)))
+    newer = subprocess.run(["find", os.path.join(REPO, "Sources"), "-newer", haul, "-name", "*.swift"],
+                           capture_output=True, text=True).stdout.split()
+    if newer:
+        built += f", {len(newer)} source file(s) changed since"
     return [
-        f"haul: {first_line([haul, '--version'])} ({haul})",
+        f"haul: {first_line([haul, '--version'])} ({os.path.relpath(haul, REPO)}, built {built}; last source commit {head}"
+        + (f", {len(dirty)} uncommitted source file(s)" if dirty else "") + ")",
         f"curl: {first_line(['curl', '--version'])}",
         f"wget2: {first_line(['wget2', '--version'])}",
         f"aria2c: {first_line(['aria2c', '--version'])}",
