@@ -80,7 +80,9 @@ def find_command(name: str) -> str | None:
 def builds_running() -> list[str]:
     """Compiler runs on this machine (others share it); their load makes every number noisier."""
     try:
-        out = subprocess.run(["pgrep", "-af", "swift-build|swift-frontend|swift-test"], capture_output=True, text=True).stdout
+        # Process names, not command lines (a test binary's arguments may say "swift-testing").
+        out = subprocess.run(["pgrep", "-l", "-x", "swift-build|swift-frontend|swift-test"], capture_output=True,
+                             text=True).stdout
     except FileNotFoundError:
         return []
     return [line for line in out.splitlines() if line.strip()]
