@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["haul", "SampleServer", "HaulCore", "TestSupport"]),
+            dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,63 @@
+import Foundation
+import HaulCore
+import HaulTUI
+import SampleServer
+import TestSupport
+import Testing
+
+/// Partial JPEG previews end to end: Cancel All in the TUI and `v`, and Ctrl-C in plain mode.
+@Suite(.serialized) struct PreviewTests {
+    /// Per connection: photo-large.jpg (about 6 MB) takes about 6 s, so a cancel lands mid-file.
+    static let server = SampleServerConfiguration(port: 0, rate: 1 << 20, jpegs: true)
+
+    @Test func cancelAllDuringTheLargeJPEGSavesAPreviewThatDecodesAndVShowsIt() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(Self.server) { server in
+            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+            let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
+            let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
+            let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
+            try tmux.send(contentsOf: Array(repeating: "Down", count: photo - selected) + ["Enter", "Tab"])
+            try await tmux.waitFor("a tenth of the picture") {
+                (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 10
+            }
+            try tmux.send("C")
+            try await tmux.waitFor("the preview saved", within: .seconds(10)) {
+                // The state column is fixed-width: "cancelled, partial preview saved" ends in an ellipsis.
+                TUITests.row($0, "photo-large.jpg")?.contains("cancelled, partial previe") == true
+            }
+            let preview = dir.file("out/photo-large.partial.jpg")
+            let decoded = try JPEGImage(path: preview)
+            #expect(decoded.image.width == 4000 && decoded.image.height == 3000, "the whole picture, blurred")
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/photo-large.jpg.part")), "still resumable")
+
+            try tmux.send("v")
+            try await tmux.waitFor("the picture") { screen in
+                screen.contains { $0.contains("photo-large.partial.jpg  4000x3000") }
+                    && screen.contains { $0.contains("▀") }
+            }
+            try tmux.send("Escape", "q")
+            try await TUITests.expectExit(tmux, 10)
+        }
+    }
+
+    @Test func ctrlCInPlainModeSavesThePreviewAndSaysWhere() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(Self.server) { server in
+            let url = server.downloadURL("photo-large.jpg")
+            let process = try HaulProcess(["--plain", url], in: dir.path)
+            let started = try await within(20, "the download to start") {
+                await process.firstLine { $0.hasPrefix("photo-large.jpg  ") }
+            }
+            #expect(started != nil)
+            process.send(SIGINT)
+            let exit = await process.wait()
+            #expect(exit.status == 130)
+            #expect(exit.stdout.contains("photo-large.jpg: partial preview saved: ./photo-large.partial.jpg"),
+                    "\(exit.stdout)")
+            #expect(exit.stderr == "haul: photo-large.jpg: interrupted (\(url))\n")
+            let decoded = try JPEGImage(path: dir.file("photo-large.partial.jpg"))
+            #expect(decoded.image.width == 4000)
+        }
+    }
+}
