@@ -77,15 +77,23 @@ def find_command(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
 
 
+BUILD_PROCESSES = {"swift-build", "swift-frontend", "swift-test", "swift-driver"}
+
+
 def builds_running() -> list[str]:
-    """Compiler runs on this machine (others share it); their load makes every number noisier."""
-    try:
-        # Process names, not command lines (a test binary's arguments may say "swift-testing").
-        out = subprocess.run(["pgrep", "-l", "-x", "swift-build|swift-frontend|swift-test"], capture_output=True,
-                             text=True).stdout
-    except FileNotFoundError:
-        return []
-    return [line for line in out.splitlines() if line.strip()]
+    """Compiler and test runs on this machine (others share it); their load makes every number noisier.
+    Matched by process name, not command line (a test binary's arguments may say "swift-testing")."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            if name in BUILD_PROCESSES:
+                found.append(f"{entry} {name}")
+    return found
 
 
 def wait_for_builds(limit: float) -> str | None:
