@@ -44,9 +44,12 @@ import Testing
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(notices.count == 2)
             #expect(notices.first?.contains("retry 1 of 5") == true)
-            #expect(notices.last?.contains("resuming at 10.0 MiB") == true)
+            // About 10 MiB: the server counts what it hands its socket, and a loaded run can see the close
+            // before the last of those bytes.
+            #expect(notices.last?.contains("resuming at 9.") == true || notices.last?.contains("resuming at 10.0 MiB") == true,
+                    "\(notices)")
             // Resumed, not restarted: the server sent the file about once.
-            #expect(server.stats.bodyBytesSent == 20 << 20)
+            #expect(server.stats.bodyBytesSent >= 20 << 20 && server.stats.bodyBytesSent < 21 << 20)
             #expect(server.stats.rangeRequests == 2)
             #expect(dir.listing() == ["medium.bin"])
         }
