@@ -105,7 +105,8 @@ def wait_for_builds(limit: float) -> str | None:
         if not running:
             return None
         if time.monotonic() >= deadline:
-            return f"a Swift build or test run was going on at the start ({len(running)} process(es)); numbers are noisier than usual"
+            return (f"a Swift build or test run was going on at the start ({len(running)} process(es)); "
+                    "numbers are noisier than usual")
         if not announced:
             note(f"waiting up to {limit:.0f} s for a running Swift build to finish ...")
             announced = True
@@ -300,6 +301,12 @@ def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
             os.wait4(process.pid, 0)
             process.returncode = -9
             return Sample(0, 0, 0, f"timed out after {timeout:.0f} s")
+        except BaseException:
+            # Ctrl-C reaches only this process (the tool has its own session): stop the tool too.
+            os.killpg(process.pid, signal.SIGKILL)
+            os.wait4(process.pid, 0)
+            process.returncode = -9
+            raise
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
@@ -647,7 +654,8 @@ def tool_versions(haul: str) -> list[str]:
     if newer:
         built += f", {len(newer)} source file(s) changed since"
     return [
-        f"haul: {first_line([haul, '--version'])} ({os.path.relpath(haul, REPO)}, built {built}; last source commit {head}"
+        f"haul: {first_line([haul, '--version'])} ({os.path.relpath(haul, REPO)}, built {built}; "
+        f"last source commit {head}"
         + (f", {len(dirty)} uncommitted source file(s)" if dirty else "") + ")",
         f"curl: {first_line(['curl', '--version'])}",
         f"wget2: {first_line(['wget2', '--version'])}",
