@@ -84,6 +84,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "SampleServer",
+                "CJPEG",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

@@ -61,17 +61,6 @@ import Testing
         }
     }
 
-    private func decode(_ bytes: [UInt8]) -> (status: Int32, width: Int, height: Int, rows: Int) {
-        var width: Int32 = 0
-        var height: Int32 = 0
-        var rows: Int32 = 0
-        var rgb: UnsafeMutablePointer<UInt8>?
-        let status = bytes.withUnsafeBufferPointer {
-            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
-        }
-        haul_jpeg_free(rgb)
-        return (status, Int(width), Int(height), Int(rows))
-    }
 
     /// The file as the server has it.
     private func serverBytes(_ url: String) async throws -> [UInt8] {
@@ -94,9 +83,9 @@ import Testing
             let cancelledAt = try #require(outcome.cancelledAt)
             #expect(Int64(preview.count) >= cancelledAt, "at least what was on disk at the cancel")
             #expect(Int64(preview.count) < total + 2, "a prefix, not the whole file")
-            let image = decode(preview)
+            let image = DecodedJPEG(preview)
             #expect(image.status >= 0)
-            #expect(image.width == 4_000 && image.height == 3_000 && image.rows == 3_000)
+            #expect(image.width == 4_000 && image.height == 3_000 && image.rowsDecoded == 3_000)
             #expect(dir.listing() == ["photo-large.jpg.part", "photo-large.jpg.part.json", "photo-large.partial.jpg"])
         }
     }
@@ -115,7 +104,7 @@ import Testing
             // Holes would show up as zeros where the original has data.
             #expect(Array(preview.dropLast(2)) == Array(original.prefix(preview.count - 2)))
             #expect(preview.suffix(2) == [0xFF, 0xD9])
-            #expect(decode(preview).width == 4_000)
+            #expect(DecodedJPEG(preview).width == 4_000)
         }
     }
 
@@ -128,7 +117,7 @@ import Testing
             #expect(outcome.state == .cancelled)
             #expect(outcome.preview == dir.file("picture.partial"))
             let preview = try #require(dir.contents("picture.partial"))
-            #expect(decode(preview).height == 3_000)
+            #expect(DecodedJPEG(preview).height == 3_000)
         }
     }
 

@@ -216,28 +216,6 @@ import Testing
 
     // MARK: a real progressive JPEG from the sample server, cut mid-transfer
 
-    private struct Decoded {
-        let status: Int32
-        let width: Int
-        let height: Int
-        let rowsDecoded: Int
-        let lastRow: [UInt8]
-    }
-
-    private func decode(_ bytes: [UInt8]) -> Decoded {
-        var width: Int32 = 0
-        var height: Int32 = 0
-        var rows: Int32 = 0
-        var rgb: UnsafeMutablePointer<UInt8>?
-        let status = bytes.withUnsafeBufferPointer {
-            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
-        }
-        defer { haul_jpeg_free(rgb) }
-        let stride = Int(width) * 3
-        let lastRow = rgb.map { Array(UnsafeBufferPointer(start: $0 + (Int(height) - 1) * stride, count: stride)) }
-        return Decoded(status: status, width: Int(width), height: Int(height), rowsDecoded: Int(rows),
-                       lastRow: lastRow ?? [])
-    }
 
     /// Streams `url` into `partPath` until `fraction` of it is on disk, then cancels the transfer (as a cancelled
     /// download does). Returns the bytes written, the total, and the response's content type.
@@ -282,7 +260,7 @@ import Testing
                 let preview = try #require(dir.contents("photo-large.partial.jpg"))
                 #expect(Int64(preview.count) == received.written + 2)
                 #expect(preview.suffix(2) == [0xFF, 0xD9])
-                let image = decode(preview)
+                let image = DecodedJPEG(preview)
                 #expect(image.status >= 0, "libjpeg reads the preview cut at \(fraction)")
                 #expect(image.width == 4_000 && image.height == 3_000, "full size at \(fraction)")
                 #expect(image.rowsDecoded == image.height, "every row at \(fraction)")
@@ -341,7 +319,7 @@ import Testing
             for try await batch in whole.bytes { expected += batch }
             #expect(dir.contents("photo-medium.jpg.part") == expected, "resumed file is byte-identical")
             #expect(dir.contents("photo-medium.partial.jpg") == preview, "the preview stays as it was")
-            let complete = decode(expected)
+            let complete = DecodedJPEG(expected)
             #expect(complete.status == 0 && complete.rowsDecoded == complete.height, "the full file decodes cleanly")
         }
     }

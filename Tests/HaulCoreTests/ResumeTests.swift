@@ -7,11 +7,6 @@ import Testing
 
 /// Resume, retries and refusals against the sample server's faults.
 @Suite struct ResumeTests {
-    var downloader: Downloader {
-        var downloader = Downloader()
-        downloader.retryPolicy.base = .milliseconds(10)
-        return downloader
-    }
 
     func job(_ server: SampleServer, _ name: String, _ dir: TempDirectory, retries: Int = 5) -> DownloadJob {
         var job = DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
@@ -19,18 +14,10 @@ import Testing
         return job
     }
 
-    /// Runs a download, collecting its notices.
-    func run(_ job: DownloadJob, with downloader: Downloader? = nil) async -> (Result<DownloadResult, HaulError>, [String]) {
-        let notices = NIOLockedValueBox<[String]>([])
-        do {
-            let result = try await (downloader ?? self.downloader).download(job) { event in
-                if case .notice(let text) = event { notices.withLockedValue { $0.append(text) } }
-            }
-            return (.success(result), notices.withLockedValue { $0 })
-        } catch {
-            return (.failure(error), notices.withLockedValue { $0 })
-        }
+    func run(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
+        await Downloader.quickRetries.runCollectingNotices(job)
     }
+
 
     @Test func aDroppedConnectionIsRetriedFromWhereItStopped() async throws {
         let dir = TempDirectory()
@@ -199,7 +186,7 @@ import Testing
     @Test func checkpointsRecordOnlySyncedProgressWhileRunning() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in
-            var fast = downloader
+            var fast = Downloader.quickRetries
             fast.firstCheckpoint = .milliseconds(200)
             fast.checkpointInterval = .milliseconds(200)
             let job = job(server, "medium.bin", dir)

@@ -53,18 +53,9 @@ import Testing
     }
 
     func run(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
-        var downloader = Downloader()
-        downloader.retryPolicy.base = .milliseconds(10)
-        let notices = NIOLockedValueBox<[String]>([])
-        do {
-            let result = try await downloader.download(job) { event in
-                if case .notice(let text) = event { notices.withLockedValue { $0.append(text) } }
-            }
-            return (.success(result), notices.withLockedValue { $0 })
-        } catch {
-            return (.failure(error), notices.withLockedValue { $0 })
-        }
+        await Downloader.quickRetries.runCollectingNotices(job)
     }
+
 
     @Test func fourSegmentsArriveIdenticalOverFourConnections() async throws {
         let dir = TempDirectory()

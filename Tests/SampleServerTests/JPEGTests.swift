@@ -1,34 +1,13 @@
 import CJPEG
 import Foundation
 import SampleServer
+import TestSupport
 import Testing
 
 @Suite("Generated JPEGs")
 struct JPEGTests {
     private static let names = ["photo-small.jpg", "photo-medium.jpg", "photo-large.jpg"]
 
-    private struct Decoded {
-        let width: Int
-        let height: Int
-        let rowsDecoded: Int
-        let rgb: [UInt8]
-    }
-
-    private func decode(_ bytes: ArraySlice<UInt8>) throws -> Decoded {
-        var width: Int32 = 0
-        var height: Int32 = 0
-        var rows: Int32 = 0
-        var rgb: UnsafeMutablePointer<UInt8>?
-        let status = bytes.withUnsafeBufferPointer {
-            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
-        }
-        defer { haul_jpeg_free(rgb) }
-        try #require(status >= 0, "libjpeg could not read the image")
-        let pixels = try #require(rgb)
-        return Decoded(
-            width: Int(width), height: Int(height), rowsDecoded: Int(rows),
-            rgb: Array(UnsafeBufferPointer(start: pixels, count: Int(width) * Int(height) * 3)))
-    }
 
     private func download(_ name: String, from server: SampleServer) async throws -> [UInt8] {
         let response = try await RawHTTPClient.fetch(from: server, downloadTarget(name))
@@ -46,7 +25,7 @@ struct JPEGTests {
                 #expect(bytes.starts(with: [0xFF, 0xD8]) && Array(bytes.suffix(2)) == [0xFF, 0xD9], "\(name)")
                 let hasSOF2 = zip(bytes, bytes.dropFirst()).contains { $0 == 0xFF && $1 == 0xC2 }
                 #expect(hasSOF2, "\(name) is progressive")
-                let image = try decode(bytes[...])
+                let image = try decoded(bytes[...])
                 #expect(image.rowsDecoded == image.height, "\(name) decodes completely")
             }
             #expect(try #require(sizes["photo-large.jpg"]) >= 5_000_000)
@@ -55,12 +34,19 @@ struct JPEGTests {
         }
     }
 
+    /// Decodes with libjpeg, failing the test when nothing could be read.
+    private func decoded(_ bytes: ArraySlice<UInt8>) throws -> DecodedJPEG {
+        let image = DecodedJPEG(bytes)
+        try #require(image.status >= 0, "libjpeg could not read the image")
+        return image
+    }
+
     @Test(arguments: names)
     func aFifthOfTheFileDecodesToTheFullSizeBlurred(name: String) async throws {
         try await withServer(SampleServerConfiguration(port: 0, files: [], jpegs: true)) { server in
             let bytes = try await download(name, from: server)
-            let complete = try decode(bytes[...])
-            let prefix = try decode(bytes[..<(bytes.count / 5)])
+            let complete = try decoded(bytes[...])
+            let prefix = try decoded(bytes[..<(bytes.count / 5)])
             #expect(prefix.width == complete.width && prefix.height == complete.height)
             #expect(prefix.rowsDecoded == complete.height)
             let lastRow = prefix.rgb.suffix(prefix.width * 3)
