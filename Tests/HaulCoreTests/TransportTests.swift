@@ -1,3 +1,4 @@
+import Crypto
 import SampleServer
 import TestSupport
 import Testing
@@ -40,7 +41,7 @@ import Testing
             // Read nothing until curl has had to pause twice: once before the first read, once after.
             try await within(10, "the first pause") { await transfer.core.waitUntilPaused(moreThan: 0) }
             var iterator = transfer.bytes.makeAsyncIterator()
-            var received = try await iterator.next() ?? []
+            var received = Array(try await iterator.next() ?? [])
             try await within(10, "the second pause") { await transfer.core.waitUntilPaused(moreThan: 1) }
             while let batch = try await iterator.next() { received += batch }
 
@@ -111,6 +112,32 @@ import Testing
                 for try await _ in transfer.bytes {}
             }
             #expect(error?.category == .network)
+        }
+    }
+
+    @Test func aKeptBatchIsNeverOverwrittenAndADroppedOneIsReused() async throws {
+        try await withSampleServer { server in
+            // Kept: every batch stays intact while later ones arrive (their buffers are not recycled).
+            let kept = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("medium.bin")))
+            var batches: [ByteBatch] = []
+            for try await batch in kept.bytes { batches.append(batch) }
+            #expect(batches.count > 2)
+            #expect(batches.flatMap { $0 } == expectedBytes("medium.bin"))
+            #expect(kept.statistics.buffersAllocated == batches.count)
+
+            // Dropped: a few buffers in rotation carry the whole file.
+            let dropped = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("medium.bin")))
+            var count = 0
+            var digest = SHA256()
+            for try await batch in dropped.bytes {
+                count += 1
+                batch.withUnsafeBytes { digest.update(bufferPointer: $0) }
+            }
+            #expect(Array(digest.finalize()) == Array(SHA256.hash(data: expectedBytes("medium.bin"))))
+            // Two in steady state, and now and then one more: a returned buffer is refilled only once nothing
+            // refers to it, and the reader's loop may still hold it for a moment.
+            #expect(count > 8)
+            #expect(dropped.statistics.buffersAllocated <= Swift.max(3, count / 4))
         }
     }
 }

@@ -6,7 +6,7 @@
 /// completes the last one. So a tiny file reports once, a huge one about a hundred times plus once per
 /// window while it is slow, and the reader (a progress bar, a JSON line) sees smooth progress either way.
 public struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
-where Base.Element == [UInt8], C.Duration == Duration {
+where Base.Element: ByteChunk, C.Duration == Duration {
     public typealias Element = DownloadProgress
 
     let base: Base

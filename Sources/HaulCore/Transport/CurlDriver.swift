@@ -117,8 +117,12 @@ private final class DriverLoop {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectFinished()
+            // Bytes below a batch's threshold wait for a consumer at most a few tens of milliseconds.
+            let now = ContinuousClock.now
+            var pending = false
+            for core in transfers.values where core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
-            curl_multi_poll(multi, nil, 0, transfers.isEmpty ? 60_000 : 1_000, nil)
+            curl_multi_poll(multi, nil, 0, pending ? 10 : transfers.isEmpty ? 60_000 : 1_000, nil)
         }
         driver.threadDidExit()
     }
@@ -259,8 +263,7 @@ private let writeCallback: haul_data_callback = { data, size, count, userdata in
 
 private let headerCallback: haul_data_callback = { data, size, count, userdata in
     let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
-    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
-    core.headerLine(String(decoding: bytes, as: UTF8.self))
+    core.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
 }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The status line and headers of the final response (after redirects).
 public struct ResponseHead: Sendable, Equatable {
     public var status: Int
@@ -14,21 +12,26 @@ public struct ResponseHead: Sendable, Equatable {
         self.effectiveURL = effectiveURL
     }
 
-    /// The first value of a header, compared case-insensitively.
+    /// The first value of a header, compared case-insensitively (ASCII, as HTTP field names are).
     public subscript(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.name.lowercased() == wanted }?.value
+        headers.first { Self.sameName($0.name, name) }?.value
+    }
+
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 
     /// Body length announced by `Content-Length`, if any.
     public var contentLength: Int64? {
-        self["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        self["Content-Length"].flatMap { Int64($0) }
     }
 
     /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`).
     public var contentRange: (first: Int64, last: Int64, total: Int64?)? {
-        guard let value = self["Content-Range"]?.trimmingCharacters(in: .whitespaces),
-            value.lowercased().hasPrefix("bytes ")
+        guard let value = self["Content-Range"], value.utf8.count > 6,
+            Self.sameName(String(value.prefix(6)), "bytes ")
         else { return nil }
         let spec = value.dropFirst(6)
         let parts = spec.split(separator: "/", maxSplits: 1)
@@ -44,20 +47,35 @@ public struct ResponseHead: Sendable, Equatable {
             && a.headers.map { [$0.name, $0.value] } == b.headers.map { [$0.name, $0.value] }
     }
 
-    /// Parses the header lines curl hands over, one call per line (status line included).
+    /// Parses the header lines curl hands over, one call per line (status line included). Works on the
+    /// raw bytes: it runs on the curl thread for every header of every response.
     struct Builder {
         var lines: [(name: String, value: String)] = []
 
-        mutating func add(line raw: String) {
-            let line = raw.trimmingCharacters(in: .newlines)
-            if line.hasPrefix("HTTP/") {
+        mutating func add(line: String) {
+            var line = line
+            line.withUTF8 { add(line: UnsafeRawBufferPointer($0)) }
+        }
+
+        mutating func add(line bytes: UnsafeRawBufferPointer) {
+            if bytes.starts(with: "HTTP/".utf8) {
                 lines.removeAll()  // a new response begins (redirect, 100 Continue)
                 return
             }
-            guard let colon = line.firstIndex(of: ":") else { return }
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            if !name.isEmpty { lines.append((name, value)) }
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
+            let name = Self.trimmed(bytes, 0, colon)
+            guard !name.isEmpty else { return }
+            let value = Self.trimmed(bytes, colon + 1, bytes.count)
+            lines.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+
+        /// `bytes[from..<to]` without the ASCII white space (space, tab, CR, LF) at either end.
+        private static func trimmed(_ bytes: UnsafeRawBufferPointer, _ from: Int, _ to: Int) -> UnsafeRawBufferPointer.SubSequence {
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+            var (start, end) = (from, to)
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            return bytes[start..<end]
         }
     }
 }

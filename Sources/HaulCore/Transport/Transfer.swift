@@ -39,14 +39,18 @@ public final class Transfer: Sendable {
 
 /// A transfer's body as byte batches. Iterate it once, from one task.
 public struct TransferBytes: AsyncSequence, Sendable {
-    public typealias Element = [UInt8]
+    public typealias Element = ByteBatch
     let transfer: Transfer
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let transfer: Transfer
+        /// The buffer of the batch returned last: reused for a later batch when nobody kept it.
+        var lent: IOBuffer?
 
-        public mutating func next() async throws -> [UInt8]? {
-            try await transfer.core.next()
+        public mutating func next() async throws -> ByteBatch? {
+            let batch = try await transfer.core.next(recycling: lent.take())
+            if case .buffer(let buffer) = batch?.storage { lent = buffer }
+            return batch
         }
     }
 

@@ -38,14 +38,14 @@ final class TransferCore: Sendable {
 
     var statistics: TransferStatistics {
         state.withLockedValue {
-            TransferStatistics(pauses: $0.machine.pauseCount, peakBufferedBytes: $0.machine.peakBuffered,
-                               closedAt: $0.closedAt)
+            TransferStatistics(pauses: $0.machine.pauseCount, buffersAllocated: $0.machine.buffersAllocated,
+                               peakBufferedBytes: $0.machine.peakBuffered, closedAt: $0.closedAt)
         }
     }
 
     // MARK: curl thread
 
-    func headerLine(_ line: String) {
+    func headerLine(_ line: UnsafeRawBufferPointer) {
         lastActivity = .now
         state.withLockedValue { $0.headBuilder.add(line: line) }
     }
@@ -64,10 +64,11 @@ final class TransferCore: Sendable {
 
     /// Called on the curl thread by the write callback; the return value goes back to curl.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
-        lastActivity = .now
+        let now = ContinuousClock.now
+        lastActivity = now
         deliverHeadIfPending()
         let (action, paused) = state.withLockedValue { state in
-            let action = state.machine.receive(bytes)
+            let action = state.machine.receive(bytes, now: now)
             guard case .pause = action, !state.pauseWaiters.isEmpty else {
                 return (action, [CheckedContinuation<Void, Never>]())
             }
@@ -89,6 +90,14 @@ final class TransferCore: Sendable {
         case .abort:
             return 0
         }
+    }
+
+    /// Called on the curl thread between socket events: hands a waiting consumer the bytes that waited
+    /// long enough. Returns whether bytes still wait for a later call.
+    func flushIfDue(now: ContinuousClock.Instant) -> Bool {
+        let (due, pending) = state.withLockedValue { $0.machine.flushIfDue(now: now) }
+        if let (consumer, batch) = due { consumer.resume(returning: batch) }
+        return pending
     }
 
     /// The transfer ended on the curl thread, with `nil` for success.
@@ -121,9 +130,10 @@ final class TransferCore: Sendable {
         var urlPointer: UnsafeMutablePointer<CChar>?
         haul_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
         let effectiveURL = urlPointer.map { String(cString: $0) } ?? request.url
-        let waiter = state.withLockedValue {
-            $0.machine.headArrived(ResponseHead(status: status, headers: $0.headBuilder.lines,
-                                                effectiveURL: effectiveURL))
+        let waiter = state.withLockedValue { state in
+            let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
+            state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
+            return state.machine.headArrived(head)
         }
         if let waiter, case .delivered(let head) = state.withLockedValue({ $0.machine.head }) {
             waiter.resume(returning: head)
@@ -144,15 +154,17 @@ final class TransferCore: Sendable {
         }
     }
 
-    func next() async throws -> [UInt8]? {
-        if let ready = try take(state.withLockedValue { $0.machine.next() }) { return ready }
+    /// The next batch; `recycling` is the buffer of the previous one, for reuse once nobody holds it.
+    func next(recycling spent: consuming IOBuffer?) async throws -> ByteBatch? {
+        // Consumed before any waiting, so that no reference of ours keeps the buffer from being reused.
+        if let ready = try take(firstLook(recycling: consume spent)) { return ready }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.BytesContinuation) in
                 // Anything may have happened since the first look: look again under the same lock as parking.
                 let action = state.withLockedValue { state -> TransferStateMachine.NextAction? in
                     let action = state.machine.next()
                     guard case .wait = action else { return action }
-                    state.machine.park(continuation)
+                    state.machine.park(continuation, now: .now)
                     return nil
                 }
                 guard let action else { return }
@@ -163,8 +175,15 @@ final class TransferCore: Sendable {
         }
     }
 
+    private func firstLook(recycling spent: consuming IOBuffer?) -> TransferStateMachine.NextAction {
+        state.withLockedValue { state in
+            if let spent { state.machine.recycle(spent) }
+            return state.machine.next()
+        }
+    }
+
     /// Carries out a consumer action that needs no waiting: `.some(batch or nil)`, or `nil` for `.wait`.
-    private func take(_ action: TransferStateMachine.NextAction) throws -> [UInt8]?? {
+    private func take(_ action: TransferStateMachine.NextAction) throws -> ByteBatch?? {
         switch action {
         case .bytes(let batch, let resumeProducer):
             if resumeProducer { driver.post(.unpause(self)) }
@@ -215,6 +234,8 @@ final class TransferCore: Sendable {
 public struct TransferStatistics: Sendable, Equatable {
     /// How many times the curl thread paused the transfer because the consumer was behind.
     public var pauses: Int
+    /// Transfer buffers allocated (they are reused, so a long download needs two).
+    public var buffersAllocated: Int
     /// The most bytes ever waiting between curl and the consumer.
     public var peakBufferedBytes: Int
     /// When the handle was removed from the multi handle and freed, on the curl thread.

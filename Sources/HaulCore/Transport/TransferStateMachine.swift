@@ -2,14 +2,18 @@
 ///
 /// Plain state: every method says what the caller must do next, and the caller does it outside the lock.
 /// Invariants:
-/// - `buffer` never grows past `highWatermark` plus one write-callback chunk: at the high watermark the
-///   producer is told to pause (curl keeps that chunk and delivers it again after `CURLPAUSE_CONT`).
-/// - The consumer takes the whole buffer at once, so once it has taken, the level is below the low
-///   watermark and a paused producer is resumed.
+/// - The bytes wait in one `IOBuffer`, which never holds more than `highWatermark` plus one write-callback
+///   chunk: at the high watermark the producer is told to pause (curl keeps that chunk and delivers it
+///   again after `CURLPAUSE_CONT`).
+/// - The consumer takes the whole buffer at once, so once it has taken, the level is zero and a paused
+///   producer is resumed. Buffers come back (`recycle`) and are reused: no allocation per batch.
+/// - Batches are worth a thread hand-off: a waiting consumer is woken when `deliverThreshold` bytes are
+///   there, or when the oldest waited `maxDelay` (the driver calls `flushIfDue` for a quiet transfer).
 /// - Once finished or cancelled, nothing is delivered but what is already buffered.
 struct TransferStateMachine {
-    typealias BytesContinuation = CheckedContinuation<[UInt8]?, any Error>
+    typealias BytesContinuation = CheckedContinuation<ByteBatch?, any Error>
     typealias HeadContinuation = CheckedContinuation<ResponseHead, any Error>
+    typealias Instant = ContinuousClock.Instant
 
     enum Phase {
         case running
@@ -23,17 +27,32 @@ struct TransferStateMachine {
         case failed(any Error)
     }
 
+    /// The most bytes one write callback brings (`CURLOPT_BUFFERSIZE`).
+    static let largestChunk = 256 * 1024
+    /// Returned buffers kept for reuse.
+    static let sparesKept = 2
+
     let highWatermark: Int
+    let deliverThreshold: Int
+    let maxDelay: Duration
     private(set) var phase = Phase.running
     private(set) var head = HeadState.pending(nil)
-    private var buffer: [UInt8] = []
+    private var current: IOBuffer?
+    private var spares: [IOBuffer] = []
+    /// The file offset the next byte is meant for, so buffers line up with the file's pages.
+    private var nextOffset: Int64 = 0
     private var consumer: BytesContinuation?
+    /// When the bytes now waiting for a parked consumer began to wait (or it parked, if later).
+    private var waitingSince: Instant?
     private(set) var producerPaused = false
     private(set) var pauseCount = 0
     private(set) var peakBuffered = 0
+    private(set) var buffersAllocated = 0
 
-    init(highWatermark: Int) {
+    init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(40)) {
         self.highWatermark = highWatermark
+        self.deliverThreshold = deliverThreshold ?? Swift.min(256 * 1024, Swift.max(1, highWatermark / 2))
+        self.maxDelay = maxDelay
     }
 
     var isHeadPending: Bool {
@@ -46,11 +65,15 @@ struct TransferStateMachine {
         return false
     }
 
+    var buffered: Int { current?.count ?? 0 }
+
+    private var bufferCapacity: Int { highWatermark + Self.largestChunk + IOBuffer.alignment }
+
     // MARK: producer (curl thread)
 
     enum ReceiveAction {
         /// Bytes taken; resume this waiting consumer with this batch.
-        case deliver(BytesContinuation, [UInt8])
+        case deliver(BytesContinuation, ByteBatch)
         /// Bytes taken into the buffer.
         case buffered
         /// Answer `CURL_WRITEFUNC_PAUSE`: the consumer is behind.
@@ -59,20 +82,70 @@ struct TransferStateMachine {
         case abort
     }
 
-    mutating func receive(_ bytes: UnsafeRawBufferPointer) -> ReceiveAction {
+    /// The body's first byte is meant for `offset` in the file (the start of a 206's range, else 0).
+    mutating func bodyStarts(at offset: Int64) {
+        if current?.isEmpty ?? true { nextOffset = offset }
+    }
+
+    mutating func receive(_ bytes: UnsafeRawBufferPointer, now: Instant) -> ReceiveAction {
         guard isRunning else { return .abort }
-        if buffer.count >= highWatermark {
-            producerPaused = true
-            pauseCount += 1
-            return .pause
+        if buffered >= highWatermark {
+            return pause()
         }
-        if let waiting = consumer {
-            consumer = nil
-            return .deliver(waiting, Array(bytes))
+        var buffer: IOBuffer
+        if let current {
+            buffer = current
+        } else {
+            buffer = freshBuffer()
+            buffer.reset(atFileOffset: nextOffset)
+            current = buffer
         }
-        buffer.append(contentsOf: bytes)
-        peakBuffered = max(peakBuffered, buffer.count)
-        return .buffered
+        if bytes.count > buffer.room {
+            guard buffer.isEmpty else { return pause() }
+            // A chunk larger than curl's buffer size (curl may hand over more after a pause): a buffer of
+            // its own, used once.
+            spares.append(buffer)
+            buffersAllocated += 1
+            buffer = IOBuffer(capacity: bytes.count + IOBuffer.alignment)
+            buffer.reset(atFileOffset: nextOffset)
+            current = buffer
+        }
+        buffer.append(bytes)
+        nextOffset += Int64(bytes.count)
+        peakBuffered = Swift.max(peakBuffered, buffer.count)
+        if consumer != nil, waitingSince == nil { waitingSince = now }
+        return deliverIfDue(now: now).map { .deliver($0.0, $0.1) } ?? .buffered
+    }
+
+    /// For a quiet transfer: hands a parked consumer what waited `maxDelay`. Also says whether a later
+    /// call may have something to deliver (so the driver knows to call again soon).
+    mutating func flushIfDue(now: Instant) -> (deliver: (BytesContinuation, ByteBatch)?, pending: Bool) {
+        let due = deliverIfDue(now: now)
+        return (due, due == nil && consumer != nil && buffered > 0)
+    }
+
+    private mutating func deliverIfDue(now: Instant) -> (BytesContinuation, ByteBatch)? {
+        guard let waiting = consumer, let buffer = current, !buffer.isEmpty else { return nil }
+        let waited = waitingSince.map { $0.duration(to: now) >= maxDelay } ?? false
+        guard buffer.count >= deliverThreshold || waited else { return nil }
+        consumer = nil
+        waitingSince = nil
+        current = nil
+        return (waiting, ByteBatch(buffer))
+    }
+
+    private mutating func pause() -> ReceiveAction {
+        producerPaused = true
+        pauseCount += 1
+        return .pause
+    }
+
+    private mutating func freshBuffer() -> IOBuffer {
+        for index in spares.indices.reversed() where isKnownUniquelyReferenced(&spares[index]) {
+            return spares.remove(at: index)
+        }
+        buffersAllocated += 1
+        return IOBuffer(capacity: bufferCapacity)
     }
 
     /// The response head is known (first body byte, or end of a bodiless answer).
@@ -84,7 +157,7 @@ struct TransferStateMachine {
 
     enum FinishAction {
         case none
-        case resumeConsumer(BytesContinuation, Result<[UInt8]?, any Error>)
+        case resumeConsumer(BytesContinuation, Result<ByteBatch?, any Error>)
     }
 
     /// curl is done with the transfer, successfully (`error == nil`) or not.
@@ -99,6 +172,12 @@ struct TransferStateMachine {
         }
         guard let waiting = consumer else { return (headAction, .none) }
         consumer = nil
+        waitingSince = nil
+        if let buffer = current, !buffer.isEmpty {
+            // What waited below the threshold goes first; the end comes with the next call.
+            current = nil
+            return (headAction, .resumeConsumer(waiting, .success(ByteBatch(buffer))))
+        }
         return (headAction, .resumeConsumer(waiting, error.map { .failure($0) } ?? .success(nil)))
     }
 
@@ -106,19 +185,20 @@ struct TransferStateMachine {
 
     enum NextAction {
         /// Return these bytes; when `resumeProducer` is set, post an unpause to the curl thread.
-        case bytes([UInt8], resumeProducer: Bool)
+        case bytes(ByteBatch, resumeProducer: Bool)
         case end
         case fail(any Error)
         case wait
     }
 
+    /// What the consumer gets now. While the transfer runs, a batch smaller than `deliverThreshold` is
+    /// left to grow (the consumer parks and is woken by `receive` or `flushIfDue`).
     mutating func next() -> NextAction {
-        if !buffer.isEmpty {
-            var taken: [UInt8] = []
-            swap(&taken, &buffer)
+        if let buffer = current, !buffer.isEmpty, buffer.count >= deliverThreshold || !isRunning || producerPaused {
+            current = nil
             let resume = producerPaused && isRunning
             if resume { producerPaused = false }
-            return .bytes(taken, resumeProducer: resume)
+            return .bytes(ByteBatch(buffer), resumeProducer: resume)
         }
         switch phase {
         case .running: return .wait
@@ -128,10 +208,19 @@ struct TransferStateMachine {
         }
     }
 
+    /// The buffer of the consumer's previous batch. It is reused only once nothing else refers to it:
+    /// the consumer may keep a batch, and the curl thread may not yet have dropped its own reference.
+    mutating func recycle(_ buffer: IOBuffer) {
+        guard isRunning, buffer.capacity == bufferCapacity else { return }
+        if spares.count >= Self.sparesKept { spares.removeFirst() }
+        spares.append(buffer)
+    }
+
     /// Parks the consumer; only valid right after `next()` answered `.wait` under the same lock.
-    mutating func park(_ continuation: BytesContinuation) {
-        precondition(isRunning && buffer.isEmpty && consumer == nil, "one consumer at a time")
+    mutating func park(_ continuation: BytesContinuation, now: Instant) {
+        precondition(isRunning && consumer == nil, "one consumer at a time")
         consumer = continuation
+        waitingSince = buffered > 0 ? now : nil
     }
 
     mutating func parkForHead(_ continuation: HeadContinuation) -> Result<ResponseHead, any Error>? {
@@ -151,6 +240,8 @@ struct TransferStateMachine {
     mutating func cancel() -> (consumer: BytesContinuation?, head: HeadContinuation?, removeHandle: Bool) {
         let wasRunning = isRunning
         if wasRunning { phase = .cancelled }
+        current = nil
+        spares = []
         let waitingConsumer = consumer
         consumer = nil
         var waitingHead: HeadContinuation?

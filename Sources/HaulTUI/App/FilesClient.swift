@@ -21,7 +21,7 @@ struct FilesClient: Sendable {
         }
         var body: [UInt8] = []
         for try await batch in transfer.bytes {
-            body += batch
+            batch.withUnsafeBytes { body.append(contentsOf: $0) }
             guard body.count <= maximumBody else { throw FilesError(message: "the answer is too large") }
         }
         return body

@@ -1,0 +1,145 @@
+import Glibc
+
+/// A page-aligned block of memory that carries a transfer's bytes from the curl thread to the reader,
+/// and goes back to the transfer for reuse once the reader is done with it.
+///
+/// Fixed capacity, allocated once: a transfer keeps two in rotation, so a long download neither copies
+/// while growing a buffer nor takes fresh pages from the kernel for every batch.
+///
+/// Ownership is handed over, never shared: the curl thread writes into a buffer only while the transfer's
+/// state machine holds it; once a batch is handed to the reader it is read-only. A returned buffer is
+/// filled again only when the state machine holds the last reference (`isKnownUniquelyReferenced`), so a
+/// batch a caller keeps is never written again. Hence `@unchecked Sendable`.
+final class IOBuffer: @unchecked Sendable {
+    /// The alignment of the memory, and the alignment `PartFile` needs for direct I/O.
+    static let alignment = 4096
+
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    /// Where the bytes start: chosen so that each byte's address is congruent to its file offset modulo
+    /// `alignment` (see `start(atFileOffset:)`), which lets whole pages go to disk straight from here.
+    private(set) var start = 0
+    private(set) var end = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        var memory: UnsafeMutableRawPointer?
+        guard posix_memalign(&memory, IOBuffer.alignment, capacity) == 0, let memory else {
+            fatalError("out of memory allocating a \(capacity)-byte transfer buffer")
+        }
+        base = memory
+    }
+
+    deinit {
+        free(base)
+    }
+
+    var count: Int { end - start }
+    var isEmpty: Bool { end == start }
+    var room: Int { capacity - end }
+
+    /// Empties the buffer; the next byte to arrive is meant for `offset` in the file.
+    func reset(atFileOffset offset: Int64) {
+        start = Int(offset % Int64(IOBuffer.alignment))
+        end = start
+    }
+
+    /// Copies `bytes` in after what is there; the caller checked `room`.
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count <= room, "transfer buffer overflow")
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        (base + end).copyMemory(from: source, byteCount: bytes.count)
+        end += bytes.count
+    }
+
+    var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + start, count: end - start)
+    }
+}
+
+/// Bytes that arrived together: a view of (part of) an `IOBuffer`, or of an array (tests, small answers).
+public struct ByteBatch: Sendable {
+    enum Storage: Sendable {
+        case buffer(IOBuffer)
+        case array([UInt8])
+    }
+
+    let storage: Storage
+    private let lower: Int
+    public let count: Int
+
+    init(_ buffer: IOBuffer) {
+        storage = .buffer(buffer)
+        lower = 0
+        count = buffer.count
+    }
+
+    public init(_ bytes: [UInt8]) {
+        storage = .array(bytes)
+        lower = 0
+        count = bytes.count
+    }
+
+    private init(storage: Storage, lower: Int, count: Int) {
+        self.storage = storage
+        self.lower = lower
+        self.count = count
+    }
+
+    public var isEmpty: Bool { count == 0 }
+
+    /// The first `n` bytes, without copying.
+    public func prefix(_ n: Int) -> ByteBatch {
+        ByteBatch(storage: storage, lower: lower, count: Swift.max(0, Swift.min(n, count)))
+    }
+
+    /// Calls `body` with the bytes; valid only inside `body`.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch storage {
+        case .buffer(let buffer):
+            return try body(UnsafeRawBufferPointer(rebasing: buffer.bytes[lower..<lower + count]))
+        case .array(let array):
+            return try array.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[lower..<lower + count])) }
+        }
+    }
+
+    /// A copy of the bytes, for callers that keep them.
+    public var array: [UInt8] {
+        withUnsafeBytes { Array($0) }
+    }
+}
+
+extension ByteBatch: RandomAccessCollection {
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    public subscript(position: Int) -> UInt8 {
+        precondition(position >= 0 && position < count, "index out of range")
+        return withUnsafeBytes { $0[position] }
+    }
+
+    public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        try withUnsafeBytes { try body($0.assumingMemoryBound(to: UInt8.self)) }
+    }
+}
+
+extension ByteBatch: Equatable {
+    public static func == (a: ByteBatch, b: ByteBatch) -> Bool {
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
+    }
+}
+
+extension ByteBatch: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: UInt8...) {
+        self.init(elements)
+    }
+}
+
+/// What a byte batch must offer to be written to a file: `[UInt8]` (tests) and `ByteBatch` (transfers).
+public protocol ByteChunk: Sendable {
+    var count: Int { get }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension ByteBatch: ByteChunk {}
+extension Array: ByteChunk where Element == UInt8 {}
