@@ -28,12 +28,14 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg-dev"])]),
+        // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
         // The engine: transport, downloads, files on disk. No terminal code.
         .target(
             name: "HaulCore",
             dependencies: [
-                "CCurl",
+                "CCurl", "CLinux",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.

@@ -7,6 +7,8 @@ struct Claim {
     var state: ResumeState?
     /// The `Content-Type` of the last answer (a JPEG's decides whether a cancel leaves a preview).
     var contentType: String?
+    /// A state file exists (found at the start, or written by a checkpoint): only then is there one to remove.
+    private(set) var stateOnDisk = false
 
     var partPath: String { path + ".part" }
     var statePath: String { ResumeState.path(forPart: partPath) }
@@ -46,8 +48,10 @@ struct Claim {
         case .missing:
             if size > 0 { notice("\(name).part has no resume state; starting over") }
         case .unreadable:
+            stateOnDisk = true
             notice("\(name).part.json is unreadable; starting over")
         case .found(let found):
+            stateOnDisk = true
             if found.url != url {
                 notice("\(name).part belongs to another URL (\(found.url)); starting over")
             } else if (found.completed.last?.end ?? 0) > size {
@@ -71,12 +75,20 @@ struct Claim {
         if (try? part.size()) == 0, !FileSystem.exists(statePath) { FileSystem.remove(partPath) }
     }
 
+    /// Drops the state file, if there is one.
+    mutating func removeState() {
+        guard stateOnDisk else { return }
+        FileSystem.remove(statePath)
+        stateOnDisk = false
+    }
+
     /// Makes the bytes so far durable and records them: fsync the data, then replace the state file.
     mutating func checkpoint(adding range: ByteRange?) throws(HaulError) {
         guard var current = state else { return }
         try part.syncData()
         if let range { current.add(range) }
         try current.save(to: statePath)
+        stateOnDisk = true
         state = current
     }
 }

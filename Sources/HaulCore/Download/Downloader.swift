@@ -147,7 +147,7 @@ public struct Downloader: Sendable {
         }
         claim.state?.add(ByteRange(start, written))
         guard probing, ranged, written < (total ?? .max) else {
-            return try finish(claim, file: file, received: written - start, checksum: job.checksum)
+            return try finish(&claim, file: file, received: written - start, checksum: job.checksum)
         }
         guard let total else {
             // A size the server will not tell: go on over one connection from here.
@@ -170,11 +170,11 @@ public struct Downloader: Sendable {
             try? claim.checkpoint(adding: nil)
             throw HaulError.from(error)
         }
-        return try finish(claim, file: file, received: total - before + (written - start), checksum: job.checksum)
+        return try finish(&claim, file: file, received: total - before + (written - start), checksum: job.checksum)
     }
 
     /// Syncs the data, renames `NAME.part` into place and drops the state file.
-    private func finish(_ claim: Claim, file: String, received: Int64, checksum: Checksum?) throws(HaulError)
+    private func finish(_ claim: inout Claim, file: String, received: Int64, checksum: Checksum?) throws(HaulError)
         -> DownloadResult
     {
         try claim.part.sync()
@@ -182,14 +182,14 @@ public struct Downloader: Sendable {
             let actual = try FileDigest.hex(of: claim.partPath, algorithm: checksum.algorithm)
             guard actual == checksum.hex else {
                 // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.
-                FileSystem.remove(claim.statePath)
+                claim.removeState()
                 throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
             }
         }
         try FileSystem.rename(claim.partPath, claim.path)
-        FileSystem.remove(claim.statePath)
-        FileSystem.syncDirectory(FilePath.parent(of: claim.path))
+        claim.removeState()
+        DirectorySync.shared.sync(FilePath.parent(of: claim.path))
         return DownloadResult(file: file, path: claim.path, bytes: received, skipped: false)
     }
 

@@ -227,12 +227,13 @@ public actor DownloadManager {
         let downloader = self.downloader
         let continuation = self.continuation
         let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
-        running[id] = Task {
+        // File I/O blocks: the download runs on the I/O executor's threads, not the cooperative pool.
+        running[id] = Task(executorPreference: IOExecutor.shared) {
             let began = ContinuousClock.now
             let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                 await Self.perform(job, id: id, downloader: downloader, events: continuation)
             }
-            self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
+            await self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
         }
     }
 

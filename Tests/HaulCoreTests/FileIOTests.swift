@@ -1,0 +1,74 @@
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+@testable import HaulCore
+
+/// The write path under the transfers: direct I/O for whole pages, and the executor downloads run on.
+@Suite struct FileIOTests {
+    /// A batch as a transfer delivers it: an IOBuffer whose bytes line up with their file offsets.
+    func batch(_ bytes: [UInt8], at offset: Int64) -> ByteBatch {
+        let buffer = IOBuffer(capacity: bytes.count + IOBuffer.alignment)
+        buffer.reset(atFileOffset: offset)
+        bytes.withUnsafeBytes { buffer.append($0) }
+        return ByteBatch(buffer)
+    }
+
+    func pattern(_ count: Int, seed: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &+ $0 >> 9) }
+    }
+
+    @Test func largeAlignedBatchesGoToDiskDirectlyAndEveryByteLands() throws {
+        let dir = TempDirectory()
+        let path = dir.file("data.part")
+        let file = try PartFile(path: path, truncate: true)
+        // Unaligned start and end, pieces of every kind: small (buffered), large (direct middle), and a
+        // second segment written out of order.
+        let pieces: [(offset: Int64, count: Int)] = [(0, 5000), (5000, 700_000), (705_000, 100), (705_100, 1_300_000),
+                                                     (3_000_000, 1_048_576), (2_005_100, 994_900)]
+        var expected = [UInt8](repeating: 0, count: 3_000_000 + 1_048_576)
+        for (index, piece) in pieces.enumerated() {
+            let bytes = pattern(piece.count, seed: index)
+            expected.replaceSubrange(Int(piece.offset)..<Int(piece.offset) + piece.count, with: bytes)
+            try file.write(batch(bytes, at: piece.offset), at: piece.offset)
+        }
+        try file.sync()
+        #expect(file.directBytes > 2_000_000, "the large batches' whole pages went around the page cache")
+        try file.close()
+        #expect(dir.contents("data.part") == expected)
+    }
+
+    @Test func batchesWhoseMemoryDoesNotLineUpAreWrittenThroughThePageCache() throws {
+        let dir = TempDirectory()
+        let file = try PartFile(path: dir.file("data.part"), truncate: true)
+        let bytes = pattern(1 << 20, seed: 7)
+        try file.write(bytes, at: 12_345)  // an array: no alignment promised
+        try file.close()
+        #expect(file.directBytes == 0)
+        #expect(dir.contents("data.part").map { Array($0[12_345...]) } == bytes)
+    }
+
+    /// Eight tasks that each wait for all the others: on the 2-thread cooperative pool of this machine
+    /// they would never all run at once; on the I/O executor each gets a thread.
+    @Test func theIOExecutorRunsBlockingTasksSideBySide() async throws {
+        let count = 8
+        let arrived = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        let executor = IOExecutor(maximumThreads: 16)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<count {
+                group.addTask(executorPreference: executor) {
+                    arrived.signal()
+                    return go.wait(timeout: .now() + 20) == .success
+                }
+            }
+            for _ in 0..<count {
+                #expect(arrived.wait(timeout: .now() + 20) == .success)
+            }
+            for _ in 0..<count { go.signal() }
+            for try await passed in group { #expect(passed) }
+        }
+        #expect(executor.threadCount >= count)
+        #expect(executor.threadCount <= 16)
+    }
+}
