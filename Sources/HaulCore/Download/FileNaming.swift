@@ -14,7 +14,8 @@ public enum FileNaming {
             !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{FEFF}"
               || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value))
         }))
-        name = name.trimmingCharacters(in: .whitespaces)
+        while name.first?.isWhitespace == true { name.removeFirst() }
+        while name.last?.isWhitespace == true { name.removeLast() }
         while name.hasPrefix(".") { name.removeFirst() }
         name = truncate(name, toBytes: maxBytes)
         return name.isEmpty ? "download" : name
@@ -105,21 +106,35 @@ public enum FileNaming {
     /// The URL's last non-empty path segment, percent-decoded; "index.html" for a bare host or directory.
     /// A bare query naming a file (`/files/download?photo.jpg`, no `=` or `&`) names it instead.
     public static func lastPathSegment(of url: String) -> String {
-        var rest = Substring(url)
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-        if let fragment = rest.firstIndex(of: "#") { rest = rest[..<fragment] }
-        if let question = rest.firstIndex(of: "?") {
-            let query = rest[rest.index(after: question)...]
-            if !query.isEmpty, !query.contains("="), !query.contains("&") {
-                return String(query).removingPercentEncoding ?? String(query)
+        // On the UTF-8 bytes: every delimiter is ASCII, and this runs for every queued URL.
+        let bytes = Array(url.utf8)
+        var start = 0
+        var end = bytes.count
+        if let scheme = firstIndex(of: Array("://".utf8), in: bytes) { start = scheme + 3 }
+        if let fragment = bytes[start..<end].firstIndex(of: UInt8(ascii: "#")) { end = fragment }
+        if let question = bytes[start..<end].firstIndex(of: UInt8(ascii: "?")) {
+            let query = bytes[(question + 1)..<end]
+            if !query.isEmpty, !query.contains(UInt8(ascii: "=")), !query.contains(UInt8(ascii: "&")) {
+                return decoded(query)
             }
-            rest = rest[..<question]
+            end = question
         }
-        guard let slash = rest.firstIndex(of: "/") else { return "index.html" }
-        let path = rest[slash...]
-        guard !path.hasSuffix("/") else { return "index.html" }
-        let segment = path.split(separator: "/").last.map(String.init) ?? ""
-        return segment.removingPercentEncoding ?? segment
+        guard let slash = bytes[start..<end].firstIndex(of: UInt8(ascii: "/")) else { return "index.html" }
+        guard bytes[end - 1] != UInt8(ascii: "/") else { return "index.html" }
+        let segmentStart = (bytes[slash..<end].lastIndex(of: UInt8(ascii: "/")) ?? slash) + 1
+        return decoded(bytes[segmentStart..<end])
+    }
+
+    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        return (0...(bytes.count - needle.count)).first { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+    }
+
+    /// Percent-decoded when it holds an escape (and the escapes are valid UTF-8), else as it is.
+    private static func decoded(_ bytes: ArraySlice<UInt8>) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard bytes.contains(UInt8(ascii: "%")) else { return text }
+        return text.removingPercentEncoding ?? text
     }
 }
 
