@@ -133,4 +133,19 @@ import Testing
             #expect(server.stats.requests == 1)  // the 1 MiB probe was the whole file
         }
     }
+
+    /// A connection faster than `fastConnection` is not what limits the download: no split, one request
+    /// for the rest after the probe. Slower ones (every other test here, at 16 MiB/s) are split.
+    @Test func aConnectionFastEnoughIsNotSplit() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var downloader = Downloader.quickRetries
+            downloader.fastConnection = 1 << 20  // far below what the unthrottled server manages
+            let (result, notices) = await downloader.runCollectingNotices(job(server, "medium.bin", dir, segments: 4))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(notices.contains { $0.hasPrefix("one connection brought") && $0.hasSuffix("; not splitting") })
+            #expect(server.stats.requests == 2)  // the probe, then the rest
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
 }

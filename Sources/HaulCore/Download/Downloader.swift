@@ -12,6 +12,10 @@ public struct Downloader: Sendable {
     /// cost at most.
     public var checkpointInterval: Duration = .milliseconds(250)
     public var retryPolicy = RetryPolicy()
+    /// Bytes per second of the first megabyte over one connection above which `-s N` does not split: such a
+    /// connection is not what limits the download (a loopback or LAN server), and more connections would
+    /// only add their overhead.
+    public var fastConnection: Int64 = 256 << 20
 
     public init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
@@ -124,7 +128,11 @@ public struct Downloader: Sendable {
             claim.state = ResumeState(url: job.url, etag: head["ETag"], lastModified: head["Last-Modified"], total: total)
         }
         let file = FilePath.baseName(of: claim.path)
-        events(.started(file: file, path: claim.path, total: total))
+        if claim.announced?.path != claim.path || claim.announced?.total != total {
+            // Once per file: a second request for the same file (the rest after a probe) is not news.
+            claim.announced = (claim.path, total)
+            events(.started(file: file, path: claim.path, total: total))
+        }
         if probing && !ranged && offset == 0 {
             events(.notice("the server does not accept ranges; using one connection"))
         }
@@ -132,6 +140,7 @@ public struct Downloader: Sendable {
         // This answer's body: the probe's range, the rest of the file, or all of it.
         let bodyEnd = ranged ? head.contentRange.map { $0.last + 1 } : total
         var written = start
+        let bodyBegan = ContinuousClock.now
         do {
             let clock = self.clock
             try await stream(transfer.bytes, claim: &claim, start: start, total: total, written: &written,
@@ -153,7 +162,23 @@ public struct Downloader: Sendable {
             // A size the server will not tell: go on over one connection from here.
             var single = job
             single.segments = 1
-            return try await attempt(single, claim: &claim, renamable: false, events: events)
+            var result = try await attempt(single, claim: &claim, renamable: false, events: events)
+            result.bytes += written - start  // the probe's
+            return result
+        }
+        let probeSeconds = (ContinuousClock.now - bodyBegan).seconds
+        if written - start >= SegmentPlan.defaultMinimumSplit, probeSeconds > 0,
+            Double(written - start) / probeSeconds >= Double(fastConnection)
+        {
+            // More connections help when each is held back (per-connection limits, a long round trip);
+            // one that is this fast is not, and more would only share the same CPU and disk.
+            events(.notice("one connection brought \(ByteFormat.rate(Double(written - start) / probeSeconds)); "
+                           + "not splitting"))
+            var single = job
+            single.segments = 1
+            var result = try await attempt(single, claim: &claim, renamable: false, events: events)
+            result.bytes += written - start  // the probe's
+            return result
         }
 
         let before = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
@@ -230,7 +255,9 @@ public struct Downloader: Sendable {
 
         var meter = RateMeter()
         let origin = clock.now
-        var nextCheckpoint = origin.advanced(by: checkpointInterval)
+        // As over one connection: a fresh download's first checkpoint comes later than the next ones.
+        let fresh = (claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0) <= SegmentPlan.defaultMinimumSplit
+        var nextCheckpoint = origin.advanced(by: fresh ? firstCheckpoint : checkpointInterval)
         for await range in updates {
             claim.state?.add(range)
             let completed = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0

@@ -29,6 +29,8 @@ final class TransferCore: Sendable {
     nonisolated(unsafe) var pausedForConsumer = false
     /// The stall check aborted the transfer.
     nonisolated(unsafe) var stalled = false
+    /// The head has been handed over (or failed); saves a lock per chunk on the curl thread.
+    nonisolated(unsafe) var headSeen = false
 
     init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int) {
         self.request = request
@@ -124,7 +126,9 @@ final class TransferCore: Sendable {
     }
 
     private func deliverHeadIfPending() {
-        guard let easy, state.withLockedValue({ $0.machine.isHeadPending }) else { return }
+        guard !headSeen, let easy else { return }
+        headSeen = true
+        guard state.withLockedValue({ $0.machine.isHeadPending }) else { return }
         var status = 0
         haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var urlPointer: UnsafeMutablePointer<CChar>?

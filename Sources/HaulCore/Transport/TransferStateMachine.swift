@@ -8,7 +8,7 @@
 /// - The consumer takes the whole buffer at once, so once it has taken, the level is zero and a paused
 ///   producer is resumed. Buffers come back (`recycle`) and are reused: no allocation per batch.
 /// - Batches are worth a thread hand-off: a waiting consumer is woken when `deliverThreshold` bytes are
-///   there, or when the oldest waited `maxDelay` (the driver calls `flushIfDue` for a quiet transfer).
+///   there (half the high watermark), or when the oldest waited `maxDelay` (the driver calls `flushIfDue` for a quiet transfer).
 /// - Once finished or cancelled, nothing is delivered but what is already buffered.
 struct TransferStateMachine {
     typealias BytesContinuation = CheckedContinuation<ByteBatch?, any Error>
@@ -51,7 +51,7 @@ struct TransferStateMachine {
 
     init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(40)) {
         self.highWatermark = highWatermark
-        self.deliverThreshold = deliverThreshold ?? Swift.min(256 * 1024, Swift.max(1, highWatermark / 2))
+        self.deliverThreshold = deliverThreshold ?? Swift.max(1, highWatermark / 2)
         self.maxDelay = maxDelay
     }
 
