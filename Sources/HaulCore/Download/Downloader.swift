@@ -27,6 +27,13 @@ public struct Downloader: Sendable {
     public func download(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError)
         -> DownloadResult
     {
+        // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls.
+        try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
+            try await run(job, events: events)
+        }
+    }
+
+    private func run(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
         try FileSystem.makeDirectory(job.outputDirectory)
         let guessed = Self.path(for: job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url)),
                                 in: job.outputDirectory)

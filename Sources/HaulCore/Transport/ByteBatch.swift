@@ -121,6 +121,32 @@ extension ByteBatch: RandomAccessCollection {
     public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         try withUnsafeBytes { try body($0.assumingMemoryBound(to: UInt8.self)) }
     }
+
+    /// `Array.append(contentsOf:)` and `Array(_:)` copy through this: one memcpy, not a loop over bytes.
+    public func _copyContents(initializing target: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
+        let copied = Swift.min(count, target.count)
+        if copied > 0 {
+            withUnsafeBytes { bytes in
+                UnsafeMutableRawBufferPointer(target).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<copied]))
+            }
+        }
+        return (Iterator(batch: self, position: copied), copied)
+    }
+
+    public func makeIterator() -> Iterator {
+        Iterator(batch: self, position: 0)
+    }
+
+    public struct Iterator: IteratorProtocol {
+        let batch: ByteBatch
+        var position: Int
+
+        public mutating func next() -> UInt8? {
+            guard position < batch.count else { return nil }
+            defer { position += 1 }
+            return batch[position]
+        }
+    }
 }
 
 extension ByteBatch: Equatable {
