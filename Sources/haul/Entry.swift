@@ -131,13 +131,20 @@ enum InputFile {
             let data = FileHandle.standardInput.readDataToEndOfFile()
             text = String(decoding: data, as: UTF8.self)
         } else {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                return .failure(HaulError(.fileIO, "cannot read the input file"))
+            // A FileHandle, not FileManager.contents: `-i <(command)` is a pipe.
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                return .failure(HaulError(.fileIO, "cannot read the input file \(path): \(String(cString: strerror(errno)))"))
             }
-            text = String(decoding: data, as: UTF8.self)
+            defer { try? handle.close() }
+            text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
         }
         let urls = text.split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { line in
+                var line = line
+                while line.first?.isWhitespace == true { line.removeFirst() }
+                while line.last?.isWhitespace == true { line.removeLast() }
+                return String(line)
+            }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         return .success(urls)
     }

@@ -203,6 +203,22 @@ import Testing
             let skipped = try await HaulProcess.run(["--skip-existing", url], in: dir.path)
             #expect(skipped.stdoutLines.first == "small.bin: exists, skipped (./small.bin)")
             #expect(dir.listing() == ["mine.dat", "small.1.bin", "small.bin"])
+
+            // A pipe, as `-i <(command)` hands one over.
+            let fifo = dir.file("urls.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            Thread.detachNewThread {
+                let fd = open(fifo, O_WRONLY)
+                _ = Array("\(url)\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            let piped = try await HaulProcess.run(["-q", "-o", "piped", "-i", "urls.fifo"], in: dir.path)
+            #expect(piped.status == 0, "\(piped.stderr)")
+            #expect(dir.contents("piped/small.bin") == expectedBytes("small.bin"))
+
+            let missing = try await HaulProcess.run(["-i", "nowhere.txt"], in: dir.path)
+            #expect(missing.status == 3)
+            #expect(missing.stderr.contains("cannot read the input file nowhere.txt: No such file or directory"))
         }
     }
 }
