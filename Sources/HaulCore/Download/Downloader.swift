@@ -16,6 +16,8 @@ public struct Downloader: Sendable {
     /// connection is not what limits the download (a loopback or LAN server), and more connections would
     /// only add their overhead.
     public var fastConnection: Int64 = 256 << 20
+    /// How long a deferred split watches the one connection before judging its rate again.
+    public var splitWindow: Duration = .milliseconds(100)
 
     public init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
@@ -173,25 +175,19 @@ public struct Downloader: Sendable {
             result.bytes += written - start  // the probe's
             return result
         }
+        // More connections help when each is held back (a per-connection limit, a long round trip). One
+        // that brought the probe this fast is not (yet): the others wait until it slows down.
         let probeSeconds = (ContinuousClock.now - bodyBegan).seconds
-        if written - start >= SegmentPlan.defaultMinimumSplit, probeSeconds > 0,
-            Double(written - start) / probeSeconds >= Double(fastConnection)
-        {
-            // More connections help when each is held back (per-connection limits, a long round trip);
-            // one that is this fast is not, and more would only share the same CPU and disk.
-            events(.notice("one connection brought \(ByteFormat.rate(Double(written - start) / probeSeconds)); "
-                           + "not splitting"))
-            var single = job
-            single.segments = 1
-            var result = try await attempt(single, claim: &claim, renamable: false, events: events)
-            result.bytes += written - start  // the probe's
-            return result
+        let probeRate = probeSeconds > 0 ? Double(written - start) / probeSeconds : .infinity
+        let deferSplit = written - start >= SegmentPlan.defaultMinimumSplit && probeRate >= Double(fastConnection)
+        if deferSplit {
+            events(.notice("one connection brought \(ByteFormat.rate(probeRate)); more join if it slows down"))
         }
 
         let before = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
         do {
             let clock = self.clock
-            try await segmented(job, total: total, claim: &claim, clock: clock, events: events)
+            try await segmented(job, total: total, claim: &claim, deferSplit: deferSplit, clock: clock, events: events)
         } catch let refused as SegmentRefused {
             try? claim.checkpoint(adding: nil)
             events(.notice("the server answered a segment's Range request with \(refused.status); using one connection"))
@@ -227,7 +223,10 @@ public struct Downloader: Sendable {
 
     /// Fetches the missing ranges over `job.segments` connections (child tasks of a task group), writing
     /// in place. Progress is summed into one stream of events, and checkpoints record every worker's ranges.
-    private func segmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, claim: inout Claim, clock: C,
+    /// With `deferSplit`, one connection fetches alone while it keeps up `fastConnection`; the others join
+    /// (stealing halves of what is left) as soon as a window of `splitWindow` shows it slower.
+    private func segmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, claim: inout Claim,
+                                               deferSplit: Bool, clock: C,
                                                events: (DownloadEvent) -> Void) async throws {
         var missing: [ByteRange] = []
         var cursor: Int64 = 0
@@ -236,13 +235,14 @@ public struct Downloader: Sendable {
             cursor = Swift.max(cursor, done.end)
         }
         if cursor < total { missing.append(ByteRange(cursor, total)) }
-        let plan = SegmentPlan(missing: missing, parts: job.segments)
+        let plan = SegmentPlan(missing: missing, parts: deferSplit ? 1 : job.segments)
+        let gate = SplitGate(open: !deferSplit)
 
         var request = HTTPRequest(url: job.url, options: job.transfer)
         request.headers = job.headers
         request.ifRange = claim.state?.validator
         let template = request
-        let (updates, sink) = AsyncStream.makeStream(of: ByteRange.self)
+        let (updates, sink) = AsyncStream.makeStream(of: SegmentUpdate.self)
         let part = claim.part
         let driver = self.driver
         let workers = job.segments
@@ -251,9 +251,12 @@ public struct Downloader: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<workers {
                     group.addTask {
+                        // Worker 0 starts at once; the others when the gate opens, or never.
+                        if worker > 0, !(await gate.wait()) { return }
                         try await Self.fetchSegments(worker: worker, plan: plan, request: template,
                                                      part: part, total: total, driver: driver, clock: clock,
                                                      updates: sink)
+                        gate.close()  // nothing left to claim: workers still waiting have nothing to do
                     }
                 }
                 try await group.waitForAll()
@@ -265,12 +268,33 @@ public struct Downloader: Sendable {
         // As over one connection: a fresh download's first checkpoint comes later than the next ones.
         let fresh = (claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0) <= SegmentPlan.defaultMinimumSplit
         var nextCheckpoint = origin.advanced(by: fresh ? firstCheckpoint : checkpointInterval)
-        for await range in updates {
-            claim.state?.add(range)
+        var window = (start: ContinuousClock.now, bytes: claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0)
+        // While the split waits, a tick each window judges the rate even when no bytes come at all.
+        let ticker = deferSplit ? Task { [splitWindow] in
+            while !gate.isOpen, (try? await Task.sleep(for: splitWindow)) != nil { sink.yield(.tick) }
+        } : nil
+        defer { ticker?.cancel() }
+        for await update in updates {
+            var batch: Int64 = 0
+            if case .fetched(let range) = update {
+                claim.state?.add(range)
+                batch = range.count
+            }
             let completed = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
             let now = clock.now
+            if !gate.isOpen, case let elapsed = (ContinuousClock.now - window.start).seconds,
+                elapsed >= splitWindow.seconds
+            {
+                let rate = Double(completed - window.bytes) / elapsed
+                if rate < Double(fastConnection), gate.open() {
+                    events(.notice("the connection slowed to \(ByteFormat.rate(rate)); "
+                                   + "splitting over \(job.segments) connections"))
+                }
+                window = (ContinuousClock.now, completed)
+            }
+            guard batch > 0 else { continue }
             meter.record(bytes: completed, at: origin.duration(to: now).seconds)
-            events(.progress(DownloadProgress(completed: completed, batchBytes: range.count, total: total,
+            events(.progress(DownloadProgress(completed: completed, batchBytes: batch, total: total,
                                               bytesPerSecond: meter.bytesPerSecond)))
             if now >= nextCheckpoint {
                 try claim.checkpoint(adding: nil)
@@ -286,7 +310,7 @@ public struct Downloader: Sendable {
     /// One connection of a segmented download: fetches ranges from the plan until none is left.
     private static func fetchSegments<C: Clock<Duration>>(
         worker: Int, plan: SegmentPlan, request: HTTPRequest, part: PartFile,
-        total: Int64, driver: CurlDriver, clock: C, updates: AsyncStream<ByteRange>.Continuation
+        total: Int64, driver: CurlDriver, clock: C, updates: AsyncStream<SegmentUpdate>.Continuation
     ) async throws {
         while let range = plan.claim(for: worker) {
             var ask = request
@@ -302,7 +326,7 @@ public struct Downloader: Sendable {
             let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: range.start)
             for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: range.start, total: total,
                                                       clock: clock) {
-                updates.yield(ByteRange(offset, progress.completed))
+                updates.yield(.fetched(ByteRange(offset, progress.completed)))
                 offset = progress.completed
             }
             if let end = plan.end(of: worker), offset < end {
@@ -347,6 +371,14 @@ public struct Downloader: Sendable {
         guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return path }
         return FilePath.join(directory, String(stem[..<dot]) + ext)
     }
+}
+
+/// What the segment workers (and the split's ticker) tell the parent of a segmented download.
+enum SegmentUpdate: Sendable {
+    /// A worker wrote these bytes.
+    case fetched(ByteRange)
+    /// A window passed (only while extra connections wait to be let in).
+    case tick
 }
 
 /// A segment's Range request was answered with something else (a server that advertises ranges but

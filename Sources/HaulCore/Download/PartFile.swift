@@ -244,6 +244,13 @@ final class DirectorySync: @unchecked Sendable {
         pthread_cond_init(done, nil)
     }
 
+    deinit {
+        pthread_cond_destroy(done)
+        pthread_mutex_destroy(mutex)
+        done.deallocate()
+        mutex.deallocate()
+    }
+
     /// Returns once an fsync of `directory` that began after this call has finished.
     func sync(_ directory: String) {
         pthread_mutex_lock(mutex)

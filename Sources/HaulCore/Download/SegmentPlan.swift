@@ -118,3 +118,79 @@ struct SegmentBytes: AsyncSequence {
         AsyncIterator(base: base.makeAsyncIterator(), plan: plan, worker: worker, offset: start)
     }
 }
+
+/// Holds back the extra connections of a segmented download until they are wanted: `open()` lets the
+/// waiting workers go, `close()` sends them home (the download is done, or failed). Cancellation of a
+/// waiting worker's task counts as closed.
+final class SplitGate: Sendable {
+    private enum Phase {
+        case waiting([UInt64: CheckedContinuation<Bool, Never>])
+        case open
+        case closed
+    }
+
+    private let state: NIOLockedValueBox<(phase: Phase, nextWaiter: UInt64)>
+
+    init(open: Bool) {
+        state = NIOLockedValueBox((open ? .open : .waiting([:]), 0))
+    }
+
+    var isOpen: Bool {
+        state.withLockedValue { if case .open = $0.phase { true } else { false } }
+    }
+
+    /// Lets the waiting workers (and any later one) go; true if this call opened it.
+    @discardableResult
+    func open() -> Bool {
+        settle(.open)
+    }
+
+    /// Sends waiting workers (and any later one) home, unless already open.
+    func close() {
+        _ = settle(.closed)
+    }
+
+    private func settle(_ outcome: Phase) -> Bool {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>]? in
+            guard case .waiting(let waiters) = state.phase else { return nil }
+            state.phase = outcome
+            return Array(waiters.values)
+        }
+        let go = { if case .open = outcome { true } else { false } }()
+        for waiter in waiters ?? [] { waiter.resume(returning: go) }
+        return waiters != nil
+    }
+
+    /// True when the worker may start, false when it is not needed.
+    func wait() async -> Bool {
+        let id = state.withLockedValue { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = state.withLockedValue { state -> Bool? in
+                    switch state.phase {
+                    case .open: return true
+                    case .closed: return false
+                    case .waiting(var waiters):
+                        if Task.isCancelled { return false }
+                        waiters[id] = continuation
+                        state.phase = .waiting(waiters)
+                        return nil
+                    }
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
+                guard case .waiting(var waiters) = state.phase, let waiter = waiters.removeValue(forKey: id) else {
+                    return nil
+                }
+                state.phase = .waiting(waiters)
+                return waiter
+            }
+            waiter?.resume(returning: false)
+        }
+    }
+}
