@@ -142,8 +142,8 @@ import Testing
             var downloader = Downloader.quickRetries
             // Far below what the unthrottled server manages, over windows long enough that a busy test
             // machine's hiccups do not count as slowing down.
-            downloader.fastConnection = 256 << 10
-            downloader.splitWindow = .seconds(1)
+            downloader.fastConnection = 64 << 10
+            downloader.splitWindow = TestEnvironment.bound(.seconds(1))
             let (result, notices) = await downloader.runCollectingNotices(job(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices.contains { $0.hasPrefix("one connection brought") && $0.hasSuffix("more join if it slows down") })
@@ -161,10 +161,11 @@ import Testing
             faults.stallAfterBytes = 3 << 20  // in the second request, after the 1 MiB probe
             server.setFaults(faults)
             var downloader = Downloader.quickRetries
-            downloader.fastConnection = 1 << 20
+            downloader.fastConnection = 64 << 10  // the probe is faster, even under a sanitizer
             let (result, notices) = await downloader.runCollectingNotices(job(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices.contains { $0.hasPrefix("the connection slowed to") && $0.hasSuffix("splitting over 4 connections") })
+            #expect(notices.contains { $0.hasPrefix("the connection slowed to") && $0.hasSuffix("splitting over 4 connections") },
+                    "\(notices)")
             #expect(server.stats.requests > 2)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }

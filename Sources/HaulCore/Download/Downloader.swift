@@ -270,27 +270,31 @@ public struct Downloader: Sendable {
         var nextCheckpoint = origin.advanced(by: fresh ? firstCheckpoint : checkpointInterval)
         var window = (start: ContinuousClock.now, bytes: claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0)
         // While the split waits, a tick each window judges the rate even when no bytes come at all.
-        let ticker = deferSplit ? Task { [splitWindow] in
-            while !gate.isOpen, (try? await Task.sleep(for: splitWindow)) != nil { sink.yield(.tick) }
+        let ticker = deferSplit ? Task(executorPreference: IOExecutor.shared) { [splitWindow] in
+            while !gate.isOpen, (try? await Task.sleep(for: splitWindow)) != nil { sink.yield(.tick(at: .now)) }
         } : nil
         defer { ticker?.cancel() }
         for await update in updates {
             var batch: Int64 = 0
-            if case .fetched(let range) = update {
+            let stamp: ContinuousClock.Instant
+            switch update {
+            case .fetched(let range, let at):
                 claim.state?.add(range)
                 batch = range.count
+                stamp = at
+            case .tick(let at):
+                stamp = at
             }
             let completed = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
             let now = clock.now
-            if !gate.isOpen, case let elapsed = (ContinuousClock.now - window.start).seconds,
-                elapsed >= splitWindow.seconds
-            {
+            // Judged by when bytes arrived, not when this loop got to them (a checkpoint may have held it).
+            if !gate.isOpen, case let elapsed = (stamp - window.start).seconds, elapsed >= splitWindow.seconds {
                 let rate = Double(completed - window.bytes) / elapsed
                 if rate < Double(fastConnection), gate.open() {
                     events(.notice("the connection slowed to \(ByteFormat.rate(rate)); "
                                    + "splitting over \(job.segments) connections"))
                 }
-                window = (ContinuousClock.now, completed)
+                window = (stamp, completed)
             }
             guard batch > 0 else { continue }
             meter.record(bytes: completed, at: origin.duration(to: now).seconds)
@@ -326,7 +330,7 @@ public struct Downloader: Sendable {
             let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: range.start)
             for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: range.start, total: total,
                                                       clock: clock) {
-                updates.yield(.fetched(ByteRange(offset, progress.completed)))
+                updates.yield(.fetched(ByteRange(offset, progress.completed), at: .now))
                 offset = progress.completed
             }
             if let end = plan.end(of: worker), offset < end {
@@ -375,10 +379,10 @@ public struct Downloader: Sendable {
 
 /// What the segment workers (and the split's ticker) tell the parent of a segmented download.
 enum SegmentUpdate: Sendable {
-    /// A worker wrote these bytes.
-    case fetched(ByteRange)
+    /// A worker wrote these bytes, at this moment.
+    case fetched(ByteRange, at: ContinuousClock.Instant)
     /// A window passed (only while extra connections wait to be let in).
-    case tick
+    case tick(at: ContinuousClock.Instant)
 }
 
 /// A segment's Range request was answered with something else (a server that advertises ranges but
