@@ -29,7 +29,8 @@ public final class PartFile: @unchecked Sendable {
         case unavailable
     }
 
-    /// The smallest run of whole pages worth a direct write; smaller batches are buffered.
+    /// The smallest run of whole pages written directly: one page. (Small files too: their pages then
+    /// never enter the page cache, and their fsync has only metadata left to do.)
     static let directMinimum = IOBuffer.alignment
     /// Set `HAUL_BUFFERED_IO=1` to write through the page cache only (to compare, or for a file system
     /// whose direct I/O is slow).
