@@ -17,15 +17,16 @@ public final class PartFile: @unchecked Sendable {
     public let path: String
     private var descriptor: Int32
     /// The direct-I/O descriptor, opened on the first large write.
-    private let direct = NIOLockedValueBox(DirectIO.untried)
-    private let directCount = NIOLockedValueBox<Int64>(0)
+    private let direct = NIOLockedValueBox((io: DirectIO.untried, bytes: Int64(0)))
 
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
-    public var directBytes: Int64 { directCount.withLockedValue { $0 } }
+    public var directBytes: Int64 { direct.withLockedValue { $0.bytes } }
 
     enum DirectIO {
         case untried
         case open(Int32)
+        /// Opened, but writes failed with `EINVAL`; closed with the file.
+        case refused(Int32)
         case unavailable
     }
 
@@ -74,7 +75,7 @@ public final class PartFile: @unchecked Sendable {
 
     deinit {
         if descriptor >= 0 { _ = Glibc.close(descriptor) }
-        if case .open(let fd) = direct.withLockedValue({ $0 }) { _ = Glibc.close(fd) }
+        stopDirectIO()
     }
 
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
@@ -95,25 +96,38 @@ public final class PartFile: @unchecked Sendable {
         try writeAll(descriptor, split(offset, bodyStart), at: offset)
         let failure = Self.pwriteAll(fd, split(bodyStart, bodyEnd), at: bodyStart)
         if failure == EINVAL {
-            // The file system takes O_DIRECT at open but not for writes: buffered from now on.
-            direct.withLockedValue { $0 = .unavailable }
+            // The file system takes O_DIRECT at open but not for writes: buffered from now on. The
+            // descriptor stays open until `close`, since another segment may be writing with it now.
+            direct.withLockedValue { if case .open(let fd) = $0.io { $0.io = .refused(fd) } }
             try writeAll(descriptor, split(bodyStart, bodyEnd), at: bodyStart)
         } else if failure != 0 {
             throw PartFile.error("cannot write", path, failure)
         } else {
-            directCount.withLockedValue { $0 += bodyEnd - bodyStart }
+            direct.withLockedValue { $0.bytes += bodyEnd - bodyStart }
         }
         try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
     }
 
+    /// Closes the direct-I/O descriptor, if any (when no writer can be using it); later writes are buffered.
+    private func stopDirectIO() {
+        let fd = direct.withLockedValue { state -> Int32? in
+            defer { state.io = .unavailable }
+            switch state.io {
+            case .open(let fd), .refused(let fd): return fd
+            case .untried, .unavailable: return nil
+            }
+        }
+        if let fd { _ = Glibc.close(fd) }
+    }
+
     private func directDescriptor() -> Int32? {
         direct.withLockedValue { state in
-            switch state {
+            switch state.io {
             case .open(let fd): return fd
-            case .unavailable: return nil
+            case .refused, .unavailable: return nil
             case .untried:
                 let fd = open(path, O_WRONLY | haul_o_direct() | O_CLOEXEC)
-                state = fd >= 0 ? .open(fd) : .unavailable
+                state.io = fd >= 0 ? .open(fd) : .unavailable
                 return fd >= 0 ? fd : nil
             }
         }
@@ -157,8 +171,7 @@ public final class PartFile: @unchecked Sendable {
     }
 
     public func close() throws(HaulError) {
-        if case .open(let fd) = direct.withLockedValue({ $0 }) { _ = Glibc.close(fd) }
-        direct.withLockedValue { $0 = .unavailable }
+        stopDirectIO()
         guard descriptor >= 0 else { return }
         let result = Glibc.close(descriptor)
         descriptor = -1
