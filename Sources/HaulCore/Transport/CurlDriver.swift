@@ -23,7 +23,7 @@ public final class CurlDriver: Sendable {
     public let highWatermark: Int
     private let multi: MultiHandle
     private let inbox = NIOLockedValueBox<[Command]>([])
-    private let finished = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let finished = Latch()
 
     /// A multi handle pointer; used only on the driver thread, apart from the thread-safe `curl_multi_wakeup`.
     private struct MultiHandle: @unchecked Sendable {
@@ -60,14 +60,7 @@ public final class CurlDriver: Sendable {
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
     public func shutdown() async {
         post(.shutdown)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLockedValue { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     func post(_ command: Command) {
@@ -84,12 +77,7 @@ public final class CurlDriver: Sendable {
 
     fileprivate func threadDidExit() {
         curl_multi_cleanup(multi.pointer)
-        let waiters = finished.withLockedValue { state in
-            state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        finished.open()
     }
 }
 

@@ -1,5 +1,6 @@
 import CNcurses
 import Foundation
+import HaulCore
 import NIOConcurrencyHelpers
 
 /// The only code that calls curses, all of it on one thread of its own.
@@ -19,7 +20,7 @@ final class NcursesTerminal: Screen {
 
     private let shared = NIOLockedValueBox(Shared())
     private let pipe: (read: Int32, write: Int32)
-    private let finished = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let finished = Latch()
 
     /// Fails when the wake pipe cannot be made.
     init() throws {
@@ -77,14 +78,7 @@ final class NcursesTerminal: Screen {
     func stop() async {
         guard shared.withLockedValue(\.started) else { return }
         wake("Q")
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLockedValue { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     private func wake(_ byte: Character) {
@@ -93,12 +87,7 @@ final class NcursesTerminal: Screen {
     }
 
     private func markFinished() {
-        let waiters = finished.withLockedValue { state in
-            state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        finished.open()
     }
 }
 
