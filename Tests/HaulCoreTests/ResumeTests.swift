@@ -8,17 +8,6 @@ import Testing
 /// Resume, retries and refusals against the sample server's faults.
 @Suite struct ResumeTests {
 
-    func job(_ server: SampleServer, _ name: String, _ dir: TempDirectory, retries: Int = 5) -> DownloadJob {
-        var job = DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
-        job.retries = retries
-        return job
-    }
-
-    func run(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
-        await Downloader.quickRetries.runCollectingNotices(job)
-    }
-
-
     @Test func aDroppedConnectionIsRetriedFromWhereItStopped() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
@@ -26,7 +15,7 @@ import Testing
             faults.dropAfterBytes = 5 << 20
             faults.dropLimit = 2
             server.setFaults(faults)
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().path == dir.file("medium.bin"))
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(notices.count == 2)
@@ -51,7 +40,7 @@ import Testing
             server.setFaults(faults)
             let clock = ContinuousClock()
             let began = clock.now
-            let (result, notices) = await run(job(server, "small.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
             #expect(throws: Never.self) { try result.get() }
             #expect(clock.now - began >= .seconds(2), "Retry-After: 1 was honoured twice")
             #expect(notices.map { $0.hasPrefix("server answered 503 Service Unavailable; retry") } == [true, true])
@@ -62,7 +51,7 @@ import Testing
     @Test func permanentErrorsFailAtOnce() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
-            let (result, notices) = await run(job(server, "missing.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "missing.bin", dir))
             #expect(throws: HaulError(.server, "server answered 404 Not Found", httpStatus: 404)) { try result.get() }
             #expect(notices.isEmpty)
             #expect(server.stats.requests == 1)
@@ -78,7 +67,7 @@ import Testing
         faults.dropAfterBytes = 5 << 20
         faults.dropLimit = 1
         server.setFaults(faults)
-        let (result, _) = await run(job(server, "medium.bin", dir, retries: 0))
+        let (result, _) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, retries: 0))
         let error = try #require(result.failure)
         #expect(error.category == .network)
         let state = try JSONDecoder().decode(
@@ -97,7 +86,7 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
             let kept = try await interruptedRun(server, dir)
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == (20 << 20) - kept)
             #expect(notices.isEmpty)
             #expect(Int64(server.stats.bodyBytesSent) == (20 << 20) - kept)
@@ -113,7 +102,7 @@ import Testing
             var faults = SampleServerFaults()
             faults.ignoreRange = true
             server.setFaults(faults)
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == 20 << 20)
             #expect(notices == ["the server ignored the Range request (answered 200); starting over"])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -127,7 +116,7 @@ import Testing
             var faults = SampleServerFaults()
             faults.etagSalt = "v2"
             server.setFaults(faults)
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == 20 << 20)
             #expect(notices == ["the file changed on the server (validators differ); starting over"])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -145,7 +134,7 @@ import Testing
         try await withSampleServer { (server) async throws in
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 0xEE, count: 4096))
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part.json"), contents: Data(state.utf8))
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices == [notice])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -160,7 +149,7 @@ import Testing
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(count: 100))
             try ResumeState(url: url, etag: nil, lastModified: nil, total: 20 << 20,
                             completed: [ByteRange(0, 1 << 20)]).save(to: dir.file("medium.bin.part.json"))
-            let (result, notices) = await run(job(server, "medium.bin", dir))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices == ["medium.bin.part is shorter than its state says; starting over"])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -174,9 +163,9 @@ import Testing
             faults.stallSeconds = 30
             faults.stallAfterBytes = 100_000
             server.setFaults(faults)
-            var stalling = job(server, "small.bin", dir, retries: 0)
+            var stalling = DownloadJob.sample(server, "small.bin", dir, retries: 0)
             stalling.transfer.stallTimeout = 1
-            let (result, _) = await run(stalling)
+            let (result, _) = await runQuickly(stalling)
             let error = try #require(result.failure)
             #expect(error.category == .network)
             #expect(error.message == "no data received for 1 s (stalled)")
@@ -189,7 +178,7 @@ import Testing
             var fast = Downloader.quickRetries
             fast.firstCheckpoint = .milliseconds(200)
             fast.checkpointInterval = .milliseconds(200)
-            let job = job(server, "medium.bin", dir)
+            let job = DownloadJob.sample(server, "medium.bin", dir)
             let seen = NIOLockedValueBox<[ResumeState]>([])
             let task = Task {
                 try await fast.download(job) { event in

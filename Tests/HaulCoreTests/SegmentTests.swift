@@ -45,22 +45,10 @@ import Testing
 
 /// Segmented downloads (`-s N`) against the sample server.
 @Suite struct SegmentTests {
-    func job(_ server: SampleServer, _ name: String, _ dir: TempDirectory, segments: Int, retries: Int = 5) -> DownloadJob {
-        var job = DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
-        job.segments = segments
-        job.retries = retries
-        return job
-    }
-
-    func run(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
-        await Downloader.quickRetries.runCollectingNotices(job)
-    }
-
-
     @Test func fourSegmentsArriveIdenticalOverFourConnections() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 16 << 20) { (server) async throws in
-            let (result, notices) = await run(job(server, "medium.bin", dir, segments: 4))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(try result.get().bytes == 20 << 20)
             #expect(notices.isEmpty)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -79,7 +67,7 @@ import Testing
             faults.dropAfterBytes = 3 << 20
             faults.dropLimit = 2
             server.setFaults(faults)
-            let (result, notices) = await run(job(server, "medium.bin", dir, segments: 4))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices.contains { $0.contains("retry 1 of 5") })
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -94,7 +82,7 @@ import Testing
             faults.dropAfterBytes = 2 << 20
             faults.dropLimit = 1
             server.setFaults(faults)
-            let (first, _) = await run(job(server, "medium.bin", dir, segments: 4, retries: 0))
+            let (first, _) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4, retries: 0))
             #expect(throws: HaulError.self) { try first.get() }
             guard case .found(let state) = ResumeState.load(from: dir.file("medium.bin.part.json")) else {
                 Issue.record("no resume state after the interrupted run")
@@ -104,7 +92,7 @@ import Testing
             #expect(kept > 0)
             server.setFaults(SampleServerFaults())
             server.resetStats()
-            let (second, _) = await run(job(server, "medium.bin", dir, segments: 4))
+            let (second, _) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try second.get() }
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // Only what was missing travelled again (plus at most a little overlap at splits).
@@ -118,7 +106,7 @@ import Testing
             var faults = SampleServerFaults()
             faults.ignoreRange = true
             server.setFaults(faults)
-            let (result, notices) = await run(job(server, "medium.bin", dir, segments: 4))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices.first?.contains("using one connection") == true)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -128,7 +116,7 @@ import Testing
     @Test func smallFilesUseOneConnection() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
-            let (result, _) = await run(job(server, "small.bin", dir, segments: 8))
+            let (result, _) = await runQuickly(DownloadJob.sample(server, "small.bin", dir, segments: 8))
             #expect(try result.get().bytes == 1 << 20)
             #expect(server.stats.requests == 1)  // the 1 MiB probe was the whole file
         }
@@ -144,7 +132,7 @@ import Testing
             // machine's hiccups do not count as slowing down.
             downloader.fastConnection = 64 << 10
             downloader.splitWindow = TestEnvironment.bound(.seconds(1))
-            let (result, notices) = await downloader.runCollectingNotices(job(server, "medium.bin", dir, segments: 4))
+            let (result, notices) = await downloader.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices.contains { $0.hasPrefix("one connection brought") && $0.hasSuffix("more join if it slows down") })
             #expect(server.stats.requests == 2)
@@ -162,7 +150,7 @@ import Testing
             server.setFaults(faults)
             var downloader = Downloader.quickRetries
             downloader.fastConnection = 64 << 10  // the probe is faster, even under a sanitizer
-            let (result, notices) = await downloader.runCollectingNotices(job(server, "medium.bin", dir, segments: 4))
+            let (result, notices) = await downloader.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
             #expect(notices.contains { $0.hasPrefix("the connection slowed to") && $0.hasSuffix("splitting over 4 connections") },
                     "\(notices)")

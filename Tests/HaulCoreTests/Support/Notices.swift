@@ -1,3 +1,5 @@
+import SampleServer
+import TestSupport
 @testable import HaulCore
 
 extension Downloader {
@@ -20,4 +22,20 @@ extension Downloader {
             return (.failure(error), notices)
         }
     }
+}
+
+extension DownloadJob {
+    /// A sample-server file into `dir`, with `retries` retries and `segments` connections.
+    static func sample(_ server: SampleServer, _ name: String, _ dir: TempDirectory, segments: Int = 1,
+                       retries: Int = 5) -> DownloadJob {
+        var job = DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
+        job.segments = segments
+        job.retries = retries
+        return job
+    }
+}
+
+/// Runs `job` with quick retries; the outcome and the notices given on the way.
+func runQuickly(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
+    await Downloader.quickRetries.runCollectingNotices(job)
 }
