@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
 /// A running SuperStorage-API server: `/files/list`, `/files/status` and `/files/download?NAME`.
 ///
@@ -20,13 +21,16 @@ public final class SampleServer: Sendable {
     private let controller: ServerController
     private let catalogSnapshot: Catalog
     private let runTask: Task<Void, any Error>
+    private let group: ServiceGroup
 
-    private init(port: Int, host: String, controller: ServerController, catalog: Catalog, runTask: Task<Void, any Error>) {
+    private init(port: Int, host: String, controller: ServerController, catalog: Catalog,
+                 runTask: Task<Void, any Error>, group: ServiceGroup) {
         self.port = port
         self.host = host
         self.controller = controller
         self.catalogSnapshot = catalog
         self.runTask = runTask
+        self.group = group
     }
 
     /// Starts listening and returns once the port is bound.
@@ -59,9 +63,12 @@ public final class SampleServer: Sendable {
                 boundPortSink.finish()
             },
             logger: Logger(label: "SampleServer", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let group = ServiceGroup(configuration: .init(
+            services: [app], gracefulShutdownSignals: [], cancellationSignals: [],
+            logger: Logger(label: "SampleServer", factory: { _ in SwiftLogNoOpLogHandler() })))
         let runTask = Task {
             defer { boundPortSink.finish() }
-            try await app.runService(gracefulShutdownSignals: [])
+            try await group.run()
         }
         var ports = boundPorts.makeAsyncIterator()
         guard let port = await ports.next(), port > 0 else {
@@ -69,7 +76,8 @@ public final class SampleServer: Sendable {
             try await runTask.value
             throw SampleServerError("could not listen on \(configuration.host):\(configuration.port)")
         }
-        return SampleServer(port: port, host: configuration.host, controller: controller, catalog: catalog, runTask: runTask)
+        return SampleServer(port: port, host: configuration.host, controller: controller, catalog: catalog,
+                            runTask: runTask, group: group)
     }
 
     /// `http://HOST:PORT`, with IPv6 hosts in brackets.
@@ -125,8 +133,18 @@ public final class SampleServer: Sendable {
     /// Stops listening, closes every connection (cutting responses short) and waits until the server is down.
     /// Calling it again does nothing.
     public func stop() async {
-        runTask.cancel()
-        _ = try? await runTask.value
+        // A graceful shutdown first: the listener closes and connections already accepted are still handed
+        // to their handlers. Cancelling at once could catch an accepted connection before its handler ran,
+        // and NIO traps on its unfinished writer ("Deinited NIOAsyncWriter without calling finish()", seen
+        // once in CI; apple/swift-nio#3481). Responses still running after a moment are cut short.
+        await group.triggerGracefulShutdown()
+        let runTask = self.runTask
+        await withTaskGroup(of: Bool.self) { race in
+            race.addTask { _ = try? await runTask.value; return true }
+            race.addTask { try? await Task.sleep(for: .milliseconds(50)); return false }
+            if await race.next() == false { runTask.cancel() }
+            race.cancelAll()
+        }
     }
 
     /// Waits until the server stops, either by ``stop()`` or because it failed; rethrows the failure.
