@@ -36,8 +36,10 @@ struct DownloadRoute: Sendable {
         let validators = file.validators(salt: faults.etagSalt)
         var headers = HTTPFields()
         headers[.acceptRanges] = "bytes"
-        headers[.eTag] = validators.etag
-        headers[.lastModified] = validators.lastModified
+        if !faults.omitValidators {
+            headers[.eTag] = validators.etag
+            headers[.lastModified] = validators.lastModified
+        }
         headers[.contentType] = file.contentType
         headers[.contentDisposition] = faults.contentDisposition ?? Self.contentDisposition(for: file.name)
 
@@ -48,10 +50,11 @@ struct DownloadRoute: Sendable {
         case .whole:
             status = .ok
             bytes = 0..<file.size
-        case .partial(let closed):
+        case .partial(let asked):
             status = .partialContent
+            let (closed, total) = Self.misplaced(asked, size: file.size, by: faults.wrongRange)
             bytes = closed.lowerBound..<(closed.upperBound + 1)
-            headers[.contentRange] = "bytes \(closed.lowerBound)-\(closed.upperBound)/\(file.size)"
+            headers[.contentRange] = "bytes \(closed.lowerBound)-\(closed.upperBound)/\(total)"
         case .unsatisfiable:
             log.write("\(method) \(name) \(rangeHeader ?? "") -> 416")
             headers[.contentRange] = "bytes */\(file.size)"
@@ -82,6 +85,25 @@ struct DownloadRoute: Sendable {
             return .whole
         }
         return RangeRequest(header: request.headers[.range], size: size)
+    }
+
+    /// The bytes a ``SampleServerFaults/RangeFault`` sends instead of `asked`, and the total size it states.
+    static func misplaced(_ asked: ClosedRange<Int>, size: Int, by fault: SampleServerFaults.RangeFault?)
+        -> (ClosedRange<Int>, total: Int)
+    {
+        switch fault {
+        case nil:
+            return (asked, size)
+        case .fromStart:
+            return (0...(asked.count - 1), size)
+        case .shifted where asked.lowerBound == 0:
+            return (asked, size)
+        case .shifted(let delta):
+            let first = Swift.min(Swift.max(0, asked.lowerBound + delta), size - 1)
+            return (first...Swift.min(size - 1, first + asked.count - 1), size)
+        case .wrongTotal:
+            return (asked, size + 1000)
+        }
     }
 
     /// `attachment; filename="NAME"`, with an RFC 8187 `filename*` when the name is not plain ASCII.

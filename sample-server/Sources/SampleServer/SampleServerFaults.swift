@@ -18,6 +18,11 @@ public struct SampleServerFaults: Sendable, Equatable {
     /// Answer `200` with the whole file even when a `Range` is asked for (still advertising `Accept-Ranges: bytes`,
     /// like a misconfigured proxy).
     public var ignoreRange: Bool
+    /// Answer a `Range` request with `206` and other bytes than the ones asked for, saying so honestly in
+    /// `Content-Range` (a broken cache or proxy): see ``RangeFault``.
+    public var wrongRange: RangeFault?
+    /// Send neither `ETag` nor `Last-Modified`, so a client has nothing to check a resume against.
+    public var omitValidators: Bool
     /// Mixed into every `ETag` and `Last-Modified`: changing it makes files look modified on the server.
     public var etagSalt: String?
     /// Send this `Content-Disposition` value verbatim instead of the file's own (a hostile or odd name).
@@ -34,9 +39,22 @@ public struct SampleServerFaults: Sendable, Equatable {
         stallSeconds = nil
         stallAfterBytes = 0
         ignoreRange = false
+        wrongRange = nil
+        omitValidators = false
         etagSalt = nil
         contentDisposition = nil
         only = nil
+    }
+
+    /// How ``wrongRange`` answers a request for `first-last` of a file of `size` bytes.
+    public enum RangeFault: Sendable, Equatable {
+        /// From byte 0, as many bytes as were asked for (a resume answered with the file's start).
+        case fromStart
+        /// A range that does not start at byte 0, moved by this many bytes (clamped to the file); one that
+        /// starts at 0 (a probe) is answered right, so a segmented download gets as far as its segments.
+        case shifted(Int)
+        /// The range asked for, with a different total size in `Content-Range`.
+        case wrongTotal
     }
 
     func applies(to name: String) -> Bool {
