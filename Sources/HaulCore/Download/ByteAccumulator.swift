@@ -12,18 +12,23 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     let base: Base
     let file: PartFile
     let startOffset: Int64
+    /// The file offset just past the last byte this body may hold (nil: unknown, until the stream ends).
+    let endOffset: Int64?
     let total: Int64?
     let clock: C
     let window: Duration
 
     /// - Parameters:
     ///   - startOffset: the file offset of the stream's first byte (non-zero when resuming).
+    ///   - endOffset: where the body must end (the range or size the server announced): a byte past it is
+    ///     never written, and its arrival fails the stream with a `.protocol` error.
     ///   - total: the size of the whole file, when known; sets the batch size.
-    public init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, total: Int64?,
-                clock: C, window: Duration = .milliseconds(100)) {
+    public init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, end endOffset: Int64? = nil,
+                total: Int64?, clock: C, window: Duration = .milliseconds(100)) {
         self.base = base
         self.file = file
         self.startOffset = startOffset
+        self.endOffset = endOffset
         self.total = total
         self.clock = clock
         self.window = window
@@ -61,6 +66,9 @@ where Base.Element: ByteChunk, C.Duration == Duration {
             guard !done else { return nil }
             let threshold = ByteAccumulator.batchSize(total: owner.total)
             while let chunk = try await base.next() {
+                if let end = owner.endOffset, offset + Int64(chunk.count) > end {
+                    throw HaulError(.protocol, "the server sent more than the \(end - owner.startOffset) bytes it announced")
+                }
                 try owner.file.write(chunk, at: offset)
                 offset += Int64(chunk.count)
                 pending += Int64(chunk.count)

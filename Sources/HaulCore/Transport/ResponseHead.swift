@@ -42,6 +42,14 @@ public struct ResponseHead: Sendable, Equatable {
         return (first, last, Int64(parts[1]))
     }
 
+    /// For a 416 answer, the size in `Content-Range: bytes */TOTAL`.
+    public var unsatisfiedRangeTotal: Int64? {
+        guard let value = self["Content-Range"], value.utf8.count > 8,
+            Self.sameName(String(value.prefix(8)), "bytes */")
+        else { return nil }
+        return Int64(value.dropFirst(8)).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
     public static func == (a: ResponseHead, b: ResponseHead) -> Bool {
         a.status == b.status && a.effectiveURL == b.effectiveURL
             && a.headers.map { [$0.name, $0.value] } == b.headers.map { [$0.name, $0.value] }
