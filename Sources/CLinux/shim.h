@@ -7,11 +7,19 @@
 #endif
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 
 /* open(2)'s O_DIRECT, whose value differs between architectures. */
 static inline int haul_o_direct(void) { return O_DIRECT; }
 
 /* Names the calling thread (at most 15 bytes show), for ps, top and perf. */
 static inline void haul_name_thread(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+/* renameat2(2) with RENAME_NOREPLACE: renames only when nothing is at the new name, in one step.
+   Returns 0, or -1 with errno (EEXIST when the name is taken; EINVAL or ENOSYS where the file system or
+   kernel lacks the flag). */
+static inline int haul_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
+}
 
 #endif

@@ -62,7 +62,8 @@ import Testing
     }
 
     func take(_ path: String, _ policy: ExistingFilePolicy) throws -> Claim? {
-        try Claim.take(path, policy: policy, url: "http://h/a.bin", resume: true, notice: { _ in })
+        try Claim.take(FilePath.baseName(of: path), in: OutputDirectory(FilePath.parent(of: path)), policy: policy,
+                       url: "http://h/a.bin", resume: true, notice: { _ in })
     }
 
     @Test func renamePolicyPicksTheNextFreeNameAndLocksIt() throws {

@@ -123,9 +123,23 @@ import Testing
         }
     }
 
+    /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
+    @Test func anotherURLsPartIsLeftForIt() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let foreign = "{\"version\":1,\"url\":\"http://elsewhere/x\",\"completed\":[{\"start\":0,\"end\":10}]}"
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 0xEE, count: 4096))
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part.json"), contents: Data(foreign.utf8))
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().path == dir.file("medium.1.bin"))
+            #expect(notices == ["medium.bin.part belongs to another URL (http://elsewhere/x); leaving it for that one"])
+            #expect(try FileDigest.hex(of: dir.file("medium.1.bin")) == expectedSHA256("medium.bin"))
+            #expect(dir.listing() == ["medium.1.bin", "medium.bin.part", "medium.bin.part.json"])
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("medium.bin.part.json"))) == Data(foreign.utf8))
+        }
+    }
+
     @Test(arguments: [
-        ("{\"version\":1,\"url\":\"http://elsewhere/x\",\"completed\":[{\"start\":0,\"end\":10}]}",
-         "medium.bin.part belongs to another URL (http://elsewhere/x); starting over"),
         ("{not json", "medium.bin.part.json is unreadable; starting over"),
         ("{\"version\":99,\"url\":\"u\",\"completed\":[]}", "medium.bin.part.json is unreadable; starting over"),
     ])

@@ -1,7 +1,16 @@
-/// A target path this download holds: its `.part` is open and locked, and its resume state, if any, is
-/// known to belong to this URL.
+import Glibc
+
+/// A target name this download holds in its output directory: its `.part` is open and locked, and its
+/// resume state, if any, is known to belong to this URL.
+///
+/// Choosing a free name and holding it is one step: the `.part` is created exclusively (or is a trusted one
+/// left by an earlier run of this URL) and `flock`ed, under the process's namespace lock, so no two
+/// downloads, in this process or another, ever write the same part file; and the finished file takes its
+/// name with `RENAME_NOREPLACE`, so nothing that appeared there meanwhile is replaced.
 struct Claim {
-    var path: String
+    let directory: OutputDirectory
+    /// The file name the download is to get (before `finish` finds it taken).
+    private(set) var name: String
     var part: PartFile
     /// Valid state for this URL from an earlier run, or the state this run keeps up to date.
     var state: ResumeState?
@@ -12,41 +21,67 @@ struct Claim {
     /// A state file exists (found at the start, or written by a checkpoint): only then is there one to remove.
     private(set) var stateOnDisk = false
 
-    var partPath: String { path + ".part" }
-    var statePath: String { ResumeState.path(forPart: partPath) }
+    var partName: String { name + ".part" }
+    var stateName: String { ResumeState.path(forPart: partName) }
+    var path: String { directory.file(name) }
+    var partPath: String { directory.file(partName) }
 
-    /// Takes `path` (or, by the rename policy, the next free `name.N.ext`), locking its `.part`.
-    /// nil when the policy is `.skip` and the file exists. Tells `notice` why a resume is refused.
-    static func take(_ path: String, policy: ExistingFilePolicy, url: String, resume: Bool,
-                     notice: (String) -> Void) throws(HaulError) -> Claim? {
-        switch policy {
-        case .skip where FileSystem.exists(path):
-            return nil
-        case .skip, .overwrite:
-            guard let part = try PartFile(claiming: path + ".part") else {
-                throw HaulError(.fileIO, "\(path).part is in use by another download")
-            }
-            return try Claim(path: path, part: part, url: url, resume: resume, notice: notice)
-        case .rename:
-            let (stem, ext) = FileNaming.split(FilePath.baseName(of: path))
-            let folder = FilePath.parent(of: path)
-            for n in 0... {
-                let candidate = n == 0 ? path : FilePath.join(folder, "\(stem).\(n)\(ext)")
-                guard !FileSystem.exists(candidate) else { continue }
-                if let part = try PartFile(claiming: candidate + ".part") {
-                    return try Claim(path: candidate, part: part, url: url, resume: resume, notice: notice)
+    /// Takes `name` in `directory` (or, by the rename policy, the next free `name.N.ext`), locking its
+    /// `.part`. nil when the policy is `.skip` and the file exists. Tells `notice` why a resume is refused
+    /// or a name passed over.
+    ///
+    /// A name is passed over (rename policy) or refused (the others) when its `.part` is held by another
+    /// download, belongs to another URL's resumable download, or is not a file haul may write into (a
+    /// symbolic link, a hard link, another user's file, not a regular file); such a file is left as it is.
+    static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
+                     resume: Bool, notice: (String) -> Void) throws(HaulError) -> Claim? {
+        FileSystem.namespaceLock.lock()
+        defer { FileSystem.namespaceLock.unlock() }
+        let (stem, ext) = FileNaming.split(name)
+        for n in 0... {
+            let candidate = n == 0 ? name : "\(stem).\(n)\(ext)"
+            let shown = directory.file(candidate)
+            if directory.exists(candidate) {
+                switch policy {
+                case .skip: return nil
+                case .rename: continue
+                case .overwrite: break  // the finished file replaces it
                 }
             }
-            fatalError("unreachable")
+            let refusal: String
+            switch try directory.claimPart(candidate + ".part") {
+            case .created(let part):
+                // No part was there: a state file left alone has nothing to resume.
+                return try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
+                                 overwrite: true, notice: notice)
+            case .existing(let part):
+                let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
+                                      overwrite: policy == .overwrite, notice: notice)
+                if let claim { return claim }
+                try? part.close()
+                refusal = "is another URL's partial download"
+            case .busy:
+                refusal = "is in use by another download"
+            case .untrusted(let why):
+                refusal = why
+                notice("\(candidate).part \(why); leaving it alone")
+            }
+            guard policy == .rename else {
+                throw HaulError(.fileIO, "\(shown).part \(refusal); not writing into it")
+            }
         }
+        fatalError("unreachable: the candidates never run out")
     }
 
-    private init(path: String, part: PartFile, url: String, resume: Bool, notice: (String) -> Void) throws(HaulError) {
-        self.path = path
+    /// nil when the part belongs to another URL's download and `overwrite` is off: that one may still be
+    /// resumed, so it is left for it.
+    private init?(directory: OutputDirectory, name: String, part: PartFile, url: String, resume: Bool,
+                  overwrite: Bool, notice: (String) -> Void) throws(HaulError) {
+        self.directory = directory
+        self.name = name
         self.part = part
-        let name = FilePath.baseName(of: path)
         let size = try part.size()
-        switch ResumeState.load(from: ResumeState.path(forPart: path + ".part")) {
+        switch ResumeState.load(from: directory, name: ResumeState.path(forPart: name + ".part")) {
         case .missing:
             if size > 0 { notice("\(name).part has no resume state; starting over") }
         case .unreadable:
@@ -54,7 +89,11 @@ struct Claim {
             notice("\(name).part.json is unreadable; starting over")
         case .found(let found):
             stateOnDisk = true
-            if found.url != url {
+            if !found.belongs(to: url) {
+                guard overwrite else {
+                    notice("\(name).part belongs to another URL (\(found.url)); leaving it for that one")
+                    return nil
+                }
                 notice("\(name).part belongs to another URL (\(found.url)); starting over")
             } else if (found.completed.last?.end ?? 0) > size {
                 notice("\(name).part is shorter than its state says; starting over")
@@ -66,7 +105,7 @@ struct Claim {
         }
     }
 
-    /// Gives the path up for another name: an empty `.part` this run created is removed.
+    /// Gives the name up for another: an empty `.part` this run created is removed.
     func release() {
         discardIfEmpty()
         try? part.close()
@@ -74,13 +113,15 @@ struct Claim {
 
     /// Removes the `.part` when nothing was ever written to it (a failure before the first byte).
     func discardIfEmpty() {
-        if (try? part.size()) == 0, !FileSystem.exists(statePath) { FileSystem.remove(partPath) }
+        if (try? part.size()) == 0, !directory.exists(stateName), directory.holds(partName, part) {
+            directory.remove(partName)
+        }
     }
 
     /// Drops the state file, if there is one.
     mutating func removeState() {
         guard stateOnDisk else { return }
-        FileSystem.remove(statePath)
+        directory.remove(stateName)
         stateOnDisk = false
     }
 
@@ -89,8 +130,40 @@ struct Claim {
         guard var current = state else { return }
         try part.syncData()
         if let range { current.add(range) }
-        try current.save(to: statePath)
+        try current.save(to: directory, name: stateName)
         stateOnDisk = true
         state = current
+    }
+
+    /// Gives the finished `.part` its name and drops the state file. With `replacing`, whatever is at the
+    /// name is replaced (a link there is replaced, not followed); otherwise a file that appeared there
+    /// during the download stays, and this one takes the next free `name.N.ext`. Returns the final path.
+    mutating func place(replacing: Bool, notice: (String) -> Void) throws(HaulError) -> String {
+        guard directory.holds(partName, part) else {
+            throw HaulError(.fileIO, "\(partPath) was replaced by something else during the download; not renaming it")
+        }
+        let wanted = name
+        if replacing {
+            try directory.rename(partName, name)
+        } else {
+            let (stem, ext) = FileNaming.split(wanted)
+            var n = 0
+            while true {
+                let candidate = n == 0 ? wanted : "\(stem).\(n)\(ext)"
+                n += 1
+                // Past the first, a name whose .part exists is another download's.
+                if candidate != wanted, directory.exists(candidate) || directory.exists(candidate + ".part") {
+                    continue
+                }
+                if try directory.renameNoReplace(partName, candidate) {
+                    if candidate != wanted { notice("\(wanted) appeared during the download; saved as \(candidate)") }
+                    removeState()
+                    name = candidate
+                    break
+                }
+            }
+        }
+        removeState()
+        return path
     }
 }

@@ -36,12 +36,14 @@ public struct Downloader: Sendable {
     }
 
     private func run(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
-        try FileSystem.makeDirectory(job.outputDirectory)
-        let guessed = Self.path(for: job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url)),
-                                in: job.outputDirectory)
-        guard var claim = try Claim.take(guessed, policy: job.existingFile, url: job.url, resume: job.resume,
-                                         notice: { events(.notice($0)) })
-        else { return DownloadResult(file: FilePath.baseName(of: guessed), path: guessed, bytes: 0, skipped: true) }
+        if let name = job.outputName, let problem = FileNaming.problem(withPlainName: name) {
+            throw HaulError(.usage, "the output name \(name.debugDescription) \(problem)")
+        }
+        let directory = try OutputDirectory(job.outputDirectory)
+        let guessed = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+        guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
+                                         resume: job.resume, notice: { events(.notice($0)) })
+        else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
         defer { try? claim.part.close() }
 
         var failures = 0
@@ -52,7 +54,7 @@ public struct Downloader: Sendable {
                 claim.discardIfEmpty()
                 // A JPEG (by the task-local flag or its Content-Type) keeps what arrived as a preview.
                 if job.partialPreview, let preview = try? PartialPreview.saveIfWanted(
-                    partPath: claim.partPath, targetPath: claim.path,
+                    part: claim.part, targetPath: claim.path,
                     contiguousBytes: claim.state?.contiguousPrefix ?? 0, contentType: claim.contentType)
                 {
                     events(.notice("partial preview saved: \(preview)"))
@@ -77,6 +79,11 @@ public struct Downloader: Sendable {
     /// One request: resume or start, stream, finish. Keeps `claim.state` current for the next attempt.
     private func attempt(_ job: DownloadJob, claim: inout Claim, renamable: Bool,
                          events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
+        if let state = claim.state, state.validator == nil, !state.completed.isEmpty {
+            // Nothing to send in If-Range: a resumed range could splice two versions of the file.
+            events(.notice("the server gave no ETag or Last-Modified to check \(claim.partName) against; starting over"))
+            claim.state = nil
+        }
         let offset = claim.state?.contiguousPrefix ?? 0
         // Segmented: the first request asks for one small range only, so learning the size and whether
         // ranges work costs no bytes thrown away; the segments then ask for exact ranges.
@@ -96,6 +103,14 @@ public struct Downloader: Sendable {
         do { head = try await transfer.head() } catch { throw HaulError.from(error) }
 
         if head.status == 416 && offset > 0 {
+            // Nothing left to send: the part is already whole, if the size the server states is what is on disk.
+            if let size = head.unsatisfiedRangeTotal, size == offset, claim.state?.total.map({ $0 == size }) ?? true,
+                head["ETag"].map({ $0 == claim.state?.etag }) ?? true
+            {
+                let file = claim.name
+                if claim.announced == nil { events(.started(file: file, path: claim.path, total: size)) }
+                return try finish(&claim, job: job, file: file, received: 0, events: events)
+            }
             events(.notice("the server refused to resume at \(ByteFormat.size(offset)); starting over"))
             claim.state = nil
             return try await attempt(job, claim: &claim, renamable: renamable, events: events)
@@ -105,12 +120,14 @@ public struct Downloader: Sendable {
 
         // The server may name the file differently from the URL: move the claim before writing anything.
         if renamable, let suggested = head["Content-Disposition"].flatMap(FileNaming.filename(fromContentDisposition:)) {
-            let named = Self.path(for: FileNaming.sanitize(suggested), in: job.outputDirectory)
-            if named != claim.path && named != Self.baseOf(claim.path, in: job.outputDirectory) {
+            let named = FileNaming.sanitize(suggested)
+            if named != claim.name && named != Self.baseOf(claim.name) {
                 claim.release()
-                guard let moved = try Claim.take(named, policy: job.existingFile, url: job.url, resume: job.resume,
-                                                 notice: { events(.notice($0)) })
-                else { return DownloadResult(file: FilePath.baseName(of: named), path: named, bytes: 0, skipped: true) }
+                guard let moved = try Claim.take(named, in: claim.directory, policy: job.existingFile, url: job.url,
+                                                 resume: job.resume, notice: { events(.notice($0)) })
+                else {
+                    return DownloadResult(file: named, path: claim.directory.file(named), bytes: 0, skipped: true)
+                }
                 claim = moved
                 claim.contentType = head["Content-Type"]
                 if claim.state != nil {
@@ -120,23 +137,21 @@ public struct Downloader: Sendable {
             }
         }
 
-        let ranged = head.status == 206 && head.contentRange?.first == offset
-        var start: Int64 = 0
-        if offset > 0 {
-            if ranged {
-                start = offset
-            } else {
-                events(.notice(Self.refusal(head: head, state: claim.state)))
-            }
+        let placement = try ResponseCheck.placement(of: head, asked: request.range,
+                                                    knownTotal: offset > 0 ? claim.state?.total : nil)
+        let ranged = placement.isRange
+        let start = placement.start
+        if offset > 0 && !ranged {
+            events(.notice(Self.refusal(head: head, state: claim.state)))
         }
-        let total = ranged ? head.contentRange?.total : head.contentLength
+        let total = placement.total
         if start == 0 {
             // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
             // whole at close (seen in bench/profile).
             if try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
             claim.state = ResumeState(url: job.url, etag: head["ETag"], lastModified: head["Last-Modified"], total: total)
         }
-        let file = FilePath.baseName(of: claim.path)
+        let file = claim.name
         if claim.announced?.path != claim.path || claim.announced?.total != total {
             // Once per file: a second request for the same file (the rest after a probe) is not news.
             claim.announced = (claim.path, total)
@@ -147,13 +162,13 @@ public struct Downloader: Sendable {
         }
 
         // This answer's body: the probe's range, the rest of the file, or all of it.
-        let bodyEnd = ranged ? head.contentRange.map { $0.last + 1 } : total
+        let bodyEnd = placement.end
         var written = start
         let bodyBegan = ContinuousClock.now
         do {
             let clock = self.clock
-            try await stream(transfer.bytes, claim: &claim, start: start, total: total, written: &written,
-                             clock: clock, events: events)
+            try await stream(transfer.bytes, claim: &claim, start: start, end: bodyEnd, total: total,
+                             written: &written, clock: clock, events: events)
         } catch {
             let failure = HaulError.from(error)
             if written > start { try? claim.checkpoint(adding: ByteRange(start, written)) }
@@ -165,7 +180,7 @@ public struct Downloader: Sendable {
         }
         claim.state?.add(ByteRange(start, written))
         guard probing, ranged, written < (total ?? .max) else {
-            return try finish(&claim, file: file, received: written - start, checksum: job.checksum)
+            return try finish(&claim, job: job, file: file, received: written - start, events: events)
         }
         guard let total else {
             // A size the server will not tell: go on over one connection from here.
@@ -198,16 +213,18 @@ public struct Downloader: Sendable {
             try? claim.checkpoint(adding: nil)
             throw HaulError.from(error)
         }
-        return try finish(&claim, file: file, received: total - before + (written - start), checksum: job.checksum)
+        return try finish(&claim, job: job, file: file, received: total - before + (written - start), events: events)
     }
 
-    /// Syncs the data, renames `NAME.part` into place and drops the state file.
-    private func finish(_ claim: inout Claim, file: String, received: Int64, checksum: Checksum?) throws(HaulError)
-        -> DownloadResult
-    {
+    /// Syncs the data, verifies the checksum, gives `NAME.part` its name (the next free one if something
+    /// appeared at `NAME` meanwhile, unless `--overwrite`) and drops the state file.
+    private func finish(_ claim: inout Claim, job: DownloadJob, file: String, received: Int64,
+                        events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         try claim.part.sync()
-        if let checksum {
-            let actual = try FileDigest.hex(of: claim.partPath, algorithm: checksum.algorithm)
+        if let checksum = job.checksum {
+            let actual = try claim.part.withDescriptor { (fd) throws(HaulError) in
+                try FileDigest.hex(ofDescriptor: fd, path: claim.partPath, algorithm: checksum.algorithm)
+            }
             guard actual == checksum.hex else {
                 // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.
                 claim.removeState()
@@ -215,10 +232,9 @@ public struct Downloader: Sendable {
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
             }
         }
-        try FileSystem.rename(claim.partPath, claim.path)
-        claim.removeState()
-        DirectorySync.shared.sync(FilePath.parent(of: claim.path))
-        return DownloadResult(file: file, path: claim.path, bytes: received, skipped: false)
+        let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.notice($0)) })
+        DirectorySync.shared.sync(claim.directory.path)
+        return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
     }
 
     /// Fetches the missing ranges over `job.segments` connections (child tasks of a task group), writing
@@ -323,9 +339,9 @@ public struct Downloader: Sendable {
             defer { transfer.cancel() }
             let head = try await transfer.head()
             try HTTPStatus.check(head)
-            guard head.status == 206, head.contentRange?.first == range.start else {
-                throw SegmentRefused(status: head.status)
-            }
+            // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
+            guard head.status == 206 else { throw SegmentRefused(status: head.status) }
+            _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
             var offset = range.start
             let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: range.start)
             for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: range.start, total: total,
@@ -340,12 +356,12 @@ public struct Downloader: Sendable {
     }
 
     /// Writes the body into the part file, reporting each batch and checkpointing every interval.
-    private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, claim: inout Claim, start: Int64, total: Int64?,
-                                            written: inout Int64, clock: C,
+    private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, claim: inout Claim, start: Int64, end: Int64?,
+                                            total: Int64?, written: inout Int64, clock: C,
                                             events: (DownloadEvent) -> Void) async throws {
         var nextCheckpoint = clock.now.advanced(by: start > 0 ? checkpointInterval : firstCheckpoint)
-        for try await progress in ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, total: total,
-                                                  clock: clock) {
+        for try await progress in ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, end: end,
+                                                  total: total, clock: clock) {
             written = progress.completed
             events(.progress(progress))
             let now = clock.now
@@ -365,15 +381,11 @@ public struct Downloader: Sendable {
             : "the server ignored the Range request (answered \(head.status)); starting over"
     }
 
-    static func path(for name: String, in directory: String) -> String {
-        name.contains("/") ? name : FilePath.join(directory, name)
-    }
-
-    /// The unsuffixed path a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.
-    private static func baseOf(_ path: String, in directory: String) -> String {
-        let (stem, ext) = FileNaming.split(FilePath.baseName(of: path))
-        guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return path }
-        return FilePath.join(directory, String(stem[..<dot]) + ext)
+    /// The unsuffixed name a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.
+    private static func baseOf(_ name: String) -> String {
+        let (stem, ext) = FileNaming.split(name)
+        guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return name }
+        return String(stem[..<dot]) + ext
     }
 }
 

@@ -5,8 +5,9 @@ import Foundation
 /// The result never contains `/`, `\`, NUL or other control characters, is never `.`, `..` or empty,
 /// never starts with a dot (no hidden files), and is at most `maxBytes` UTF-8 bytes, keeping the extension.
 public enum FileNaming {
-    /// 255 (NAME_MAX) less room for ".part.json".
-    public static let maxBytes = 240
+    /// 255 (NAME_MAX) less room for what haul adds to a name: a rename's ".NNNNN", ".part.json", and the
+    /// state file's temporary ".XXXXXXXX.tmp" (31 bytes at most).
+    public static let maxBytes = 224
 
     public static func sanitize(_ suggested: String) -> String {
         let lastComponent = suggested.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
@@ -19,6 +20,19 @@ public enum FileNaming {
         while name.hasPrefix(".") { name.removeFirst() }
         name = truncate(name, toBytes: maxBytes)
         return name.isEmpty ? "download" : name
+    }
+
+    /// Why `name` (`-O`, a name the user gave) is not a plain file name, or nil when it is one: no `/`, not
+    /// empty, `.` or `..`, no NUL or other control character.
+    public static func problem(withPlainName name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name == "." || name == ".." { return "is not a file name" }
+        if name.contains("/") { return "is a path, not a file name" }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "contains control characters"
+        }
+        if name.utf8.count > 255 { return "is longer than 255 bytes" }
+        return nil
     }
 
     /// Cuts to at most `limit` UTF-8 bytes on a character boundary, keeping a short extension.

@@ -37,35 +37,38 @@ public final class PartFile: @unchecked Sendable {
     /// whose direct I/O is slow).
     static let directAllowed = getenv("HAUL_BUFFERED_IO").map { String(cString: $0) != "1" } ?? true
 
-    /// Opens (creating if needed) `path` for writing; `truncate` drops any previous content.
+    /// Opens (creating if needed) `path` for writing; `truncate` drops any previous content. A symbolic
+    /// link at `path` is refused, not followed.
     public init(path: String, truncate: Bool) throws(HaulError) {
         self.path = path
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0)
+        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0)
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw PartFile.error("cannot create", path) }
         descriptor = fd
     }
 
-    /// Opens or creates `path` and takes an exclusive `flock` on it, so no other download (in this process
-    /// or another) writes the same part file; nil when another holds it. The lock ends with the process.
-    public init?(claiming path: String) throws(HaulError) {
+    /// Takes over an open descriptor (readable and writable, from `OutputDirectory`); `path` names it in
+    /// messages only: the file is never opened by its name again.
+    init(descriptor: Int32, path: String) {
         self.path = path
-        let fd = FileSystem.namespaceLock.withLock { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
-        guard fd >= 0 else { throw PartFile.error("cannot create", path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            if code == EWOULDBLOCK { return nil }
-            throw PartFile.error("cannot lock", path, code)
-        }
-        descriptor = fd
+        self.descriptor = descriptor
     }
 
     /// The file's current size.
     public func size() throws(HaulError) -> Int64 {
+        Int64(try status().st_size)
+    }
+
+    /// `fstat` of the open file.
+    func status() throws(HaulError) -> stat {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw PartFile.error("cannot stat", path) }
-        return Int64(info.st_size)
+        return info
+    }
+
+    /// Runs `body` with the open descriptor (to read the file back: a checksum, a preview), never by name.
+    func withDescriptor<T>(_ body: (Int32) throws(HaulError) -> T) throws(HaulError) -> T {
+        try body(descriptor)
     }
 
     /// Cuts the file to `length` bytes.
@@ -126,11 +129,27 @@ public final class PartFile: @unchecked Sendable {
             case .open(let fd): return fd
             case .refused, .unavailable: return nil
             case .untried:
-                let fd = open(path, O_WRONLY | haul_o_direct() | O_CLOEXEC)
-                state.io = fd >= 0 ? .open(fd) : .unavailable
-                return fd >= 0 ? fd : nil
+                let fd = reopenDirect()
+                state.io = fd.map { .open($0) } ?? .unavailable
+                return fd
             }
         }
+    }
+
+    /// A second descriptor of the same file with `O_DIRECT`, reopened through `/proc/self/fd` (never by
+    /// name: the name could point elsewhere by now), checked to be the same inode.
+    private func reopenDirect() -> Int32? {
+        let fd = open("/proc/self/fd/\(descriptor)", O_WRONLY | haul_o_direct() | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var mine = stat()
+        var reopened = stat()
+        guard fstat(descriptor, &mine) == 0, fstat(fd, &reopened) == 0,
+            mine.st_dev == reopened.st_dev, mine.st_ino == reopened.st_ino
+        else {
+            _ = Glibc.close(fd)
+            return nil
+        }
+        return fd
     }
 
     private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {

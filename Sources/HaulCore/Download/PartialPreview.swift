@@ -64,6 +64,19 @@ public enum PartialPreview {
         return written > 0 ? path : nil
     }
 
+    /// `saveIfWanted` for a download's own open part file: read through its descriptor, never by name.
+    static func saveIfWanted(part: PartFile, targetPath: String, contiguousBytes: Int64,
+                             contentType: String?) throws(HaulError) -> String? {
+        guard DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType),
+              contiguousBytes > 0
+        else { return nil }
+        let path = previewPath(for: targetPath)
+        let written = try part.withDescriptor { (fd) throws(HaulError) in
+            try write(prefixOf: fd, sourcePath: part.path, length: contiguousBytes, to: path)
+        }
+        return written > 0 ? path : nil
+    }
+
     /// Copies up to `length` bytes from the start of `source` into a new file at `destination`, adding the EOI
     /// marker when missing, atomically (temporary file, fsync, rename, directory sync). Returns the bytes copied
     /// from `source`; when that is 0 nothing is written.
@@ -71,6 +84,12 @@ public enum PartialPreview {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw PartFile.error("cannot read", source) }
         defer { close(input) }
+        return try write(prefixOf: input, sourcePath: source, length: length, to: destination)
+    }
+
+    /// `write(prefixOf:length:to:)` from an open descriptor (`pread`, so its offset does not move).
+    static func write(prefixOf input: Int32, sourcePath source: String, length: Int64,
+                      to destination: String) throws(HaulError) -> Int64 {
 
         let folder = FilePath.parent(of: destination)
         // A short name of its own: the preview's name may already be near the 255-byte limit.

@@ -8,6 +8,7 @@ public struct ResumeState: Codable, Equatable, Sendable {
     public static let formatVersion = 1
 
     public var version = ResumeState.formatVersion
+    /// The URL, its password masked (`URLRedaction`): a secret is never written to disk.
     public var url: String
     public var etag: String?
     public var lastModified: String?
@@ -17,7 +18,7 @@ public struct ResumeState: Codable, Equatable, Sendable {
     public var completed: [ByteRange]
 
     public init(url: String, etag: String?, lastModified: String?, total: Int64?, completed: [ByteRange] = []) {
-        self.url = url
+        self.url = URLRedaction.masked(url)
         self.etag = etag
         self.lastModified = lastModified
         self.total = total
@@ -50,14 +51,30 @@ public struct ResumeState: Codable, Equatable, Sendable {
     /// The state file beside a part file.
     public static func path(forPart part: String) -> String { part + ".json" }
 
-    /// Reads the state file; `.missing` when there is none, `.unreadable` when it cannot be trusted.
+    /// Whether this state was written for `url` (compared as stored: password masked).
+    func belongs(to url: String) -> Bool { self.url == URLRedaction.masked(url) }
+
+    /// The most a state file may hold: its ranges are merged, so even a file of thousands of holes is far below.
+    static let sizeLimit = 1 << 20
+
+    /// Reads the state file `name`; `.missing` when there is none, `.unreadable` when it cannot be trusted
+    /// (not JSON of this version, too large, or not a regular file: a link there is not followed).
+    static func load(from directory: OutputDirectory, name: String) -> Loaded {
+        switch directory.readSmallFile(name, limit: sizeLimit) {
+        case .missing: return .missing
+        case .unusable: return .unreadable
+        case .bytes(let bytes):
+            guard let state = try? JSONDecoder().decode(ResumeState.self, from: Data(bytes)),
+                state.version == formatVersion
+            else { return .unreadable }
+            return .found(state)
+        }
+    }
+
+    /// `load` by path (tests and tools).
     static func load(from path: String) -> Loaded {
-        guard FileSystem.exists(path) else { return .missing }
-        guard let data = FileManager.default.contents(atPath: path),
-            let state = try? JSONDecoder().decode(ResumeState.self, from: data),
-            state.version == formatVersion
-        else { return .unreadable }
-        return .found(state)
+        guard let directory = try? OutputDirectory(FilePath.parent(of: path)) else { return .unreadable }
+        return load(from: directory, name: FilePath.baseName(of: path))
     }
 
     enum Loaded: Equatable {
@@ -66,18 +83,19 @@ public struct ResumeState: Codable, Equatable, Sendable {
         case found(ResumeState)
     }
 
-    /// Replaces the state file atomically: write a temp file, fsync it, rename it over the old one.
-    func save(to path: String) throws(HaulError) {
+    /// Replaces the state file `name` atomically and durably (a unique temporary file created exclusively,
+    /// mode 0600, fsync, rename).
+    func save(to directory: OutputDirectory, name: String) throws(HaulError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
         do { data = try encoder.encode(self) } catch { throw HaulError(.other, "cannot encode resume state") }
-        let temporary = path + ".tmp"
-        let file = try PartFile(path: temporary, truncate: true)
-        try file.write([UInt8](data), at: 0)
-        try file.sync()
-        try file.close()
-        try FileSystem.rename(temporary, path)
+        try directory.replace(name, with: [UInt8](data))
+    }
+
+    /// `save` by path (tests and tools).
+    func save(to path: String) throws(HaulError) {
+        try save(to: OutputDirectory(FilePath.parent(of: path)), name: FilePath.baseName(of: path))
     }
 }
 

@@ -37,6 +37,7 @@ public enum DownloadState: Sendable, Equatable {
 
 /// What a manager tells its front end, in order per download.
 public enum ManagerEvent: Sendable, Equatable {
+    /// `url` is as it may be shown: its password masked.
     case added(id: DownloadID, url: String, file: String)
     case state(id: DownloadID, DownloadState)
     /// The server answered and the file is named; bytes go to `path + ".part"`.
@@ -93,7 +94,8 @@ public actor DownloadManager {
         let file = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
         entries[id] = Entry(job: job, file: file)
         order.append(id)
-        continuation.yield(.added(id: id, url: job.url, file: file))
+        // Front ends show and keep the URL: never its password.
+        continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
         enqueue(id)
         return id
     }
@@ -272,7 +274,7 @@ public actor DownloadManager {
         running[id] = nil
         guard let entry = entries[id] else { return }
         // A resume or retry continues this very file, whatever the server calls it by then.
-        if let path { entries[id]?.job.outputName = path }
+        if let path { entries[id]?.job.outputName = FilePath.baseName(of: path) }
         switch result {
         case .success(let value):
             entries[id]?.file = value.file

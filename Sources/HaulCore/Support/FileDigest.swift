@@ -16,17 +16,35 @@ public enum FileDigest {
         }
     }
 
+    /// The digest of the file open as `fd`, from its first byte (positional reads: the offset is not moved).
+    /// `path` names it in errors.
+    static func hex(ofDescriptor fd: Int32, path: String, algorithm: Algorithm) throws(HaulError) -> String {
+        switch algorithm {
+        case .sha256: try hex(ofDescriptor: fd, path: path, using: SHA256())
+        case .sha1: try hex(ofDescriptor: fd, path: path, using: Insecure.SHA1())
+        case .md5: try hex(ofDescriptor: fd, path: path, using: Insecure.MD5())
+        }
+    }
+
     private static func hex<H: HashFunction>(of path: String, using hasher: H) throws(HaulError) -> String {
-        var hasher = hasher
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw PartFile.error("cannot read", path) }
         defer { close(fd) }
+        return try hex(ofDescriptor: fd, path: path, using: hasher)
+    }
+
+    private static func hex<H: HashFunction>(ofDescriptor fd: Int32, path: String, using hasher: H) throws(HaulError)
+        -> String
+    {
+        var hasher = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { throw PartFile.error("cannot read", path) }
             if n == 0 { break }
+            offset += off_t(n)
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
         }
         return hasher.finalize().map { byte in

@@ -59,7 +59,8 @@ enum FilesList {
         let offset = Layout.scrollOffset(selection: files.selection, count: entries.count, height: layout.listHeight)
         for (line, index) in (offset..<min(entries.count, offset + layout.listHeight)).enumerated() {
             let file = entries[index]
-            let url = files.server.map { FilesAddress.download(server: $0, name: file.name) }
+            // Rows hold URLs as shown: password masked.
+            let url = files.server.map { URLRedaction.masked(FilesAddress.download(server: $0, name: file.name)) }
             let download = state.rows.last { $0.url == url }
             drawRow(file, download: download, selected: index == files.selection, columns: columns,
                     y: layout.listTop + line, state: state, glyphs: glyphs, into: &grid)

@@ -1,0 +1,190 @@
+import CLinux
+import Foundation
+
+/// The output directory of a download, held open: every name haul creates, opens, renames or removes in it
+/// goes through this descriptor (`openat`, `renameat2`, `unlinkat`), never follows a symbolic link at the
+/// last step, and never creates over something that is there.
+///
+/// So a name planted in the directory (a symlink at `NAME.part` pointing elsewhere, a hard link to another
+/// file, a dangling link) can make haul pick another name, but never write outside the directory or into a
+/// file it did not create. The directory itself is the one the user named (a link there is followed once,
+/// at open); a later swap of that path does not move where the download goes.
+final class OutputDirectory: Sendable {
+    /// As the user gave it, for messages and results.
+    let path: String
+    private let descriptor: Int32
+
+    /// Creates `path` (and its parents) if missing, then holds it open.
+    init(_ path: String) throws(HaulError) {
+        try FileSystem.makeDirectory(path)
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw PartFile.error("cannot open directory", path) }
+        self.path = path
+        descriptor = fd
+    }
+
+    deinit { _ = Glibc.close(descriptor) }
+
+    /// The path of `name` in this directory, for people.
+    func file(_ name: String) -> String { FilePath.join(path, name) }
+
+    /// Whether anything (a file, a directory, a link, even a dangling one) has this name.
+    func exists(_ name: String) -> Bool {
+        var info = stat()
+        return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// What `claimPart` found at a part file's name.
+    enum PartClaim {
+        /// Nothing was there: a new, empty file, created by this call and locked.
+        case created(PartFile)
+        /// A file of this user with no other name, from an earlier run: opened and locked.
+        case existing(PartFile)
+        /// Another download (in this process or another) holds it.
+        case busy
+        /// Something haul must not write through; the reason, for a notice.
+        case untrusted(String)
+    }
+
+    /// Claims the part file `name`: creates it exclusively, or opens the one left by an earlier run if it
+    /// can be trusted (a regular file of this user with a single link), and takes an exclusive `flock`.
+    func claimPart(_ name: String) throws(HaulError) -> PartClaim {
+        while true {
+            let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                guard let part = try lock(fd, name) else { return .busy }
+                return .created(part)
+            }
+            guard errno == EEXIST else { throw PartFile.error("cannot create", file(name)) }
+            // Look before opening: opening a FIFO or a device can have effects of its own.
+            var seen = stat()
+            guard fstatat(descriptor, name, &seen, AT_SYMLINK_NOFOLLOW) == 0 else {
+                if errno == ENOENT { continue }  // gone meanwhile (renamed into place by its owner): try again
+                throw PartFile.error("cannot inspect", file(name))
+            }
+            if let problem = Self.untrustworthy(seen) { return .untrusted(problem) }
+            let existing = openat(descriptor, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard existing >= 0 else {
+                if errno == ENOENT { continue }
+                if errno == ELOOP { return .untrusted("is a symbolic link") }
+                throw PartFile.error("cannot open", file(name))
+            }
+            // The name may have been swapped between the look and the open: judge what was opened.
+            var opened = stat()
+            guard fstat(existing, &opened) == 0 else {
+                let code = errno
+                Glibc.close(existing)
+                throw PartFile.error("cannot inspect", file(name), code)
+            }
+            if let problem = Self.untrustworthy(opened) {
+                Glibc.close(existing)
+                return .untrusted(problem)
+            }
+            guard let part = try lock(existing, name) else { return .busy }
+            return .existing(part)
+        }
+    }
+
+    /// Why a part file found on disk is not one haul may write into, or nil when it may.
+    static func untrustworthy(_ info: stat) -> String? {
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK: return "is a symbolic link"
+        case S_IFREG: break
+        default: return "is not a regular file"
+        }
+        if info.st_uid != geteuid() { return "belongs to another user" }
+        if info.st_nlink != 1 { return "has other hard links" }
+        return nil
+    }
+
+    private func lock(_ fd: Int32, _ name: String) throws(HaulError) -> PartFile? {
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw PartFile.error("cannot lock", file(name), code)
+        }
+        return PartFile(descriptor: fd, path: file(name))
+    }
+
+    /// Whether `name` is still the file open as `part` (nobody swapped the name since it was claimed).
+    func holds(_ name: String, _ part: PartFile) -> Bool {
+        var atName = stat()
+        guard fstatat(descriptor, name, &atName, AT_SYMLINK_NOFOLLOW) == 0, let open = try? part.status() else {
+            return false
+        }
+        return atName.st_dev == open.st_dev && atName.st_ino == open.st_ino
+    }
+
+    /// Renames `from` to `to` unless something is at `to`: false when it is (nothing changed then).
+    func renameNoReplace(_ from: String, _ to: String) throws(HaulError) -> Bool {
+        let result = FileSystem.namespaceLock.withLock { () -> Int32 in
+            if haul_rename_noreplace(descriptor, from, descriptor, to) == 0 { return 0 }
+            guard errno == EINVAL || errno == ENOSYS else { return errno }
+            // A file system without RENAME_NOREPLACE: a hard link is also refused when the name is taken.
+            guard linkat(descriptor, from, descriptor, to, 0) == 0 else { return errno }
+            unlinkat(descriptor, from, 0)
+            return 0
+        }
+        if result == EEXIST { return false }
+        guard result == 0 else { throw PartFile.error("cannot rename \(file(from)) to", file(to), result) }
+        return true
+    }
+
+    /// Renames `from` to `to`, replacing what is there (a link at `to` is replaced, never followed).
+    func rename(_ from: String, _ to: String) throws(HaulError) {
+        let result = FileSystem.namespaceLock.withLock { renameat(descriptor, from, descriptor, to) == 0 ? 0 : errno }
+        guard result == 0 else { throw PartFile.error("cannot rename \(file(from)) to", file(to), result) }
+    }
+
+    func remove(_ name: String) {
+        unlinkat(descriptor, name, 0)
+    }
+
+    /// Writes `bytes` to `name` atomically and durably: a new file of a unique name beside it (created
+    /// exclusively, mode 0600), fsync, rename over `name`. Nothing is left behind when a step fails.
+    func replace(_ name: String, with bytes: [UInt8]) throws(HaulError) {
+        // Short enough to fit beside any name haul makes (FileNaming.maxBytes leaves the room).
+        let temporary = name + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tmp"
+        let fd = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw PartFile.error("cannot create", file(temporary)) }
+        let written = PartFile(descriptor: fd, path: file(temporary))
+        do {
+            try written.write(bytes, at: 0)
+            try written.sync()
+            try written.close()
+            try rename(temporary, name)
+        } catch {
+            try? written.close()
+            remove(temporary)
+            throw error
+        }
+    }
+
+    /// What `readSmallFile` found.
+    enum Contents: Equatable {
+        case missing
+        /// There, but not a regular file of at most the size asked for (a link, a FIFO, too large), or
+        /// unreadable.
+        case unusable
+        case bytes([UInt8])
+    }
+
+    /// Reads `name` whole when it is a regular file (a link is not followed) of at most `limit` bytes.
+    func readSmallFile(_ name: String, limit: Int) -> Contents {
+        let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .unusable }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= limit else { return .unusable }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return .unusable }
+            done += n
+        }
+        return .bytes(bytes)
+    }
+}

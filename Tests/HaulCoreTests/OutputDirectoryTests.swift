@@ -1,0 +1,211 @@
+import Foundation
+import NIOConcurrencyHelpers
+import SampleServer
+import TestSupport
+import Testing
+@testable import HaulCore
+
+/// A hostile neighbour and many downloads of one name: nothing is ever written outside the output
+/// directory or through a name haul did not create, and no two downloads share a file.
+@Suite struct OutputDirectoryTests {
+    /// A file outside the output directory that a planted link points at, and what it held.
+    struct Outside {
+        let dir = TempDirectory()
+        let original: [UInt8] = Array("precious data, not a download\n".utf8)
+        var path: String { dir.file("victim.txt") }
+
+        init() {
+            _ = FileManager.default.createFile(atPath: path, contents: Data(original))
+        }
+
+        var untouched: Bool { dir.contents("victim.txt") == original && dir.listing() == ["victim.txt"] }
+    }
+
+    func symlink(_ target: String, at path: String) {
+        #expect(Glibc.symlink(target, path) == 0)
+    }
+
+    @Test func threeHundredDownloadsOfOneNameGetThreeHundredFiles() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let manager = DownloadManager(downloader: .quickRetries, concurrency: 4)
+            // Different URLs (the fragment is not sent), one name: the server's Content-Disposition.
+            for n in 0..<300 {
+                var job = DownloadJob(url: server.downloadURL("small.bin") + "#\(n)", outputDirectory: dir.path)
+                job.retries = 0
+                await manager.add(job)
+            }
+            await manager.waitUntilIdle()
+            #expect(await manager.states.map(\.state).allSatisfy { $0 == .done })
+            let names = dir.listing()
+            #expect(names.count == 300)
+            #expect(names.allSatisfy { $0 == "small.bin" || ($0.hasPrefix("small.") && $0.hasSuffix(".bin")) })
+            #expect(!names.contains { $0.hasSuffix(".part") || $0.hasSuffix(".json") || $0.hasSuffix(".tmp") })
+            let expected = expectedSHA256("small.bin")
+            for name in names { #expect(try FileDigest.hex(of: dir.file(name)) == expected, "\(name)") }
+        }
+    }
+
+    @Test func aPlantedPartSymlinkIsLeftAloneAndNeverWrittenThrough() async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        symlink(outside.path, at: dir.file("small.bin.part"))
+        try await withSampleServer { (server) async throws in
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            #expect(try result.get().path == dir.file("small.1.bin"))
+            #expect(notices == ["small.bin.part is a symbolic link; leaving it alone"])
+            #expect(try FileDigest.hex(of: dir.file("small.1.bin")) == expectedSHA256("small.bin"))
+        }
+        #expect(outside.untouched)
+        #expect(dir.listing() == ["small.1.bin", "small.bin.part"])
+    }
+
+    @Test func aDanglingPartSymlinkCreatesNothingOutside() async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        symlink(outside.dir.file("created-by-haul"), at: dir.file("small.bin.part"))
+        try await withSampleServer { (server) async throws in
+            let (result, _) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            #expect(try result.get().path == dir.file("small.1.bin"))
+        }
+        #expect(outside.untouched)
+    }
+
+    @Test func aHardLinkedPartIsNotWrittenThrough() async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        #expect(link(outside.path, dir.file("small.bin.part")) == 0)
+        try await withSampleServer { (server) async throws in
+            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            #expect(try result.get().path == dir.file("small.1.bin"))
+            #expect(notices == ["small.bin.part has other hard links; leaving it alone"])
+        }
+        #expect(outside.untouched)
+        #expect(dir.contents("small.bin.part") == outside.original)
+    }
+
+    @Test func aTargetSymlinkIsNeverFollowed() async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        symlink(outside.path, at: dir.file("small.bin"))
+        try await withSampleServer { (server) async throws in
+            let (renamed, _) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            #expect(try renamed.get().path == dir.file("small.1.bin"))
+            // --overwrite replaces the link itself, never the file it points at.
+            var job = DownloadJob.sample(server, "small.bin", dir)
+            job.existingFile = .overwrite
+            let (replaced, _) = await runQuickly(job)
+            #expect(try replaced.get().path == dir.file("small.bin"))
+        }
+        #expect(outside.untouched)
+        var info = stat()
+        #expect(lstat(dir.file("small.bin"), &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+        #expect(try FileDigest.hex(of: dir.file("small.bin")) == expectedSHA256("small.bin"))
+    }
+
+    /// A downloader that checkpoints at once and often, so state files are written during the test.
+    var eager: Downloader {
+        var downloader = Downloader.quickRetries
+        downloader.firstCheckpoint = .zero
+        downloader.checkpointInterval = .milliseconds(10)
+        return downloader
+    }
+
+    @Test func plantedStateFileLinksAreNeitherReadNorWrittenThrough() async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        try await withSampleServer(rate: 16 << 20) { (server) async throws in
+            // The state file and the old fixed temporary name both point outside.
+            symlink(outside.path, at: dir.file("medium.bin.part.json"))
+            symlink(outside.path, at: dir.file("medium.bin.part.json.tmp"))
+            let (result, notices) = await eager.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().path == dir.file("medium.bin"))
+            #expect(notices == ["medium.bin.part.json is unreadable; starting over"])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+        #expect(outside.untouched)
+        #expect(dir.listing() == ["medium.bin", "medium.bin.part.json.tmp"])
+    }
+
+    @Test func stateFilesAreOwnerOnlyAndHoldNoPassword() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let url = server.downloadURL("medium.bin").replacingOccurrences(of: "http://", with: "http://ann:s3cret@")
+            var job = DownloadJob(url: url, outputDirectory: dir.path)
+            job.retries = 0
+            let (states, seen) = AsyncStream.makeStream(of: [UInt8].self)
+            let task = Task {
+                try await eager.download(job) { event in
+                    if case .progress = event, let bytes = dir.contents("medium.bin.part.json") { seen.yield(bytes) }
+                }
+            }
+            let state = try await within(30, "a state file") { await states.first { _ in true } }
+            var info = stat()
+            #expect(stat(dir.file("medium.bin.part.json"), &info) == 0 && info.st_mode & 0o777 == 0o600)
+            task.cancel()
+            _ = await task.result
+            let text = String(decoding: try #require(state), as: UTF8.self)
+            #expect(!text.contains("s3cret"))
+            #expect(text.contains("ann:***@"))
+            let kept = String(decoding: dir.contents("medium.bin.part.json") ?? [], as: UTF8.self)
+            #expect(!kept.isEmpty && !kept.contains("s3cret"))
+        }
+    }
+
+    @Test func aFileThatAppearsAtTheNameMidDownloadIsKept() async throws {
+        let dir = TempDirectory()
+        let mine = Array("the user's own file\n".utf8)
+        try await withSampleServer(rate: 16 << 20) { (server) async throws in
+            var planted = false
+            var notices: [String] = []
+            let result = try await Downloader.quickRetries.download(DownloadJob.sample(server, "medium.bin", dir)) {
+                event in
+                switch event {
+                case .progress where !planted:
+                    planted = true
+                    _ = FileManager.default.createFile(atPath: dir.file("medium.bin"), contents: Data(mine))
+                case .notice(let text): notices.append(text)
+                default: break
+                }
+            }
+            #expect(result.path == dir.file("medium.1.bin"))
+            #expect(notices == ["medium.bin appeared during the download; saved as medium.1.bin"])
+        }
+        #expect(dir.contents("medium.bin") == mine)
+        #expect(try FileDigest.hex(of: dir.file("medium.1.bin")) == expectedSHA256("medium.bin"))
+        #expect(dir.listing() == ["medium.1.bin", "medium.bin"])
+    }
+
+    @Test func outputNamesArePlainNames() async throws {
+        let dir = TempDirectory()
+        for name in ["../../x.bin", "a/b", "..", ".", ""] {
+            var job = DownloadJob(url: "http://127.0.0.1:9/x", outputDirectory: dir.path, outputName: name)
+            job.retries = 0
+            let (result, _) = await runQuickly(job)
+            #expect(result.failure?.category == .usage, "\(name)")
+        }
+        #expect(dir.listing().isEmpty)
+    }
+
+    @Test func urlPasswordsAreMasked() {
+        #expect(URLRedaction.masked("https://ann:s3cret@h:8/x?y#z") == "https://ann:***@h:8/x?y#z")
+        #expect(URLRedaction.masked("https://ann:s3@cret@h/x") == "https://ann:***@h/x")
+        #expect(URLRedaction.masked("https://ann@h/x") == "https://ann@h/x")
+        #expect(URLRedaction.masked("https://h/x?u=a:b@c") == "https://h/x?u=a:b@c")
+        #expect(URLRedaction.masked("not a url") == "not a url")
+        #expect(ResumeState(url: "http://a:b@h/f", etag: nil, lastModified: nil, total: nil).url == "http://a:***@h/f")
+    }
+
+    @Test func theManagerAnnouncesURLsMasked() async throws {
+        let manager = DownloadManager(concurrency: 1)
+        let events = manager.events
+        await manager.add(DownloadJob(url: "http://ann:s3cret@127.0.0.1:9/f.bin", outputDirectory: TempDirectory().path))
+        for await event in events {
+            if case .added(_, let url, _) = event {
+                #expect(url == "http://ann:***@127.0.0.1:9/f.bin")
+                break
+            }
+        }
+        await manager.cancelAll()
+    }
+}
