@@ -57,6 +57,14 @@ struct SampleServerCommand: AsyncParsableCommand {
     @Flag(help: "Fault: answer 200 with the whole file even when a Range is asked for.")
     var ignoreRange = false
 
+    @Option(help: ArgumentHelp(
+        "Fault: answer a Range with other bytes: from-start, shifted:N (ranges not at byte 0 move by N), wrong-total.",
+        valueName: "kind"))
+    var wrongRange: String?
+
+    @Flag(help: "Fault: send neither ETag nor Last-Modified.")
+    var noValidators = false
+
     @Option(help: ArgumentHelp("Fault: mix this text into ETag and Last-Modified, as if every file changed.", valueName: "text"))
     var etagSalt: String?
 
@@ -75,6 +83,20 @@ struct SampleServerCommand: AsyncParsableCommand {
         }
         if unavailable < 0 || retryAfter < 0 || (dropLimit ?? 0) < 0 || (stall ?? 0) < 0 {
             throw ValidationError("counts and durations must not be negative")
+        }
+        if let wrongRange, Self.rangeFault(wrongRange) == nil {
+            throw ValidationError("--wrong-range takes from-start, shifted:N or wrong-total")
+        }
+    }
+
+    /// `from-start`, `shifted:N`, `wrong-total`.
+    static func rangeFault(_ text: String) -> SampleServerFaults.RangeFault? {
+        switch text {
+        case "from-start": return .fromStart
+        case "wrong-total": return .wrongTotal
+        default:
+            guard text.hasPrefix("shifted:"), let delta = Int(text.dropFirst(8)) else { return nil }
+            return .shifted(delta)
         }
     }
 
@@ -107,6 +129,8 @@ struct SampleServerCommand: AsyncParsableCommand {
         faults.stallSeconds = stall
         faults.stallAfterBytes = stallAfter?.value ?? 0
         faults.ignoreRange = ignoreRange
+        faults.wrongRange = wrongRange.flatMap(Self.rangeFault)
+        faults.omitValidators = noValidators
         faults.etagSalt = etagSalt
         faults.contentDisposition = contentDisposition
         faults.only = only
