@@ -209,3 +209,21 @@ import Testing
         await manager.cancelAll()
     }
 }
+
+/// State files are replaced through temporaries that never outlive a failure.
+@Suite struct StateFileTests {
+    @Test func aFailedReplaceLeavesNoTemporaryBehind() throws {
+        let dir = TempDirectory()
+        // A non-empty directory where the state file should go: the final rename fails.
+        #expect(mkdir(dir.file("x.part.json"), 0o755) == 0)
+        _ = FileManager.default.createFile(atPath: dir.file("x.part.json/keep"), contents: Data())
+        let directory = try OutputDirectory(dir.path)
+        #expect(throws: HaulError.self) { try directory.replace("x.part.json", with: Array("{}".utf8)) }
+        #expect(dir.listing() == ["x.part.json"])
+        // And one that succeeds leaves only the file, mode 0600.
+        try directory.replace("y.part.json", with: Array("{}".utf8))
+        #expect(dir.listing() == ["x.part.json", "y.part.json"])
+        var info = stat()
+        #expect(stat(dir.file("y.part.json"), &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+}
