@@ -3,7 +3,8 @@ public struct DownloadJob: Sendable, Equatable {
     public var url: String
     /// Created if missing.
     public var outputDirectory: String
-    /// `-O`: the file name to use instead of the server's; a name with a `/` is a path of its own.
+    /// `-O`: the file name to use instead of the server's, in `outputDirectory`: a plain name (no `/`, not
+    /// `.` or `..`), or the download fails with a usage error.
     public var outputName: String?
     public var existingFile = ExistingFilePolicy.rename
     /// Extra request headers, "Name: value".
