@@ -107,9 +107,8 @@ public struct Downloader: Sendable {
             if let size = head.unsatisfiedRangeTotal, size == offset, claim.state?.total.map({ $0 == size }) ?? true,
                 head["ETag"].map({ $0 == claim.state?.etag }) ?? true
             {
-                let file = claim.name
-                if claim.announced == nil { events(.started(file: file, path: claim.path, total: size)) }
-                return try finish(&claim, job: job, file: file, received: 0, events: events)
+                if claim.announced == nil { events(.started(file: claim.name, path: claim.path, total: size)) }
+                return try finish(&claim, job: job, received: 0, events: events)
             }
             events(.notice("the server refused to resume at \(ByteFormat.size(offset)); starting over"))
             claim.state = nil
@@ -180,7 +179,7 @@ public struct Downloader: Sendable {
         }
         claim.state?.add(ByteRange(start, written))
         guard probing, ranged, written < (total ?? .max) else {
-            return try finish(&claim, job: job, file: file, received: written - start, events: events)
+            return try finish(&claim, job: job, received: written - start, events: events)
         }
         guard let total else {
             // A size the server will not tell: go on over one connection from here.
@@ -213,12 +212,12 @@ public struct Downloader: Sendable {
             try? claim.checkpoint(adding: nil)
             throw HaulError.from(error)
         }
-        return try finish(&claim, job: job, file: file, received: total - before + (written - start), events: events)
+        return try finish(&claim, job: job, received: total - before + (written - start), events: events)
     }
 
     /// Syncs the data, verifies the checksum, gives `NAME.part` its name (the next free one if something
     /// appeared at `NAME` meanwhile, unless `--overwrite`) and drops the state file.
-    private func finish(_ claim: inout Claim, job: DownloadJob, file: String, received: Int64,
+    private func finish(_ claim: inout Claim, job: DownloadJob, received: Int64,
                         events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         try claim.part.sync()
         if let checksum = job.checksum {
