@@ -161,7 +161,7 @@ private final class DriverLoop {
         haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
         haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
+        haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, TransferOptions.milliseconds(options.connectTimeout))
         core.lastActivity = .now
         haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
         haul_easy_setopt_xferinfo(easy, progressCallback)
@@ -216,7 +216,8 @@ private final class DriverLoop {
             let code = haul_msg_result(message)
             var error: HaulError?
             if code == CURLE_ABORTED_BY_CALLBACK && core.stalled {
-                let seconds = ByteFormat.fixed(core.request.options.stallTimeout, 0)
+                let limit = core.request.options.stallTimeout
+                let seconds = ByteFormat.fixed(limit, limit < 10 && limit != limit.rounded() ? 1 : 0)
                 error = HaulError(.network, "no data received for \(seconds) s (stalled)")
             } else if code != CURLE_OK {
                 let detail = core.errorBuffer.map { String(cString: $0) } ?? ""
