@@ -122,30 +122,3 @@ enum Demo {
         try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
     }
 }
-
-/// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin.
-enum InputFile {
-    static func urls(from path: String) -> Result<[String], HaulError> {
-        let text: String
-        if path == "-" {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            text = String(decoding: data, as: UTF8.self)
-        } else {
-            // A FileHandle, not FileManager.contents: `-i <(command)` is a pipe.
-            guard let handle = FileHandle(forReadingAtPath: path) else {
-                return .failure(HaulError(.fileIO, "cannot read the input file \(path): \(String(cString: strerror(errno)))"))
-            }
-            defer { try? handle.close() }
-            text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        }
-        let urls = text.split(whereSeparator: \.isNewline)
-            .map { line in
-                var line = line
-                while line.first?.isWhitespace == true { line.removeFirst() }
-                while line.last?.isWhitespace == true { line.removeLast() }
-                return String(line)
-            }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        return .success(urls)
-    }
-}
