@@ -6,7 +6,9 @@ import Testing
 
 /// The real binary against hostile or careless input: numbers out of range, odd input files, names that
 /// try to leave the output directory, control characters meant for the terminal, and stop signals.
-@Suite struct TrustTests {
+/// Serialized: its forty-odd runs of the binary, one at a time, leave the cores to the suites that
+/// measure latency (TUITests).
+@Suite(.serialized) struct TrustTests {
     // MARK: numbers from the command line
 
     @Test(arguments: [
