@@ -31,8 +31,9 @@ public enum FullScreen {
         isatty(0) == 1 && isatty(1) == 1
     }
 
-    /// Takes over the terminal until the user quits, and returns the exit code over all downloads.
-    /// The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
+    /// Takes over the terminal until the user quits, and returns the exit code over all downloads (128 +
+    /// the signal after SIGINT, SIGTERM or SIGHUP: 130, 143, 129, once the downloads are paused and
+    /// checkpointed). The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
     /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output).
     public static func run(_ options: FullScreenOptions, manager: DownloadManager) async throws -> Int32 {
         var state = AppState(size: Size(columns: 80, rows: 24))

@@ -62,22 +62,25 @@ enum Entry {
         }
         let reporter: any Reporter = command.json
             ? JSONReporter() : PlainReporter(quiet: command.quiet)
-        let interrupted = NIOLockedValueBox(false)
+        // The first of SIGINT, SIGTERM, SIGHUP to arrive: it decides the failure lines and the exit code.
+        let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
         let run = DownloadRun(concurrency: command.jobs, reporter: reporter,
-                              interrupted: { interrupted.withLockedValue { $0 } })
+                              interrupted: { stoppedBy.withLockedValue { $0 } })
         let jobs = command.downloads(extraURLs: extra)
 
-        let signals = SignalStream(SIGINT)
+        let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let summary = await withTaskGroup(of: RunSummary?.self) { group in
             group.addTask { await run.run(jobs) }
             group.addTask {
-                for await _ in signals.stream {
-                    // A second Ctrl-C leaves at once; the first stops cleanly (partial files stay resumable).
-                    let again = interrupted.withLockedValue { seen in
-                        defer { seen = true }
-                        return seen
+                for await number in signals.stream {
+                    guard let category = FailureCategory.stopped(by: number) else { continue }
+                    // A second signal leaves at once; the first stops cleanly: every download takes a last
+                    // checkpoint, so `NAME.part` and its state stay resumable.
+                    let again = stoppedBy.withLockedValue { first in
+                        defer { first = first ?? category }
+                        return first != nil
                     }
-                    if again { _exit(130) }
+                    if again { _exit(category.exitCode) }
                     await run.manager.cancelAll()
                 }
                 return nil
@@ -92,23 +95,27 @@ enum Entry {
     }
 }
 
-/// A signal delivered as an `AsyncStream` (the signal's default action is turned off while it lives).
-/// `@unchecked`: the dispatch source is only resumed in `init` and cancelled in `stop`, both thread-safe.
+/// Signals delivered as an `AsyncStream` of their numbers (their default actions are turned off while it
+/// lives). `@unchecked`: the dispatch sources are only resumed in `init` and cancelled in `stop`, both
+/// thread-safe.
 final class SignalStream: @unchecked Sendable {
-    let stream: AsyncStream<Void>
-    private let source: any DispatchSourceSignal
-    private let continuation: AsyncStream<Void>.Continuation
+    let stream: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+    private let continuation: AsyncStream<Int32>.Continuation
 
-    init(_ signalNumber: Int32) {
-        signal(signalNumber, SIG_IGN)
-        (stream, continuation) = AsyncStream.makeStream(of: Void.self)
-        source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-        source.setEventHandler { [continuation] in continuation.yield() }
-        source.resume()
+    init(_ signalNumbers: [Int32]) {
+        (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        sources = signalNumbers.map { [continuation] number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
     }
 
     func stop() {
-        source.cancel()
+        for source in sources { source.cancel() }
         continuation.finish()
     }
 }
@@ -120,32 +127,5 @@ enum Demo {
 
     static func start() async throws -> SampleServer {
         try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
-    }
-}
-
-/// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin.
-enum InputFile {
-    static func urls(from path: String) -> Result<[String], HaulError> {
-        let text: String
-        if path == "-" {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            text = String(decoding: data, as: UTF8.self)
-        } else {
-            // A FileHandle, not FileManager.contents: `-i <(command)` is a pipe.
-            guard let handle = FileHandle(forReadingAtPath: path) else {
-                return .failure(HaulError(.fileIO, "cannot read the input file \(path): \(String(cString: strerror(errno)))"))
-            }
-            defer { try? handle.close() }
-            text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        }
-        let urls = text.split(whereSeparator: \.isNewline)
-            .map { line in
-                var line = line
-                while line.first?.isWhitespace == true { line.removeFirst() }
-                while line.last?.isWhitespace == true { line.removeLast() }
-                return String(line)
-            }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        return .success(urls)
     }
 }

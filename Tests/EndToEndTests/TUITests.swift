@@ -128,15 +128,17 @@ import Testing
         }
     }
 
-    @Test(arguments: [SIGTERM, SIGINT])
-    func aSignalQuitsPausingAndRestoresTheTerminal(signal: Int32) async throws {
+    /// A stop signal pauses (a last checkpoint), restores the terminal and exits 128 + the signal, as a shell
+    /// reports a process the signal ended.
+    @Test(arguments: [(SIGTERM, 143), (SIGHUP, 129), (SIGINT, 130)])
+    func aSignalQuitsPausingAndRestoresTheTerminal(signal: Int32, status: Int) async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: Self.slowRate) { server in
             let tmux = try TmuxSession(["-o", "out", server.downloadURL("medium.bin")], in: dir.path)
             try await tmux.waitFor("a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
             let pid = try #require(tmux.pid)
             kill(pid, signal)
-            try await Self.expectExit(tmux, 10)
+            try await Self.expectExit(tmux, status)
             #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")), "resumable")
         }
     }

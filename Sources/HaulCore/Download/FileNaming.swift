@@ -2,8 +2,10 @@ import Foundation
 
 /// Turns what a server or a URL suggests into a safe base name inside the output directory.
 ///
-/// The result never contains `/`, `\`, NUL or other control characters, is never `.`, `..` or empty,
-/// never starts with a dot (no hidden files), and is at most `maxBytes` UTF-8 bytes, keeping the extension.
+/// The result never contains `/`, `\`, NUL or other control characters, nor invisible ones (format
+/// characters such as bidi marks and overrides, line and paragraph separators, surrogates, unassigned code
+/// points), is never `.`, `..` or empty, never starts with a dot (no hidden files), and is at most
+/// `maxBytes` UTF-8 bytes, keeping the extension.
 public enum FileNaming {
     /// 255 (NAME_MAX) less room for what haul adds to a name: a rename's ".NNNNN", ".part.json", and the
     /// state file's temporary ".XXXXXXXX.tmp" (31 bytes at most).
@@ -11,10 +13,7 @@ public enum FileNaming {
 
     public static func sanitize(_ suggested: String) -> String {
         let lastComponent = suggested.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = String(String.UnicodeScalarView(lastComponent.unicodeScalars.filter { scalar in
-            !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{FEFF}"
-              || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value))
-        }))
+        var name = visible(lastComponent)
         while name.first?.isWhitespace == true { name.removeFirst() }
         while name.last?.isWhitespace == true { name.removeLast() }
         while name.hasPrefix(".") { name.removeFirst() }
@@ -23,16 +22,45 @@ public enum FileNaming {
     }
 
     /// Why `name` (`-O`, a name the user gave) is not a plain file name, or nil when it is one: no `/`, not
-    /// empty, `.` or `..`, no NUL or other control character.
+    /// empty, `.` or `..`, no NUL or other control character (C0, DEL, C1). The engine refuses any other
+    /// `DownloadJob.outputName`; the command line checks `-O` with it before that.
     public static func problem(withPlainName name: String) -> String? {
         if name.isEmpty { return "is empty" }
         if name == "." || name == ".." { return "is not a file name" }
         if name.contains("/") { return "is a path, not a file name" }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "contains control characters"
         }
         if name.utf8.count > 255 { return "is longer than 255 bytes" }
         return nil
+    }
+
+    /// `text` without the scalars that a file listing would not show: by general category, so every script
+    /// and emoji stays whatever Unicode version adds next. A zero-width joiner or non-joiner stays between
+    /// two kept scalars, where it shapes an emoji sequence (👩‍💻) or a word (Persian می‌خواهم); anywhere else
+    /// it only hides something and goes too.
+    static func visible(_ text: String) -> String {
+        let scalars = Array(text.unicodeScalars)
+        func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned: true
+            default: false
+            }
+        }
+        var kept = String.UnicodeScalarView()
+        for (index, scalar) in scalars.enumerated() {
+            guard isHidden(scalar) else {
+                kept.append(scalar)
+                continue
+            }
+            let isJoiner = scalar == "\u{200C}" || scalar == "\u{200D}"
+            if isJoiner, let last = kept.last, !last.properties.isWhitespace,
+                index + 1 < scalars.count, !isHidden(scalars[index + 1]), !scalars[index + 1].properties.isWhitespace
+            {
+                kept.append(scalar)
+            }
+        }
+        return String(kept)
     }
 
     /// Cuts to at most `limit` UTF-8 bytes on a character boundary, keeping a short extension.

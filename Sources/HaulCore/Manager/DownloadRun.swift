@@ -3,11 +3,12 @@
 public struct DownloadRun: Sendable {
     public let manager: DownloadManager
     public let reporter: any Reporter
-    /// Says whether a stop came from SIGINT, so it is reported as an interruption.
-    public let interrupted: @Sendable () -> Bool
+    /// Says whether a stop came from a signal, and which (`.interrupted`, `.terminated`, `.hangUp`): the
+    /// stopped downloads are reported as interrupted, and the run exits with that category's code.
+    public let interrupted: @Sendable () -> FailureCategory?
 
     public init(downloader: Downloader = Downloader(), concurrency: Int = 4, reporter: any Reporter,
-                interrupted: @escaping @Sendable () -> Bool = { false }) {
+                interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
         self.manager = DownloadManager(downloader: downloader, concurrency: concurrency)
         self.reporter = reporter
         self.interrupted = interrupted
@@ -23,7 +24,7 @@ public struct DownloadRun: Sendable {
         var summary = await reported
         summary.seconds = (ContinuousClock.now - start).seconds
         summary.exitCode = await manager.exitCode
-        if interrupted() { summary.exitCode = FailureCategory.interrupted.exitCode }
+        if let stop = interrupted() { summary.exitCode = stop.exitCode }
         reporter.report(.summary(summary))
         return summary
     }
@@ -53,7 +54,7 @@ public struct DownloadRun: Sendable {
                 switch state {
                 case .failed(let failure): error = failure
                 case .cancelled, .paused:
-                    error = interrupted() ? HaulError(.interrupted, "interrupted") : HaulError(.cancelled, "cancelled")
+                    error = interrupted().map { HaulError($0, "interrupted") } ?? HaulError(.cancelled, "cancelled")
                 default: continue
                 }
                 summary.failed += 1

@@ -76,7 +76,8 @@ struct JSONLine {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value):
+            // What `TextOutput` would escape, escaped here as JSON so the line stays valid JSON.
+            case _ where TextOutput.needsEscape(scalar):
                 let hex = String(scalar.value, radix: 16)
                 result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: result.unicodeScalars.append(scalar)

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What kind of failure ended a download; each maps to one exit code of the SPEC.
 public enum FailureCategory: String, Sendable, Codable, CaseIterable {
     case other
@@ -10,7 +12,10 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
     case server
     case checksum
     case cancelled
+    /// Stopped by SIGINT (Ctrl-C), by SIGTERM, by SIGHUP: each download took a last checkpoint first.
     case interrupted
+    case terminated
+    case hangUp = "hangup"
 
     /// The process exit code for this category (SPEC, "Exit codes").
     public var exitCode: Int32 {
@@ -26,6 +31,19 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
         case .checksum: 9
         case .cancelled: 10
         case .interrupted: 130
+        case .terminated: 143
+        case .hangUp: 129
+        }
+    }
+
+    /// The category of a stop by `signal` (SIGINT, SIGTERM or SIGHUP), whose exit code is 128 + `signal`
+    /// as a shell reports a process that signal ended; nil for other signals.
+    public static func stopped(by signal: Int32) -> FailureCategory? {
+        switch signal {
+        case SIGINT: .interrupted
+        case SIGTERM: .terminated
+        case SIGHUP: .hangUp
+        default: nil
         }
     }
 

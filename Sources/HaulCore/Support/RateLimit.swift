@@ -1,9 +1,15 @@
-import Foundation
-
 /// Parses rates such as `500K`, `2M`, `1.5M`, `1G` or `65536` (bytes per second, binary multiples, as curl).
+///
+/// Only decimal digits with an optional fraction and suffix are read: no sign, exponent, hex, `nan` or
+/// `inf`, so no text can overflow the conversion. The result is within `range`.
 public enum RateLimit {
+    /// 1 byte per second to 1 TiB per second (`1024G`).
+    public static let range: ClosedRange<Int64> = 1...(1 << 40)
+
     public static func parse(_ text: String) -> Int64? {
-        var digits = Substring(text.trimmingCharacters(in: .whitespaces))
+        var digits = Substring(text)
+        while digits.first == " " { digits.removeFirst() }
+        while digits.last == " " { digits.removeLast() }
         var multiplier: Double = 1
         if let last = digits.last, last.isLetter {
             switch last.lowercased() {
@@ -14,9 +20,14 @@ public enum RateLimit {
             }
             digits = digits.dropLast()
         }
-        guard let value = Double(digits), value.isFinite, value > 0 else { return nil }
+        let parts = digits.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty, whole.count <= 16,
+            parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+            parts.count == 1 || !parts[1].isEmpty,
+            let value = Double(digits)
+        else { return nil }
         let bytes = (value * multiplier).rounded()
-        guard bytes >= 1, bytes < Double(Int64.max) else { return nil }
+        guard bytes >= Double(range.lowerBound), bytes <= Double(range.upperBound) else { return nil }
         return Int64(bytes)
     }
 }

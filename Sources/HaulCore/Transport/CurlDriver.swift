@@ -41,8 +41,25 @@ public final class CurlDriver: Sendable {
     }
 
     private static let globalInit: Void = {
+        useUTF8CharacterType()
         curl_global_init(Int(CURL_GLOBAL_ALL))
     }()
+
+    /// libcurl hands a non-ASCII host name (`bücher.example`) to libidn2's `idn2_lookup_ul`, which reads it
+    /// in the locale's character set. A process starts in the "C" locale (ASCII), where every such name
+    /// fails as "URL using bad/illegal format"; the curl tool works because it calls `setlocale` first.
+    /// Haul's strings are UTF-8, so LC_CTYPE becomes the environment's when that is UTF-8 (as for curl),
+    /// else C.UTF-8. Only the character type changes: messages, numbers and dates stay in "C".
+    static func useUTF8CharacterType() {
+        if setlocale(LC_CTYPE, "") != nil, isUTF8CharacterType { return }
+        _ = setlocale(LC_CTYPE, "C.UTF-8")
+    }
+
+    static var isUTF8CharacterType: Bool {
+        guard let codeset = nl_langinfo(nl_item(CODESET)) else { return false }
+        let name = String(cString: codeset).lowercased()
+        return name == "utf-8" || name == "utf8"
+    }
 
     /// Caps the receive rate of all transfers together (`--limit-rate`): each running transfer gets an
     /// equal share, rebalanced whenever one starts or ends. nil lifts the cap.
@@ -161,7 +178,7 @@ private final class DriverLoop {
         haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
         haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
+        haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, TransferOptions.milliseconds(options.connectTimeout))
         core.lastActivity = .now
         haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
         haul_easy_setopt_xferinfo(easy, progressCallback)
@@ -216,7 +233,8 @@ private final class DriverLoop {
             let code = haul_msg_result(message)
             var error: HaulError?
             if code == CURLE_ABORTED_BY_CALLBACK && core.stalled {
-                let seconds = ByteFormat.fixed(core.request.options.stallTimeout, 0)
+                let limit = core.request.options.stallTimeout
+                let seconds = ByteFormat.fixed(limit, limit < 10 && limit != limit.rounded() ? 1 : 0)
                 error = HaulError(.network, "no data received for \(seconds) s (stalled)")
             } else if code != CURLE_OK {
                 let detail = core.errorBuffer.map { String(cString: $0) } ?? ""

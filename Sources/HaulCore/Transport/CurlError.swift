@@ -4,7 +4,16 @@ extension HaulError {
     /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message.
     init(curlCode code: CURLcode, detail: String) {
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        self.init(Self.category(of: code), text.prefix(1).lowercased() + text.dropFirst())
+        self.init(Self.category(of: code), Self.lowercasingFirstWord(text))
+    }
+
+    /// curl's sentences start with a capital ("Could not resolve host"), ours in lower case; an acronym
+    /// ("SSL certificate problem", "URL using bad/illegal format") keeps its capitals. A first word is taken
+    /// as an acronym when its second character is upper case too.
+    static func lowercasingFirstWord(_ text: String) -> String {
+        guard let first = text.first else { return text }
+        if let second = text.dropFirst().first, second.isUppercase { return text }
+        return first.lowercased() + text.dropFirst()
     }
 
     static func category(of code: CURLcode) -> FailureCategory {

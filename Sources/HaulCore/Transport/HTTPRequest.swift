@@ -45,6 +45,20 @@ public struct TransferOptions: Sendable, Equatable {
     public var maxReceiveRate: Int64?
 
     public init() {}
+
+    /// The longest timeout anything takes, 30 days; the command line refuses more.
+    public static let maxSeconds: Double = 2_592_000
+
+    /// `seconds` as whole milliseconds for curl and the stall timer, never trapping whatever the value
+    /// (the command line range-checks, this is the second line): at least 1 ms, at most `maxSeconds`;
+    /// NaN and infinity give `maxSeconds`.
+    static func milliseconds(_ seconds: Double) -> Int {
+        let ceiling = Int(maxSeconds * 1000)
+        guard seconds.isFinite else { return ceiling }
+        let milliseconds = (seconds * 1000).rounded(.up)
+        if milliseconds >= Double(ceiling) { return ceiling }
+        return milliseconds < 1 ? 1 : Int(milliseconds)
+    }
 }
 
 /// The program version, shown by `--version` and sent in the User-Agent.

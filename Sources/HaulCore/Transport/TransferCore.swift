@@ -56,11 +56,12 @@ final class TransferCore: Sendable {
     /// for longer than its stall timeout.
     func isStalled() -> Bool {
         let limit = request.options.stallTimeout
-        if pausedForConsumer || limit <= 0 {
+        // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
+        if pausedForConsumer || !(limit > 0) {
             lastActivity = .now
             return false
         }
-        stalled = ContinuousClock.now - lastActivity > .milliseconds(Int64(limit * 1000))
+        stalled = ContinuousClock.now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
         return stalled
     }
 

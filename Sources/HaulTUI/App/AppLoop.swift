@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import NIOConcurrencyHelpers
 
 /// The shell around the pure core: one task that takes messages from every source in arrival order
 /// (keys, resizes and signals from the screen's thread, the manager's events, clock ticks, loaded files),
@@ -41,15 +42,21 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         self.quitTimeout = quitTimeout
     }
 
-    /// Runs until the user quits; returns the exit code over all downloads. The terminal is restored
-    /// before it returns, also when it could not be set up (then it throws).
+    /// Runs until the user quits; returns the exit code over all downloads, or 128 + the signal when
+    /// SIGINT, SIGTERM or SIGHUP ended it (after the same pause and checkpoint as a quit). The terminal is
+    /// restored before it returns, also when it could not be set up (then it throws).
     func run(_ initial: AppState, urls: [String], observe: (@Sendable (AppState) -> Void)? = nil) async throws -> Int32 {
         let (inputs, sink) = AsyncStream<Input>.makeStream()
+        // The first stop signal; a later one quits no differently.
+        let stopSignal = NIOLockedValueBox<Int32?>(nil)
         let info = try await screen.start { event in
             switch event {
             case .key(let key): sink.yield(.message(.key(key)))
             case .resize(let size): sink.yield(.message(.resize(size)))
             case .interrupt: sink.yield(.message(.interrupt))
+            case .signal(let number):
+                stopSignal.withLockedValue { $0 = $0 ?? number }
+                sink.yield(.message(.interrupt))
             }
         }
         var state = initial
@@ -158,6 +165,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         }
         sink.finish()
         await screen.stop()
+        if let number = stopSignal.withLockedValue({ $0 }) { return 128 + number }
         return await manager.exitCode
     }
 

@@ -172,7 +172,9 @@ private final class CursesSession {
                     case UInt8(ascii: "W"):
                         resize(events)
                         redraw = true
-                    case UInt8(ascii: "I"), UInt8(ascii: "T"): events(.interrupt)
+                    case UInt8(ascii: "I"): events(.signal(SIGINT))
+                    case UInt8(ascii: "T"): events(.signal(SIGTERM))
+                    case UInt8(ascii: "H"): events(.signal(SIGHUP))
                     default: break
                     }
                 }

@@ -2,8 +2,10 @@
 enum TerminalEvent: Sendable, Equatable {
     case key(Key)
     case resize(Size)
-    /// SIGINT, SIGTERM or SIGHUP, or the terminal closed: quit now, pausing downloads.
+    /// The terminal closed, or Ctrl-C arrived as a key: quit now, pausing downloads.
     case interrupt
+    /// SIGINT, SIGTERM or SIGHUP: quit as for `interrupt`, then exit with 128 + the signal.
+    case signal(Int32)
 }
 
 /// What the terminal can do, found when it is taken over.

@@ -4,7 +4,7 @@ import Glibc
 /// resort that puts the terminal back when the process crashes.
 ///
 /// A signal may land on any thread, so the handlers do only what is async-signal-safe: `write` one byte
-/// (`W` SIGWINCH, `I` SIGINT, `T` SIGTERM or SIGHUP) to the pipe the terminal thread polls. On a crash
+/// (`W` SIGWINCH, `I` SIGINT, `T` SIGTERM, `H` SIGHUP) to the pipe the terminal thread polls. On a crash
 /// signal the handler restores the saved terminal modes with `tcsetattr`, writes the sequences that leave
 /// the alternate screen and show the cursor, then re-raises the signal under the previous handler (the
 /// Swift runtime's backtracer, or the default action).
@@ -24,6 +24,7 @@ enum TerminalSignals {
                 var byte: UInt8 = switch number {
                 case SIGWINCH: UInt8(ascii: "W")
                 case SIGINT: UInt8(ascii: "I")
+                case SIGHUP: UInt8(ascii: "H")
                 default: UInt8(ascii: "T")
                 }
                 _ = write(SignalGlobals.wakeFD, &byte, 1)

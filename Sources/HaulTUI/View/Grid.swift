@@ -106,10 +106,11 @@ struct Grid: Sendable, Equatable {
         return max(0, min(column, end) - x)
     }
 
-    /// Fills `count` columns from `x` with `character` (narrow) in `style`.
+    /// Fills `count` columns from `x` with `character` (narrow) in `style`. Like `put`, it never puts a
+    /// control character in a cell: one that is not printable and narrow fills with `?`.
     mutating func fill(_ character: Character = " ", x: Int, y: Int, count: Int, style: Style = .plain) {
         guard y >= 0, y < height, count > 0 else { return }
-        let text = String(character)
+        let text = DisplayWidth.of(character) == 1 ? DisplayWidth.printable(character) ?? "?" : "?"
         for column in max(0, x)..<min(width, x + count) {
             set(column, y, Cell(text: text, style: style, width: 1))
         }
