@@ -70,6 +70,12 @@ import Testing
         #expect(HTTPStatus.retryAfter("soon") == nil)
     }
 
+    /// Found by the fuzz pass: DateFormatter trapped on these, so one 503 answer ended the process.
+    @Test(arguments: ["Mo\u{200D}", "Sun, 09 Sep 2001 01:46:50 GMT\u{301}", "Sun, 0\u{301}9 Sep"])
+    func retryAfterWithAGraphemeClusterIsNoDate(value: String) {
+        #expect(HTTPStatus.retryAfter(value) == nil)
+    }
+
     /// Found by the fuzz pass: Int64(_:) takes a sign, and a total that is not a number was taken for "*".
     @Test(arguments: ["-3", "+5", "9223372036854775808", "", "1 0"])
     func contentLengthIsDigitsOnly(value: String) {
