@@ -9,23 +9,33 @@ public enum FileNaming {
     public static let maxBytes = 240
 
     public static func sanitize(_ suggested: String) -> String {
-        let lastComponent = suggested.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = String(String.UnicodeScalarView(lastComponent.unicodeScalars.filter { scalar in
+        // On scalars, not Characters: "/\u{301}" is one Character, unequal to "/", that holds a slash all the same.
+        let components = suggested.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" })
+        var name = String(String.UnicodeScalarView((components.last ?? Substring().unicodeScalars).filter { scalar in
             !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{FEFF}"
               || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value))
         }))
-        while name.first?.isWhitespace == true { name.removeFirst() }
-        while name.last?.isWhitespace == true { name.removeLast() }
-        while name.hasPrefix(".") { name.removeFirst() }
-        name = truncate(name, toBytes: maxBytes)
+        name = trimmed(name)
+        // Cutting can leave white space at the end, or keep only the extension and so start with a dot.
+        name = trimmed(truncate(name, toBytes: maxBytes))
         return name.isEmpty ? "download" : name
+    }
+
+    /// Without white space at either end and without dots at the start (no hidden files, no `.` or `..`), both
+    /// taken off until none is left: ". x" loses the space after the dot too. A Character counts by its first
+    /// scalar, as `isWhitespace` does: ".\u{301}" starts with a dot all the same.
+    private static func trimmed(_ name: String) -> String {
+        var name = Substring(name)
+        while let first = name.first, first.isWhitespace || first.unicodeScalars.first == "." { name.removeFirst() }
+        while name.last?.isWhitespace == true { name.removeLast() }
+        return String(name)
     }
 
     /// Cuts to at most `limit` UTF-8 bytes on a character boundary, keeping a short extension.
     static func truncate(_ name: String, toBytes limit: Int) -> String {
         guard name.utf8.count > limit else { return name }
         let (stem, ext) = split(name)
-        let suffix = ext.utf8.count <= 16 ? ext : ""
+        let suffix = ext.utf8.count <= min(16, limit) ? ext : ""
         var cut = ""
         for character in stem {
             if cut.utf8.count + character.utf8.count + suffix.utf8.count > limit { break }
