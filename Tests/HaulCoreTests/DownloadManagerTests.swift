@@ -186,5 +186,7 @@ import Testing
         #expect(throws: HaulError.self) { try Checksum.parse("sha256=abc").get() }
         #expect(throws: HaulError.self) { try Checksum.parse("crc32=00000000").get() }
         #expect(throws: HaulError.self) { try Checksum.parse("md5=" + String(repeating: "g", count: 32)).get() }
+        // Found by the fuzz pass: Character.isHexDigit takes fullwidth digits, which no digest can match.
+        #expect(throws: HaulError.self) { try Checksum.parse("md5=" + String(repeating: "\u{FF41}", count: 32)).get() }
     }
 }

@@ -16,6 +16,19 @@ import Testing
         ("report\u{202E}fdp.exe", "reportfdp.exe"),
         ("  spaced name.txt  ", "spaced name.txt"),
         ("fotó.jpg", "fotó.jpg"),
+        // Found by the fuzz pass. A slash or a dot that a combining mark joins into one Character:
+        ("a/\u{301}b", "\u{301}b"),
+        ("../\u{301}../\u{301}etc/\u{301}passwd", "\u{301}passwd"),
+        (".\u{301}bashrc", "bashrc"),
+        // White space after leading dots:
+        (". \u{FFFD}", "\u{FFFD}"),
+        ("..  .profile", "profile"),
+        // Cut to maxBytes: a stem that is one huge Character leaves only the extension; no extension, a space.
+        ("x" + String(repeating: "\u{301}", count: 300) + ".txt", "txt"),
+        (String(repeating: "a", count: FileNaming.maxBytes - 1) + " bcd", String(repeating: "a", count: FileNaming.maxBytes - 1)),
+        // A cut that ends right after a joiner (the joiner belongs to the Character before it) drops it.
+        // (224 bytes: 73 x 3 + "a" + the joiner's 3 leave no room for the 2 bytes of "é".)
+        (String(repeating: "\u{FFFD}", count: 73) + "a\u{200D}é", String(repeating: "\u{FFFD}", count: 73) + "a"),
     ])
     func sanitize(input: String, expected: String) {
         #expect(FileNaming.sanitize(input) == expected)
@@ -27,6 +40,13 @@ import Testing
         #expect(safe.utf8.count <= FileNaming.maxBytes)
         #expect(safe.hasSuffix(".jpeg"))
         #expect(safe.dropLast(5).allSatisfy { $0 == "é" })
+    }
+
+    /// Found by the fuzz pass: a short limit and an extension longer than it.
+    @Test func truncateKeepsToTheLimit() {
+        #expect(FileNaming.truncate("\u{FFFD}.", toBytes: 0) == "")
+        #expect(FileNaming.truncate("abc.jpeg", toBytes: 3) == "abc")
+        #expect(FileNaming.truncate("abcdef.jpeg", toBytes: 7) == "ab.jpeg")
     }
 
     @Test func contentDispositionForms() {

@@ -70,6 +70,40 @@ import Testing
         #expect(HTTPStatus.retryAfter("soon") == nil)
     }
 
+    /// Found by the fuzz pass: DateFormatter trapped on these, so one 503 answer ended the process.
+    @Test(arguments: ["Mo\u{200D}", "Sun, 09 Sep 2001 01:46:50 GMT\u{301}", "Sun, 0\u{301}9 Sep"])
+    func retryAfterWithAGraphemeClusterIsNoDate(value: String) {
+        #expect(HTTPStatus.retryAfter(value) == nil)
+    }
+
+    /// Found by the fuzz pass: Int64(_:) takes a sign, and a total that is not a number was taken for "*".
+    @Test(arguments: ["-3", "+5", "9223372036854775808", "", "1 0"])
+    func contentLengthIsDigitsOnly(value: String) {
+        #expect(ResponseHead(status: 200, headers: [("Content-Length", value)], effectiveURL: "").contentLength == nil)
+    }
+
+    @Test(arguments: [
+        "bytes 0-0//",  // was (0, 0, nil)
+        "bytes 1-1/v",  // was (1, 1, nil)
+        "bytes 0-10/5",  // last past the total
+        "bytes 5-9/-3",  // a negative total
+        "bytes -5-10/20",  // was (5, 10, 20): the empty first bound was dropped
+        "bytes +0-+5/10",
+        "bytes 0-9223372036854775807/*",  // the downloader's end, last + 1, would overflow
+    ])
+    func contentRangeRejectsWhatNoDownloadCanUse(value: String) {
+        #expect(ResponseHead(status: 206, headers: [("Content-Range", value)], effectiveURL: "").contentRange == nil)
+    }
+
+    @Test func contentRangeEdges() throws {
+        func range(_ value: String) throws -> (first: Int64, last: Int64, total: Int64?) {
+            try #require(ResponseHead(status: 206, headers: [("Content-Range", value)], effectiveURL: "").contentRange)
+        }
+        #expect(try range("bytes 0-9223372036854775806/*") == (0, .max - 1, nil))
+        #expect(try range("BYTES 0-0/1") == (0, 0, 1))
+        #expect(try range("bytes 7-8/9223372036854775807") == (7, 8, .max))
+    }
+
     @Test func responseHeadParsing() {
         var builder = ResponseHead.Builder()
         for line in ["HTTP/1.1 302 Found\r\n", "Location: /x\r\n", "\r\n", "HTTP/1.1 206 Partial Content\r\n",

@@ -61,7 +61,9 @@ public struct Checksum: Sendable, Equatable {
         }
         let hex = parts[1].lowercased()
         let length = ["sha256": 64, "sha1": 40, "md5": 32][algorithm.rawValue]!
-        guard hex.count == length, hex.allSatisfy(\.isHexDigit) else {
+        // On the bytes: Character.isHexDigit also takes the fullwidth forms ("\u{FF41}"), which no digest holds.
+        let hexDigits = { (byte: UInt8) in (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) }
+        guard hex.utf8.count == length, hex.utf8.allSatisfy(hexDigits) else {
             return .failure(HaulError(.usage, "--checksum: a \(algorithm.rawValue) digest is \(length) hex digits"))
         }
         return .success(Checksum(algorithm: algorithm, hex: hex))

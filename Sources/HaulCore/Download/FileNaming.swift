@@ -12,13 +12,24 @@ public enum FileNaming {
     public static let maxBytes = 224
 
     public static func sanitize(_ suggested: String) -> String {
-        let lastComponent = suggested.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        var name = visible(lastComponent)
-        while name.first?.isWhitespace == true { name.removeFirst() }
-        while name.last?.isWhitespace == true { name.removeLast() }
-        while name.hasPrefix(".") { name.removeFirst() }
-        name = truncate(name, toBytes: maxBytes)
+        // On scalars, not Characters: "/\u{301}" is one Character, unequal to "/", that holds a slash all the same.
+        let components = suggested.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" })
+        var name = visible(String(String.UnicodeScalarView(components.last ?? Substring().unicodeScalars)))
+        name = trimmed(name)
+        // Cutting can leave white space at the end, keep only the extension and so start with a dot, or end
+        // in a joiner with nothing left to join.
+        name = trimmed(visible(truncate(name, toBytes: maxBytes)))
         return name.isEmpty ? "download" : name
+    }
+
+    /// Without white space at either end and without dots at the start (no hidden files, no `.` or `..`), both
+    /// taken off until none is left: ". x" loses the space after the dot too. A Character counts by its first
+    /// scalar, as `isWhitespace` does: ".\u{301}" starts with a dot all the same.
+    private static func trimmed(_ name: String) -> String {
+        var name = Substring(name)
+        while let first = name.first, first.isWhitespace || first.unicodeScalars.first == "." { name.removeFirst() }
+        while name.last?.isWhitespace == true { name.removeLast() }
+        return String(name)
     }
 
     /// Why `name` (`-O`, a name the user gave) is not a plain file name, or nil when it is one: no `/`, not
@@ -67,7 +78,7 @@ public enum FileNaming {
     static func truncate(_ name: String, toBytes limit: Int) -> String {
         guard name.utf8.count > limit else { return name }
         let (stem, ext) = split(name)
-        let suffix = ext.utf8.count <= 16 ? ext : ""
+        let suffix = ext.utf8.count <= min(16, limit) ? ext : ""
         var cut = ""
         for character in stem {
             if cut.utf8.count + character.utf8.count + suffix.utf8.count > limit { break }

@@ -35,6 +35,10 @@ enum HTTPStatus {
     static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         if let seconds = Int(value) { return .seconds(max(0, seconds)) }
+        // An HTTP date is printable ASCII. Anything else stays away from DateFormatter: swift-corelibs-foundation
+        // traps ("Incorrect range CFRange") when its parse stops inside a grapheme cluster, as in "Mo\u{200D}" or a
+        // date followed by a combining mark, so one header from a server would end the whole process.
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -25,21 +25,33 @@ public struct ResponseHead: Sendable, Equatable {
 
     /// Body length announced by `Content-Length`, if any.
     public var contentLength: Int64? {
-        self["Content-Length"].flatMap { Int64($0) }
+        self["Content-Length"].flatMap(Self.digits)
     }
 
-    /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`).
+    /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`). Nil unless
+    /// FIRST <= LAST < TOTAL, and LAST < Int64.max so that the end, LAST + 1, is an Int64 too.
     public var contentRange: (first: Int64, last: Int64, total: Int64?)? {
         guard let value = self["Content-Range"], value.utf8.count > 6,
             Self.sameName(String(value.prefix(6)), "bytes ")
         else { return nil }
         let spec = value.dropFirst(6)
-        let parts = spec.split(separator: "/", maxSplits: 1)
+        let parts = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
-        let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last
+        let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Self.digits(bounds[0]), let last = Self.digits(bounds[1]), first <= last,
+            last < .max
         else { return nil }
-        return (first, last, Int64(parts[1]))
+        if parts[1] == "*" { return (first, last, nil) }
+        guard let total = Self.digits(parts[1]), last < total else { return nil }
+        return (first, last, total)
+    }
+
+    /// A number as HTTP writes it, 1*DIGIT: `Int64(_:)` would also take a sign ("-5", "+5"). Nil past Int64.max.
+    static func digits(_ text: some StringProtocol) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
+        return Int64(text)
     }
 
     /// For a 416 answer, the size in `Content-Range: bytes */TOTAL`.
