@@ -60,7 +60,7 @@ public struct Checksum: Sendable, Equatable {
             return .failure(HaulError(.usage, "--checksum wants sha256=HEX, sha1=HEX or md5=HEX"))
         }
         let hex = parts[1].lowercased()
-        let length = ["sha256": 64, "sha1": 40, "md5": 32][algorithm.rawValue]!
+        let length = algorithm.hexLength
         // On the bytes: Character.isHexDigit also takes the fullwidth forms ("\u{FF41}"), which no digest holds.
         let hexDigits = { (byte: UInt8) in (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) }
         guard hex.utf8.count == length, hex.utf8.allSatisfy(hexDigits) else {

@@ -5,6 +5,15 @@ import Foundation
 public enum FileDigest {
     public enum Algorithm: String, Sendable, CaseIterable {
         case sha256, sha1, md5
+
+        /// Hex digits in a digest of this algorithm.
+        public var hexLength: Int {
+            switch self {
+            case .sha256: 64
+            case .sha1: 40
+            case .md5: 32
+            }
+        }
     }
 
     /// The lower-case hex digest of the file at `path`.
