@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HaulCore
 
 // The fuzz pass as property tests: every parser that reads what a server (or a user) sends gets many generated
@@ -312,17 +313,11 @@ enum FuzzCorpus {
 /// Seeded SplitMix64 and what the properties make with it. Its own arithmetic throughout (no
 /// `random(in:using:)`), so that a seed gives the same inputs with every toolchain.
 struct FuzzGen {
-    private var state: UInt64
+    private var source: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { source = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { source.next() }
 
     /// 0..<n (0 when n <= 1).
     mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
