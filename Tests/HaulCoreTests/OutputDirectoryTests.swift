@@ -229,3 +229,27 @@ import Testing
         #expect(stat(dir.file("y.part.json"), &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 }
+
+extension StateFileTests {
+    /// A kill -9 in the middle of a state save leaves its temporary; the next claim of the part removes it.
+    @Test func aClaimRemovesTheTemporariesACrashLeft() throws {
+        let dir = TempDirectory()
+        let outside = TempDirectory()
+        _ = FileManager.default.createFile(atPath: outside.file("victim"), contents: Data("keep".utf8))
+        _ = FileManager.default.createFile(atPath: dir.file("a.bin.part"), contents: Data(count: 10))
+        for name in ["a.bin.part.json.1a2b3c4d.tmp", "a.bin.part.json.f.tmp"] {
+            _ = FileManager.default.createFile(atPath: dir.file(name), contents: Data("{".utf8))
+        }
+        #expect(symlink(outside.file("victim"), dir.file("a.bin.part.json.0e.tmp")) == 0)
+        // Not haul's temporaries: other names stay.
+        for name in ["a.bin.part.json.notes.tmp", "b.bin.part.json.1a2b3c4d.tmp", "a.bin.part.json.123456789.tmp"] {
+            _ = FileManager.default.createFile(atPath: dir.file(name), contents: Data())
+        }
+        let claim = try #require(try Claim.take("a.bin", in: OutputDirectory(dir.path), policy: .rename,
+                                                url: "http://h/a.bin", resume: true, notice: { _ in }))
+        #expect(claim.name == "a.bin")
+        #expect(dir.listing() == ["a.bin.part", "a.bin.part.json.123456789.tmp", "a.bin.part.json.notes.tmp",
+                                  "b.bin.part.json.1a2b3c4d.tmp"])
+        #expect(outside.contents("victim") == Array("keep".utf8))
+    }
+}

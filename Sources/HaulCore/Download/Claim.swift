@@ -55,6 +55,8 @@ struct Claim {
                 return try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
                                  overwrite: true, notice: notice)
             case .existing(let part):
+                // Held now: no one else writes its state, so temporaries of it are a crash's leftovers.
+                directory.removeTemporaries(of: ResumeState.path(forPart: candidate + ".part"))
                 let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
                                       overwrite: policy == .overwrite, notice: notice)
                 if let claim { return claim }

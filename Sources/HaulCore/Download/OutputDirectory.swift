@@ -141,6 +141,32 @@ final class OutputDirectory: Sendable {
         unlinkat(descriptor, name, 0)
     }
 
+    /// The temporary names `replace` uses for `name`: `name.HEX.tmp`, HEX being 1 to 8 hex digits.
+    static func isTemporary(_ candidate: String, of name: String) -> Bool {
+        guard candidate.hasPrefix(name + "."), candidate.hasSuffix(".tmp") else { return false }
+        let middle = candidate.utf8.dropFirst(name.utf8.count + 1).dropLast(4)
+        return (1...8).contains(middle.count) && middle.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// Removes what a crash in the middle of `replace(name, ...)` left: its temporary files. Only for a
+    /// caller that holds the lock that makes it the only writer of `name` (a claimed part's state file).
+    func removeTemporaries(of name: String) {
+        let fd = dup(descriptor)
+        guard fd >= 0, let stream = fdopendir(fd) else {
+            if fd >= 0 { _ = Glibc.close(fd) }
+            return
+        }
+        defer { closedir(stream) }
+        var leftovers: [String] = []
+        while let entry = readdir(stream) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if Self.isTemporary(entryName, of: name) { leftovers.append(entryName) }
+        }
+        for leftover in leftovers { remove(leftover) }
+    }
+
     /// Writes `bytes` to `name` atomically and durably: a new file of a unique name beside it (created
     /// exclusively, mode 0600), fsync, rename over `name`. Nothing is left behind when a step fails.
     func replace(_ name: String, with bytes: [UInt8]) throws(HaulError) {
