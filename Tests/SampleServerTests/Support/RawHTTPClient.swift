@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import SampleServer
+import TestSupport
 
 /// What a raw HTTP/1.1 exchange produced, exactly as it arrived on the socket.
 struct RawResponse: Sendable {
@@ -53,7 +54,9 @@ enum RawHTTPClient {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawHTTPClientError.socket("socket: \(errno)") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        // No tighter than the tests' own bounds, which stretch under a sanitizer (a run of the whole suite
+        // under TSan was seen to keep the server's response tasks waiting for a thread for over 30 s).
+        var timeout = timeval(tv_sec: Int(TestEnvironment.bound(.seconds(30)).components.seconds), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
