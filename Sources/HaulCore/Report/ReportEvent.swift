@@ -46,7 +46,7 @@ public struct TextOutput: Sendable {
     /// `\x1b`, the bidirectional controls and marks and the line and paragraph separators as `\u{202E}`;
     /// a tab becomes a space. Everything else, letters of any script and emoji (with their joiners)
     /// included, is left alone. A line without such characters comes back unchanged, without a copy.
-    public static func escaped(_ line: String) -> String {
+    static func escaped(_ line: String) -> String {
         guard line.unicodeScalars.contains(where: needsEscape) else { return line }
         var result = String.UnicodeScalarView()
         for scalar in line.unicodeScalars {

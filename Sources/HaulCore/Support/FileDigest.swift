@@ -7,7 +7,7 @@ public enum FileDigest {
         case sha256, sha1, md5
 
         /// Hex digits in a digest of this algorithm.
-        public var hexLength: Int {
+        var hexLength: Int {
             switch self {
             case .sha256: 64
             case .sha1: 40

@@ -4,7 +4,7 @@
 /// `inf`, so no text can overflow the conversion. The result is within `range`.
 public enum RateLimit {
     /// 1 byte per second to 1 TiB per second (`1024G`).
-    public static let range: ClosedRange<Int64> = 1...(1 << 40)
+    static let range: ClosedRange<Int64> = 1...(1 << 40)
 
     public static func parse(_ text: String) -> Int64? {
         var digits = Substring(text)

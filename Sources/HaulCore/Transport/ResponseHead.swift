@@ -55,7 +55,7 @@ public struct ResponseHead: Sendable, Equatable {
     }
 
     /// For a 416 answer, the size in `Content-Range: bytes */TOTAL`.
-    public var unsatisfiedRangeTotal: Int64? {
+    var unsatisfiedRangeTotal: Int64? {
         guard let value = self["Content-Range"], value.utf8.count > 8,
             Self.sameName(String(value.prefix(8)), "bytes */")
         else { return nil }
