@@ -92,7 +92,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
 }
 
 /// Where a download stands after a batch.
-public struct DownloadProgress: Sendable, Equatable {
+public struct DownloadProgress: Sendable, Equatable, Codable {
     /// Bytes of the file on disk so far (including what was there before a resume).
     public var completed: Int64
     /// Bytes in this batch.

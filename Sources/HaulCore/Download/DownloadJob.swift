@@ -1,5 +1,5 @@
 /// One URL to fetch and where its file goes.
-public struct DownloadJob: Sendable, Equatable {
+public struct DownloadJob: Sendable, Equatable, Codable {
     public var url: String
     /// Created if missing.
     public var outputDirectory: String
@@ -38,7 +38,7 @@ public enum DownloadEvent: Sendable, Equatable {
 }
 
 /// A finished download.
-public struct DownloadResult: Sendable, Equatable {
+public struct DownloadResult: Sendable, Equatable, Codable {
     /// The file's name and where it is.
     public var file: String
     public var path: String
@@ -48,7 +48,7 @@ public struct DownloadResult: Sendable, Equatable {
 }
 
 /// An expected digest (`--checksum ALGO=HEX`).
-public struct Checksum: Sendable, Equatable {
+public struct Checksum: Sendable, Equatable, Codable {
     public var algorithm: FileDigest.Algorithm
     /// Lower-case hex.
     public var hex: String

@@ -192,7 +192,7 @@ public enum FileNaming {
 }
 
 /// What to do when the target file already exists.
-public enum ExistingFilePolicy: String, Sendable, CaseIterable {
+public enum ExistingFilePolicy: String, Sendable, CaseIterable, Codable {
     /// Pick `name.1.ext`, `name.2.ext`, ...
     case rename
     case overwrite

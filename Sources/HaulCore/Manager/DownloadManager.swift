@@ -2,7 +2,7 @@
 public typealias DownloadID = Int
 
 /// Where one download stands.
-public enum DownloadState: Sendable, Equatable {
+public enum DownloadState: Sendable, Equatable, Codable {
     case queued
     case connecting
     case downloading

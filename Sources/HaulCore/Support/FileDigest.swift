@@ -3,7 +3,7 @@ import Foundation
 
 /// Checksums of files, computed by streaming them in 1 MiB reads (never the whole file in memory).
 public enum FileDigest {
-    public enum Algorithm: String, Sendable, CaseIterable {
+    public enum Algorithm: String, Sendable, CaseIterable, Codable {
         case sha256, sha1, md5
 
         /// Hex digits in a digest of this algorithm.

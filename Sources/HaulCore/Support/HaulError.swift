@@ -52,7 +52,7 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
 }
 
 /// The one error type of the engine: a category for the exit code and a one-line message for people.
-public struct HaulError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
     public var category: FailureCategory
     /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
     public var message: String

@@ -32,7 +32,7 @@ public struct HTTPRequest: Sendable, Equatable {
 }
 
 /// Knobs that are the same for every transfer of one download.
-public struct TransferOptions: Sendable, Equatable {
+public struct TransferOptions: Sendable, Equatable, Codable {
     /// Seconds allowed to establish the connection.
     public var connectTimeout: Double = 15
     /// A transfer that receives no bytes for this many seconds fails with a network error.
