@@ -16,14 +16,14 @@ import Testing
     /// What happened to one download.
     struct Outcome {
         var state: DownloadState?
-        var notices: [String] = []
+        var facts: [DownloadFact] = []
         var total: Int64?
         var cancelledAt: Int64?
         /// Bytes fetched by a download that completed.
         var received: Int64?
 
         var preview: String? {
-            notices.first { $0.hasPrefix("partial preview saved: ") }.map { String($0.dropFirst(23)) }
+            facts.lazy.compactMap { if case .previewSaved(let path) = $0 { path } else { nil } }.first
         }
     }
 
@@ -37,8 +37,8 @@ import Testing
             var outcome = Outcome()
             for await event in manager.events {
                 switch event {
-                case .notice(id, let message):
-                    outcome.notices.append(message)
+                case .fact(id, let fact):
+                    outcome.facts.append(fact)
                 case .progress(id, let progress):
                     outcome.total = progress.total
                     if let fraction, outcome.cancelledAt == nil, let total = progress.total,
@@ -76,7 +76,7 @@ import Testing
             let job = DownloadJob(url: server.downloadURL("photo-large.jpg"), outputDirectory: dir.path)
             let outcome = try await run(job, cancelAt: fraction, all: cancelAll)
             #expect(outcome.state == .cancelled)
-            let path = try #require(outcome.preview, "notices: \(outcome.notices)")
+            let path = try #require(outcome.preview, "facts: \(outcome.facts)")
             #expect(path == dir.file("photo-large.partial.jpg"))
             let preview = try #require(dir.contents("photo-large.partial.jpg"))
             let total = try #require(outcome.total)

@@ -53,9 +53,9 @@ import Testing
         let outside = Outside()
         symlink(outside.path, at: dir.file("small.bin.part"))
         try await withSampleServer { (server) async throws in
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
             #expect(try result.get().path == dir.file("small.1.bin"))
-            #expect(notices == ["small.bin.part is a symbolic link; leaving it alone"])
+            #expect(facts == [.partLeftAlone(part: "small.bin.part", reason: .untrusted(.symbolicLink))])
             #expect(try FileDigest.hex(of: dir.file("small.1.bin")) == expectedSHA256("small.bin"))
         }
         #expect(outside.untouched)
@@ -78,9 +78,9 @@ import Testing
         let outside = Outside()
         #expect(link(outside.path, dir.file("small.bin.part")) == 0)
         try await withSampleServer { (server) async throws in
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
             #expect(try result.get().path == dir.file("small.1.bin"))
-            #expect(notices == ["small.bin.part has other hard links; leaving it alone"])
+            #expect(facts == [.partLeftAlone(part: "small.bin.part", reason: .untrusted(.otherHardLinks))])
         }
         #expect(outside.untouched)
         #expect(dir.contents("small.bin.part") == outside.original)
@@ -120,9 +120,9 @@ import Testing
             // The state file and the old fixed temporary name both point outside.
             symlink(outside.path, at: dir.file("medium.bin.part.json"))
             symlink(outside.path, at: dir.file("medium.bin.part.json.tmp"))
-            let (result, notices) = await eager.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await eager.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().path == dir.file("medium.bin"))
-            #expect(notices == ["medium.bin.part.json is unreadable; starting over"])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .unreadableState)])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
         #expect(outside.untouched)
@@ -159,19 +159,19 @@ import Testing
         let mine = Array("the user's own file\n".utf8)
         try await withSampleServer(rate: 16 << 20) { (server) async throws in
             var planted = false
-            var notices: [String] = []
+            var facts: [DownloadFact] = []
             let result = try await Downloader.quickRetries.download(DownloadJob.sample(server, "medium.bin", dir)) {
                 event in
                 switch event {
                 case .progress where !planted:
                     planted = true
                     _ = FileManager.default.createFile(atPath: dir.file("medium.bin"), contents: Data(mine))
-                case .notice(let text): notices.append(text)
+                case .fact(let fact): facts.append(fact)
                 default: break
                 }
             }
             #expect(result.path == dir.file("medium.1.bin"))
-            #expect(notices == ["medium.bin appeared during the download; saved as medium.1.bin"])
+            #expect(facts == [.savedAs(wanted: "medium.bin", savedAs: "medium.1.bin")])
         }
         #expect(dir.contents("medium.bin") == mine)
         #expect(try FileDigest.hex(of: dir.file("medium.1.bin")) == expectedSHA256("medium.bin"))

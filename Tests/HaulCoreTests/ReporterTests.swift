@@ -57,11 +57,12 @@ final class FakeSeconds: Sendable {
     @Test func noticesAreInformationOnStdoutNotFailures() {
         let captured = CapturedOutput()
         PlainReporter(output: captured.text).report(
-            .notice(id: 1, url: url, file: "a.bin", message: "server answered 503 Service Unavailable; retry 1 of 5 in 1.0 s"))
+            .fact(id: 1, url: url, file: "a.bin", .retrying(attempt: 1, of: 5, delaySeconds: 1, resumeAt: 0,
+                                                            reason: HaulError(.server, "server answered 503 Service Unavailable"))))
         #expect(captured.out == ["a.bin: server answered 503 Service Unavailable; retry 1 of 5 in 1.0 s"])
         #expect(captured.err.isEmpty)
         let quiet = CapturedOutput()
-        PlainReporter(output: quiet.text, quiet: true).report(.notice(id: 1, url: url, file: "a.bin", message: "x"))
+        PlainReporter(output: quiet.text, quiet: true).report(.fact(id: 1, url: url, file: "a.bin", .previewSaved(path: "x")))
         #expect(quiet.out.isEmpty && quiet.err.isEmpty)
     }
 

@@ -15,15 +15,15 @@ import Testing
             faults.dropAfterBytes = 5 << 20
             faults.dropLimit = 2
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().path == dir.file("medium.bin"))
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
-            #expect(notices.count == 2)
-            #expect(notices.first?.contains("retry 1 of 5") == true)
+            let retries = facts.compactMap(\.retry)
+            #expect(retries.count == 2 && facts.count == 2, "\(facts)")
+            #expect(retries.map(\.attempt) == [1, 2] && retries.allSatisfy { $0.of == 5 && $0.reason.category == .network })
             // About 10 MiB: the server counts what it hands its socket, and a loaded run can see the close
             // before the last of those bytes.
-            #expect(notices.last?.contains("resuming at 9.") == true || notices.last?.contains("resuming at 10.0 MiB") == true,
-                    "\(notices)")
+            #expect(retries.last.map { (9 << 20)...(10 << 20) ~= $0.resumeAt } == true, "\(facts)")
             // Resumed, not restarted: the server sent the file about once.
             #expect(server.stats.bodyBytesSent >= 20 << 20 && server.stats.bodyBytesSent < 21 << 20)
             #expect(server.stats.rangeRequests == 2)
@@ -40,10 +40,10 @@ import Testing
             server.setFaults(faults)
             let clock = ContinuousClock()
             let began = clock.now
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
             #expect(throws: Never.self) { try result.get() }
             #expect(clock.now - began >= .seconds(2), "Retry-After: 1 was honoured twice")
-            #expect(notices.map { $0.hasPrefix("server answered 503 Service Unavailable; retry") } == [true, true])
+            #expect(facts.compactMap(\.retry).map { $0.reason.httpStatus } == [503, 503] && facts.count == 2)
             #expect(server.stats.requests == 3)
         }
     }
@@ -51,9 +51,9 @@ import Testing
     @Test func permanentErrorsFailAtOnce() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "missing.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "missing.bin", dir))
             #expect(throws: HaulError(.server, "server answered 404 Not Found", httpStatus: 404)) { try result.get() }
-            #expect(notices.isEmpty)
+            #expect(facts.isEmpty)
             #expect(server.stats.requests == 1)
         }
     }
@@ -86,9 +86,9 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
             let kept = try await interruptedRun(server, dir)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == (20 << 20) - kept)
-            #expect(notices.isEmpty)
+            #expect(facts.isEmpty)
             #expect(Int64(server.stats.bodyBytesSent) == (20 << 20) - kept)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(dir.listing() == ["medium.bin"])
@@ -102,9 +102,9 @@ import Testing
             var faults = SampleServerFaults()
             faults.ignoreRange = true
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == 20 << 20)
-            #expect(notices == ["the server ignored the Range request (answered 200); starting over"])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .rangeIgnored(status: 200))])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
@@ -116,9 +116,9 @@ import Testing
             var faults = SampleServerFaults()
             faults.etagSalt = "v2"
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().bytes == 20 << 20)
-            #expect(notices == ["the file changed on the server (validators differ); starting over"])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .validatorsChanged)])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
@@ -130,9 +130,9 @@ import Testing
             let foreign = "{\"version\":1,\"url\":\"http://elsewhere/x\",\"completed\":[{\"start\":0,\"end\":10}]}"
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 0xEE, count: 4096))
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part.json"), contents: Data(foreign.utf8))
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().path == dir.file("medium.1.bin"))
-            #expect(notices == ["medium.bin.part belongs to another URL (http://elsewhere/x); leaving it for that one"])
+            #expect(facts == [.partLeftAlone(part: "medium.bin.part", reason: .otherURL(url: "http://elsewhere/x"))])
             #expect(try FileDigest.hex(of: dir.file("medium.1.bin")) == expectedSHA256("medium.bin"))
             #expect(dir.listing() == ["medium.1.bin", "medium.bin.part", "medium.bin.part.json"])
             #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("medium.bin.part.json"))) == Data(foreign.utf8))
@@ -140,17 +140,17 @@ import Testing
     }
 
     @Test(arguments: [
-        ("{not json", "medium.bin.part.json is unreadable; starting over"),
-        ("{\"version\":99,\"url\":\"u\",\"completed\":[]}", "medium.bin.part.json is unreadable; starting over"),
+        "{not json",
+        "{\"version\":99,\"url\":\"u\",\"completed\":[]}",
     ])
-    func foreignOrCorruptStateIsRefused(state: String, notice: String) async throws {
+    func foreignOrCorruptStateIsRefused(state: String) async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 0xEE, count: 4096))
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part.json"), contents: Data(state.utf8))
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices == [notice])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .unreadableState)])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(dir.listing() == ["medium.bin"])
         }
@@ -163,9 +163,9 @@ import Testing
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(count: 100))
             try ResumeState(url: url, etag: nil, lastModified: nil, total: 20 << 20,
                             completed: [ByteRange(0, 1 << 20)]).save(to: dir.file("medium.bin.part.json"))
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices == ["medium.bin.part is shorter than its state says; starting over"])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .shorterThanState)])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }

@@ -48,9 +48,9 @@ import Testing
     @Test func fourSegmentsArriveIdenticalOverFourConnections() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 16 << 20) { (server) async throws in
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(try result.get().bytes == 20 << 20)
-            #expect(notices.isEmpty)
+            #expect(facts.isEmpty)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // A 1 MiB probe, then four ranged connections.
             #expect(server.stats.rangeRequests >= 5)
@@ -67,9 +67,9 @@ import Testing
             faults.dropAfterBytes = 3 << 20
             faults.dropLimit = 2
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices.contains { $0.contains("retry 1 of 5") })
+            #expect(facts.contains { $0.retry?.attempt == 1 })
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(Double(server.stats.bodyBytesSent) <= 1.3 * Double(20 << 20))
         }
@@ -106,9 +106,9 @@ import Testing
             var faults = SampleServerFaults()
             faults.ignoreRange = true
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices.first?.contains("using one connection") == true)
+            #expect(facts == [.oneConnection(reason: .noRanges)], "\(facts)")
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
@@ -132,9 +132,9 @@ import Testing
             // machine's hiccups do not count as slowing down.
             downloader.fastConnection = 64 << 10
             downloader.splitWindow = TestEnvironment.bound(.seconds(1))
-            let (result, notices) = await downloader.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let (result, facts) = await downloader.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices.contains { $0.hasPrefix("one connection brought") && $0.hasSuffix("more join if it slows down") })
+            #expect(facts.contains { if case .splitDeferred = $0 { true } else { false } }, "\(facts)")
             #expect(server.stats.requests == 2)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
@@ -150,10 +150,9 @@ import Testing
             server.setFaults(faults)
             var downloader = Downloader.quickRetries
             downloader.fastConnection = 64 << 10  // the probe is faster, even under a sanitizer
-            let (result, notices) = await downloader.runCollectingNotices(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let (result, facts) = await downloader.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices.contains { $0.hasPrefix("the connection slowed to") && $0.hasSuffix("splitting over 4 connections") },
-                    "\(notices)")
+            #expect(facts.contains { if case .split(_, 4) = $0 { true } else { false } }, "\(facts)")
             #expect(server.stats.requests > 2)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }

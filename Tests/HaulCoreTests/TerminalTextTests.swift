@@ -25,7 +25,8 @@ import Testing
         #expect(JSONLine.quote("a\u{9b}b\u{202E}c\u{1F600}") == #""a\u009bb\u202ec😀""#)
         let captured = CapturedOutput()
         JSONReporter(output: captured.text).report(
-            .notice(id: 1, url: "http://h/\u{202E}x", file: "x", message: "m\u{1b}"))
-        #expect(captured.out == [#"{"event":"notice","id":1,"url":"http://h/\u202ex","file":"x","message":"m\u001b"}"#])
+            .fact(id: 1, url: "http://h/\u{202E}x", file: "x", .previewSaved(path: "m\u{1b}")))
+        #expect(captured.out == [#"{"event":"notice","id":1,"url":"http://h/\u202ex","file":"x","kind":"preview-saved","#
+                                 + #""message":"partial preview saved: m\u001b","fact":{"previewSaved":{"path":"m\u001b"}}}"#])
     }
 }

@@ -79,9 +79,9 @@ import Testing
             try ResumeState(url: url, etag: head["ETag"], lastModified: head["Last-Modified"], total: 20 << 20,
                             completed: [ByteRange(0, 20 << 20)]).save(to: dir.file("medium.bin.part.json"))
             server.resetStats()
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(try result.get().path == dir.file("medium.bin"))
-            #expect(notices.isEmpty, "\(notices)")
+            #expect(facts.isEmpty, "\(facts)")
             #expect(server.stats.bodyBytesSent == 0)
             #expect(dir.listing() == ["medium.bin"])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
@@ -96,9 +96,9 @@ import Testing
             let state = try await interrupted(server, dir, faults: faults)
             #expect(state.validator == nil)
             server.setFaults(faults)
-            let (result, notices) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
             #expect(throws: Never.self) { try result.get() }
-            #expect(notices == ["the server gave no ETag or Last-Modified to check medium.bin.part against; starting over"])
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .noValidators)])
             #expect(server.stats.rangeRequests == 0)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }

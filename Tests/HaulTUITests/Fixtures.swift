@@ -27,7 +27,7 @@ enum Fixtures {
         var cancelling = row(9, "large.bin", .downloading, completed: 50 << 20, total: 200 << 20, speed: 4_194_304)
         cancelling.pendingStop = .cancelled
         var preview = row(8, "photo-large.jpg", .cancelled, completed: 3 << 20, total: 6 << 20)
-        preview.previewSaved = true
+        preview.previewPath = "/d/photo-large.partial.jpg"
         var state = state(size, rows: [
             row(1, "medium.bin", .downloading, completed: 10_223_616, speed: 10_223_616),
             row(2, "small.bin", .queued, total: nil),

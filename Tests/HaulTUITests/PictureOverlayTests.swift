@@ -51,7 +51,7 @@ import Testing
     @Test func aCancelledJPEGShowsThePreviewTheEngineReported() {
         var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .cancelled)])
         #expect(update(&state, .key(.character("v"))) == [], "no preview yet")
-        _ = update(&state, .manager(.notice(id: 1, "partial preview saved: /d/photo.partial.jpg")))
+        _ = update(&state, .manager(.fact(id: 1, .previewSaved(path: "/d/photo.partial.jpg"))))
         #expect(DownloadList.stateText(state.rows[0]) == "cancelled, partial preview saved")
         #expect(update(&state, .key(.character("v"))) == [.showPicture(path: "/d/photo.partial.jpg")])
     }

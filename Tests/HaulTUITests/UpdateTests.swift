@@ -241,7 +241,7 @@ import Testing
         _ = send(&state, .escape, .down)
         #expect(send(&state, .character("v")) == [])
         var cancelled = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .cancelled)])
-        _ = update(&cancelled, .manager(.notice(id: 1, "partial preview saved as photo.partial.jpg")))
+        _ = update(&cancelled, .manager(.fact(id: 1, .previewSaved(path: "downloads/photo.partial.jpg"))))
         #expect(send(&cancelled, .character("v")) == [.showPicture(path: "downloads/photo.partial.jpg")])
     }
 
@@ -287,11 +287,13 @@ import Testing
 extension UpdateTests {
     @Test func aRetryShowsInTheStateUntilBytesFlowAgain() {
         var state = Fixtures.state(size, rows: [Fixtures.row(1, "x.bin", .connecting)])
-        _ = update(&state, .manager(.notice(id: 1, "connection reset by peer; retry 2 of 5 in 1.0 s")))
+        _ = update(&state, .manager(.fact(id: 1, .retrying(attempt: 2, of: 5, delaySeconds: 1, resumeAt: 0,
+                                                         reason: HaulError(.network, "connection reset by peer")))))
         #expect(DownloadList.stateText(state.rows[0]) == "retry 2 of 5: connection reset by peer")
         _ = update(&state, .manager(.progress(id: 1, DownloadProgress(completed: 1, batchBytes: 1, total: 2, bytesPerSecond: 1))))
         #expect(DownloadList.stateText(state.rows[0]) == "connecting")
-        _ = update(&state, .manager(.notice(id: 1, "timed out; retry 5 of 5 in 4.0 s")))
+        _ = update(&state, .manager(.fact(id: 1, .retrying(attempt: 5, of: 5, delaySeconds: 4, resumeAt: 0,
+                                                         reason: HaulError(.network, "timed out")))))
         _ = update(&state, .manager(.state(id: 1, .failed(HaulError(.network, "timed out")))))
         #expect(DownloadList.stateText(state.rows[0]) == "failed: timed out")
     }

@@ -34,7 +34,7 @@ struct Claim {
     /// download, belongs to another URL's resumable download, or is not a file haul may write into (a
     /// symbolic link, a hard link, another user's file, not a regular file); such a file is left as it is.
     static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
-                     resume: Bool, notice: (String) -> Void) throws(HaulError) -> Claim? {
+                     resume: Bool, notice: (DownloadFact) -> Void) throws(HaulError) -> Claim? {
         FileSystem.namespaceLock.lock()
         defer { FileSystem.namespaceLock.unlock() }
         let (stem, ext) = FileNaming.split(name)
@@ -49,7 +49,8 @@ struct Claim {
                 }
             }
             let refusal: String
-            switch try directory.claimPart(candidate + ".part") {
+            let partName = candidate + ".part"
+            switch try directory.claimPart(partName) {
             case .created(let part):
                 // No part was there: a state file left alone has nothing to resume.
                 return try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
@@ -65,8 +66,8 @@ struct Claim {
             case .busy:
                 refusal = "is in use by another download"
             case .untrusted(let why):
-                refusal = why
-                notice("\(candidate).part \(why); leaving it alone")
+                refusal = why.phrase
+                notice(.partLeftAlone(part: partName, reason: .untrusted(why)))
             }
             guard policy == .rename else {
                 throw HaulError(.fileIO, "\(shown).part \(refusal); not writing into it")
@@ -78,29 +79,29 @@ struct Claim {
     /// nil when the part belongs to another URL's download and `overwrite` is off: that one may still be
     /// resumed, so it is left for it.
     private init?(directory: OutputDirectory, name: String, part: PartFile, url: String, resume: Bool,
-                  overwrite: Bool, notice: (String) -> Void) throws(HaulError) {
+                  overwrite: Bool, notice: (DownloadFact) -> Void) throws(HaulError) {
         self.directory = directory
         self.name = name
         self.part = part
         let size = try part.size()
         switch ResumeState.load(from: directory, name: ResumeState.path(forPart: name + ".part")) {
         case .missing:
-            if size > 0 { notice("\(name).part has no resume state; starting over") }
+            if size > 0 { notice(.resumeRefused(part: name + ".part", reason: .noState)) }
         case .unreadable:
             stateOnDisk = true
-            notice("\(name).part.json is unreadable; starting over")
+            notice(.resumeRefused(part: name + ".part", reason: .unreadableState))
         case .found(let found):
             stateOnDisk = true
             if !found.belongs(to: url) {
                 guard overwrite else {
-                    notice("\(name).part belongs to another URL (\(found.url)); leaving it for that one")
+                    notice(.partLeftAlone(part: name + ".part", reason: .otherURL(url: found.url)))
                     return nil
                 }
-                notice("\(name).part belongs to another URL (\(found.url)); starting over")
+                notice(.resumeRefused(part: name + ".part", reason: .otherURL(url: found.url)))
             } else if (found.completed.last?.end ?? 0) > size {
-                notice("\(name).part is shorter than its state says; starting over")
+                notice(.resumeRefused(part: name + ".part", reason: .shorterThanState))
             } else if !resume {
-                notice("--no-resume: starting \(name) over")
+                notice(.resumeRefused(part: name + ".part", reason: .notWanted))
             } else {
                 state = found
             }
@@ -140,7 +141,7 @@ struct Claim {
     /// Gives the finished `.part` its name and drops the state file. With `replacing`, whatever is at the
     /// name is replaced (a link there is replaced, not followed); otherwise a file that appeared there
     /// during the download stays, and this one takes the next free `name.N.ext`. Returns the final path.
-    mutating func place(replacing: Bool, notice: (String) -> Void) throws(HaulError) -> String {
+    mutating func place(replacing: Bool, notice: (DownloadFact) -> Void) throws(HaulError) -> String {
         guard directory.holds(partName, part) else {
             throw HaulError(.fileIO, "\(partPath) was replaced by something else during the download; not renaming it")
         }
@@ -158,7 +159,7 @@ struct Claim {
                     continue
                 }
                 if try directory.renameNoReplace(partName, candidate) {
-                    if candidate != wanted { notice("\(wanted) appeared during the download; saved as \(candidate)") }
+                    if candidate != wanted { notice(.savedAs(wanted: wanted, savedAs: candidate)) }
                     removeState()
                     name = candidate
                     break

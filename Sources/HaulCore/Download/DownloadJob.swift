@@ -34,7 +34,7 @@ public enum DownloadEvent: Sendable, Equatable {
     case started(file: String, path: String, total: Int64?)
     case progress(DownloadProgress)
     /// Something the user should know that does not stop the download.
-    case notice(String)
+    case fact(DownloadFact)
 }
 
 /// A finished download.

@@ -42,7 +42,7 @@ public struct Downloader: Sendable {
         let directory = try OutputDirectory(job.outputDirectory)
         let guessed = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
         guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
-                                         resume: job.resume, notice: { events(.notice($0)) })
+                                         resume: job.resume, notice: { events(.fact($0)) })
         else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
         defer { try? claim.part.close() }
 
@@ -57,7 +57,7 @@ public struct Downloader: Sendable {
                     part: claim.part, targetPath: claim.path,
                     contiguousBytes: claim.state?.contiguousPrefix ?? 0, contentType: claim.contentType)
                 {
-                    events(.notice("partial preview saved: \(preview)"))
+                    events(.fact(.previewSaved(path: preview)))
                 }
                 throw HaulError(.cancelled, "cancelled")
             } catch {
@@ -68,9 +68,8 @@ public struct Downloader: Sendable {
                 failures += 1
                 let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
                 let resumeAt = claim.state?.contiguousPrefix ?? 0
-                events(.notice("\(error.message); retry \(failures) of \(job.retries) in "
-                               + "\(ByteFormat.fixed(delay.seconds, 1)) s"
-                               + (resumeAt > 0 ? ", resuming at \(ByteFormat.size(resumeAt))" : "")))
+                events(.fact(.retrying(attempt: failures, of: job.retries, delaySeconds: delay.seconds,
+                                       resumeAt: resumeAt, reason: error)))
                 do { try await clock.sleep(for: delay) } catch { throw HaulError(.cancelled, "cancelled") }
             }
         }
@@ -81,7 +80,7 @@ public struct Downloader: Sendable {
                          events: (DownloadEvent) -> Void) async throws(HaulError) -> DownloadResult {
         if let state = claim.state, state.validator == nil, !state.completed.isEmpty {
             // Nothing to send in If-Range: a resumed range could splice two versions of the file.
-            events(.notice("the server gave no ETag or Last-Modified to check \(claim.partName) against; starting over"))
+            events(.fact(.resumeRefused(part: claim.partName, reason: .noValidators)))
             claim.state = nil
         }
         let offset = claim.state?.contiguousPrefix ?? 0
@@ -110,7 +109,7 @@ public struct Downloader: Sendable {
                 if claim.announced == nil { events(.started(file: claim.name, path: claim.path, total: size)) }
                 return try finish(&claim, job: job, received: 0, events: events)
             }
-            events(.notice("the server refused to resume at \(ByteFormat.size(offset)); starting over"))
+            events(.fact(.resumeRefused(part: claim.partName, reason: .refusedAt(offset: offset))))
             claim.state = nil
             return try await attempt(job, claim: &claim, renamable: renamable, events: events)
         }
@@ -123,7 +122,7 @@ public struct Downloader: Sendable {
             if named != claim.name && named != Self.baseOf(claim.name) {
                 claim.release()
                 guard let moved = try Claim.take(named, in: claim.directory, policy: job.existingFile, url: job.url,
-                                                 resume: job.resume, notice: { events(.notice($0)) })
+                                                 resume: job.resume, notice: { events(.fact($0)) })
                 else {
                     return DownloadResult(file: named, path: claim.directory.file(named), bytes: 0, skipped: true)
                 }
@@ -141,7 +140,7 @@ public struct Downloader: Sendable {
         let ranged = placement.isRange
         let start = placement.start
         if offset > 0 && !ranged {
-            events(.notice(Self.refusal(head: head, state: claim.state)))
+            events(.fact(.resumeRefused(part: claim.partName, reason: Self.refusal(head: head, state: claim.state))))
         }
         let total = placement.total
         if start == 0 {
@@ -157,7 +156,7 @@ public struct Downloader: Sendable {
             events(.started(file: file, path: claim.path, total: total))
         }
         if probing && !ranged && offset == 0 {
-            events(.notice("the server does not accept ranges; using one connection"))
+            events(.fact(.oneConnection(reason: .noRanges)))
         }
 
         // This answer's body: the probe's range, the rest of the file, or all of it.
@@ -195,7 +194,7 @@ public struct Downloader: Sendable {
         let probeRate = probeSeconds > 0 ? Double(written - start) / probeSeconds : .infinity
         let deferSplit = written - start >= SegmentPlan.defaultMinimumSplit && probeRate >= Double(fastConnection)
         if deferSplit {
-            events(.notice("one connection brought \(ByteFormat.rate(probeRate)); more join if it slows down"))
+            events(.fact(.splitDeferred(bytesPerSecond: probeRate)))
         }
 
         let before = claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
@@ -204,7 +203,7 @@ public struct Downloader: Sendable {
             try await segmented(job, total: total, claim: &claim, deferSplit: deferSplit, clock: clock, events: events)
         } catch let refused as SegmentRefused {
             try? claim.checkpoint(adding: nil)
-            events(.notice("the server answered a segment's Range request with \(refused.status); using one connection"))
+            events(.fact(.oneConnection(reason: .segmentRefused(status: refused.status))))
             var single = job
             single.segments = 1
             return try await attempt(single, claim: &claim, renamable: false, events: events)
@@ -231,7 +230,7 @@ public struct Downloader: Sendable {
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
             }
         }
-        let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.notice($0)) })
+        let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
         DirectorySync.shared.sync(claim.directory.path)
         return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
     }
@@ -306,8 +305,7 @@ public struct Downloader: Sendable {
             if !gate.isOpen, case let elapsed = (stamp - window.start).seconds, elapsed >= splitWindow.seconds {
                 let rate = Double(completed - window.bytes) / elapsed
                 if rate < Double(fastConnection), gate.open() {
-                    events(.notice("the connection slowed to \(ByteFormat.rate(rate)); "
-                                   + "splitting over \(job.segments) connections"))
+                    events(.fact(.split(bytesPerSecond: rate, connections: job.segments)))
                 }
                 window = (stamp, completed)
             }
@@ -372,12 +370,10 @@ public struct Downloader: Sendable {
     }
 
     /// Why the server's answer to a resume request means starting over.
-    static func refusal(head: ResponseHead, state: ResumeState?) -> String {
+    static func refusal(head: ResponseHead, state: ResumeState?) -> ResumeRefusal {
         let changed = (state?.etag != nil && head["ETag"] != nil && head["ETag"] != state?.etag)
             || (state?.etag == nil && state?.lastModified != nil && head["Last-Modified"] != state?.lastModified)
-        return changed
-            ? "the file changed on the server (validators differ); starting over"
-            : "the server ignored the Range request (answered \(head.status)); starting over"
+        return changed ? .validatorsChanged : .rangeIgnored(status: head.status)
     }
 
     /// The unsuffixed name a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.

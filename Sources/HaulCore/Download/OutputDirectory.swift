@@ -42,8 +42,8 @@ final class OutputDirectory: Sendable {
         case existing(PartFile)
         /// Another download (in this process or another) holds it.
         case busy
-        /// Something haul must not write through; the reason, for a notice.
-        case untrusted(String)
+        /// Something haul must not write through, and why.
+        case untrusted(PartDistrust)
     }
 
     /// Claims the part file `name`: creates it exclusively, or opens the one left by an earlier run if it
@@ -66,7 +66,7 @@ final class OutputDirectory: Sendable {
             let existing = openat(descriptor, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard existing >= 0 else {
                 if errno == ENOENT { continue }
-                if errno == ELOOP { return .untrusted("is a symbolic link") }
+                if errno == ELOOP { return .untrusted(.symbolicLink) }
                 throw PartFile.error("cannot open", file(name))
             }
             // The name may have been swapped between the look and the open: judge what was opened.
@@ -86,14 +86,14 @@ final class OutputDirectory: Sendable {
     }
 
     /// Why a part file found on disk is not one haul may write into, or nil when it may.
-    static func untrustworthy(_ info: stat) -> String? {
+    static func untrustworthy(_ info: stat) -> PartDistrust? {
         switch info.st_mode & S_IFMT {
-        case S_IFLNK: return "is a symbolic link"
+        case S_IFLNK: return .symbolicLink
         case S_IFREG: break
-        default: return "is not a regular file"
+        default: return .notRegularFile
         }
-        if info.st_uid != geteuid() { return "belongs to another user" }
-        if info.st_nlink != 1 { return "has other hard links" }
+        if info.st_uid != geteuid() { return .otherOwner }
+        if info.st_nlink != 1 { return .otherHardLinks }
         return nil
     }
 

@@ -43,7 +43,8 @@ public enum ManagerEvent: Sendable, Equatable {
     /// The server answered and the file is named; bytes go to `path + ".part"`.
     case started(id: DownloadID, file: String, path: String, total: Int64?)
     case progress(id: DownloadID, DownloadProgress)
-    case notice(id: DownloadID, String)
+    /// Something that happened to the download and did not stop it.
+    case fact(id: DownloadID, DownloadFact)
     case finished(id: DownloadID, DownloadResult, seconds: Double)
     case removed(id: DownloadID)
 }
@@ -260,8 +261,8 @@ public actor DownloadManager {
                         events.yield(.state(id: id, .downloading))
                     }
                     events.yield(.progress(id: id, progress))
-                case .notice(let message):
-                    events.yield(.notice(id: id, message))
+                case .fact(let fact):
+                    events.yield(.fact(id: id, fact))
                 }
             }), claimed)
         } catch {

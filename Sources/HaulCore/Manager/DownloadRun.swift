@@ -43,8 +43,8 @@ public struct DownloadRun: Sendable {
                 reporter.report(.started(id: id, url: urls[id] ?? "", file: file, path: path, total: total))
             case .progress(let id, let progress):
                 reporter.report(.progress(id: id, url: urls[id] ?? "", file: files[id] ?? "", progress))
-            case .notice(let id, let message):
-                reporter.report(.notice(id: id, url: urls[id] ?? "", file: files[id] ?? "", message: message))
+            case .fact(let id, let fact):
+                reporter.report(.fact(id: id, url: urls[id] ?? "", file: files[id] ?? "", fact))
             case .finished(let id, let result, let seconds):
                 summary.completed += 1
                 summary.bytes += result.bytes

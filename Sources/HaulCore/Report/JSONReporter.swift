@@ -1,3 +1,5 @@
+import Foundation
+
 /// One JSON object per event per line on stdout (`--json`); failures also get their stderr line.
 ///
 /// Field names are stable (docs/usage.md): `event`, `id`, `url`, `file`, `path`, `state`, `bytes`, `total`,
@@ -19,8 +21,9 @@ public struct JSONReporter: Reporter {
             line = JSONLine().add("event", "progress").add("id", id).add("url", url).add("file", file).add("state", "downloading")
                 .add("bytes", progress.completed).add("total", progress.total)
                 .add("rate", Int64(progress.bytesPerSecond.rounded()))
-        case .notice(let id, let url, let file, let message):
-            line = JSONLine().add("event", "notice").add("id", id).add("url", url).add("file", file).add("message", message)
+        case .fact(let id, let url, let file, let fact):
+            line = JSONLine().add("event", "notice").add("id", id).add("url", url).add("file", file)
+                .add("kind", fact.kind).add("message", fact.sentence).adding("fact", Self.json(fact))
         case .done(let id, let url, let result, let seconds):
             line = JSONLine().add("event", "done").add("id", id).add("url", url).add("file", result.file).add("path", result.path)
                 .add("state", result.skipped ? "skipped" : "done").add("bytes", result.bytes)
@@ -36,6 +39,24 @@ public struct JSONReporter: Reporter {
                 .add("bytes", summary.bytes).add("seconds", summary.seconds).add("exit", Int64(summary.exitCode))
         }
         output.out(line.text)
+    }
+
+    /// The fact as the socket carries it (docs/protocol.md), on one line.
+    static func json(_ fact: DownloadFact) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(fact) else { return "null" }
+        // What `TextOutput` would escape (only ever inside strings here) as JSON escapes, as `quote` does.
+        var json = ""
+        for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
+            if TextOutput.needsEscape(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                json += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                json.unicodeScalars.append(scalar)
+            }
+        }
+        return json
     }
 }
 
@@ -61,7 +82,8 @@ struct JSONLine {
         adding(key, value.isFinite ? ByteFormat.fixed(value, 3) : "null")
     }
 
-    private func adding(_ key: String, _ json: String) -> JSONLine {
+    /// `json` must be one JSON value.
+    func adding(_ key: String, _ json: String) -> JSONLine {
         var copy = self
         copy.fields.append("\(Self.quote(key)):\(json)")
         return copy

@@ -59,9 +59,9 @@ public final class PlainReporter: Reporter {
             if summary.failed > 0 { line += ", \(summary.failed) failed" }
             line += ", \(ByteFormat.size(summary.bytes)) in \(Self.seconds(summary.seconds))"
             output.out(line)
-        case .notice(_, _, let file, let message):
+        case .fact(_, _, let file, let fact):
             // Information, not failure: stderr carries exactly one line per failed download.
-            output.out("\(file): \(message)")
+            output.out("\(file): \(fact.sentence)")
         case .failed:
             break
         }

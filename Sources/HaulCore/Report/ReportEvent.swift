@@ -4,7 +4,8 @@ import Glibc
 public enum ReportEvent: Sendable, Equatable {
     case started(id: Int, url: String, file: String, path: String, total: Int64?)
     case progress(id: Int, url: String, file: String, DownloadProgress)
-    case notice(id: Int, url: String, file: String, message: String)
+    /// Something that happened to a download and did not stop it.
+    case fact(id: Int, url: String, file: String, DownloadFact)
     case done(id: Int, url: String, result: DownloadResult, seconds: Double)
     case failed(id: Int, url: String, file: String, error: HaulError)
     case summary(RunSummary)

@@ -82,14 +82,19 @@ struct DownloadRow: Sendable, Equatable {
     var completed: Int64 = 0
     var total: Int64?
     var bytesPerSecond: Double = 0
-    /// The last notice (a retry, a refused resume, a saved preview).
-    var notice: String?
-    /// Set when a cancelled JPEG left a `STEM.partial.EXT` preview.
-    var previewSaved = false
-    /// Where that preview is, as the engine reported it.
+    /// The last thing that happened to it without stopping it (a retry, a refused resume, a saved preview).
+    var lastFact: DownloadFact?
+    /// Where a cancelled JPEG's `STEM.partial.EXT` preview is, once the engine saved one.
     var previewPath: String?
-    /// "retry 2 of 5: why", while the engine waits to retry; cleared by the next progress.
-    var retrying: String?
+    /// While the engine waits to retry; cleared by the next progress.
+    var retrying: Retry?
+
+    /// A retry the engine waits to make.
+    struct Retry: Sendable, Equatable {
+        var attempt: Int
+        var of: Int
+        var reason: String
+    }
     /// The stop the user asked for and the manager has not confirmed yet.
     var pendingStop: DownloadState?
     /// Seconds the download took, once done.

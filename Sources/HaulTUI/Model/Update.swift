@@ -98,7 +98,6 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
             row.retrying = nil
         }
         if newState == .queued || newState == .connecting {
-            row.previewSaved = false
             row.previewPath = nil
         }
     case .started(_, let file, let path, let total):
@@ -111,17 +110,15 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         row.completed = progress.completed
         if let total = progress.total { row.total = total }
         row.bytesPerSecond = progress.bytesPerSecond
-    case .notice(_, let text):
-        row.notice = text
-        if let marker = text.firstRange(of: "; retry ") {
-            // "why; retry 2 of 5 in 1.0 s" becomes "retry 2 of 5: why".
-            let attempt = text[marker.upperBound...].split(separator: " ").prefix(3).joined(separator: " ")
-            row.retrying = "retry \(attempt): \(text[..<marker.lowerBound])"
-        }
-        if text.lowercased().contains("partial preview") {
-            row.previewSaved = true
-            let prefix = "partial preview saved: "
-            if text.hasPrefix(prefix) { row.previewPath = String(text.dropFirst(prefix.count)) }
+    case .fact(_, let fact):
+        row.lastFact = fact
+        switch fact {
+        case .retrying(let attempt, let of, _, _, let reason):
+            row.retrying = DownloadRow.Retry(attempt: attempt, of: of, reason: reason.message)
+        case .previewSaved(let path):
+            row.previewPath = path
+        default:
+            break
         }
     case .finished(_, let result, let seconds):
         row.name = result.file
@@ -139,7 +136,7 @@ extension ManagerEvent {
     var downloadID: DownloadID? {
         switch self {
         case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _), .progress(let id, _),
-            .notice(let id, _), .finished(let id, _, _), .removed(let id):
+            .fact(let id, _), .finished(let id, _, _), .removed(let id):
             id
         }
     }
@@ -259,13 +256,8 @@ private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
 
 /// The complete file when done, else the partial preview (`STEM.partial.EXT`) once one was saved.
 private func picturePath(of row: DownloadRow) -> String? {
-    guard let path = row.path else { return nil }
-    if row.state == .done { return path }
-    guard row.previewSaved else { return nil }
-    if let reported = row.previewPath { return reported }
-    let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-    guard let dot = path[slash...].lastIndex(of: ".") else { return path + ".partial" }
-    return String(path[..<dot]) + ".partial" + String(path[dot...])
+    if row.state == .done { return row.path }
+    return row.previewPath
 }
 
 private func handleFiles(_ key: Key, in state: inout AppState) -> [Effect] {

@@ -10,16 +10,16 @@ extension Downloader {
         return downloader
     }
 
-    /// Runs `job` to its end, returning the outcome and the notices it gave on the way.
-    func runCollectingNotices(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
-        var notices: [String] = []
+    /// Runs `job` to its end, returning the outcome and the facts it told on the way.
+    func runCollectingFacts(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [DownloadFact]) {
+        var facts: [DownloadFact] = []
         do {
             let result = try await download(job) { event in
-                if case .notice(let text) = event { notices.append(text) }
+                if case .fact(let fact) = event { facts.append(fact) }
             }
-            return (.success(result), notices)
+            return (.success(result), facts)
         } catch {
-            return (.failure(error), notices)
+            return (.failure(error), facts)
         }
     }
 }
@@ -35,7 +35,15 @@ extension DownloadJob {
     }
 }
 
-/// Runs `job` with quick retries; the outcome and the notices given on the way.
-func runQuickly(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [String]) {
-    await Downloader.quickRetries.runCollectingNotices(job)
+/// Runs `job` with quick retries; the outcome and the facts told on the way.
+func runQuickly(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [DownloadFact]) {
+    await Downloader.quickRetries.runCollectingFacts(job)
+}
+
+extension DownloadFact {
+    /// The retry's attempt and where it resumes, for a `.retrying` fact.
+    var retry: (attempt: Int, of: Int, resumeAt: Int64, reason: HaulError)? {
+        guard case .retrying(let attempt, let of, _, let resumeAt, let reason) = self else { return nil }
+        return (attempt, of, resumeAt, reason)
+    }
 }

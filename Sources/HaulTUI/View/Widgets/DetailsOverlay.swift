@@ -16,8 +16,8 @@ enum DetailsOverlay {
         if let seconds = row.seconds {
             lines.append(("Took   " + ByteFormat.duration(seconds: seconds), .plain))
         }
-        if let notice = row.notice {
-            lines.append(("Note   " + notice, .dim))
+        if let fact = row.lastFact {
+            lines.append(("Note   " + fact.sentence, .dim))
         }
         return lines
     }

@@ -144,7 +144,7 @@ enum DownloadList {
         case .paused?: return "pausing"
         default: break
         }
-        if let retrying = row.retrying, !row.state.isFinished { return retrying }
+        if let retry = row.retrying, !row.state.isFinished { return "retry \(retry.attempt) of \(retry.of): \(retry.reason)" }
         switch row.state {
         case .queued: return "queued"
         case .connecting: return "connecting"
@@ -152,7 +152,7 @@ enum DownloadList {
         case .paused: return "paused"
         case .done: return "done"
         case .failed(let error): return "failed: \(error.message)"
-        case .cancelled: return row.previewSaved ? "cancelled, partial preview saved" : "cancelled"
+        case .cancelled: return row.previewPath != nil ? "cancelled, partial preview saved" : "cancelled"
         }
     }
 

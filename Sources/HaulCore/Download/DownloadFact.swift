@@ -1,0 +1,92 @@
+/// Something that happened to a download and does not stop it, said as data: the line reporters word it
+/// (`sentence`), the TUI words it its own way, the store and the socket carry it as it is. Nothing reads a
+/// fact back out of a sentence.
+public enum DownloadFact: Sendable, Equatable, Codable {
+    /// A transient failure ended an attempt; attempt `attempt` of `of` retries starts after `delaySeconds`,
+    /// at byte `resumeAt` (0: from the start).
+    case retrying(attempt: Int, of: Int, delaySeconds: Double, resumeAt: Int64, reason: HaulError)
+    /// `part` is not continued: the download starts over from byte 0.
+    case resumeRefused(part: String, reason: ResumeRefusal)
+    /// `part` is not written into and is left as it is; the download takes the next free name (or fails,
+    /// by the existing-file policy).
+    case partLeftAlone(part: String, reason: PartConflict)
+    /// A file appeared at `wanted` during the download; this one was saved as `savedAs` beside it.
+    case savedAs(wanted: String, savedAs: String)
+    /// A download asked to use several connections goes on over one.
+    case oneConnection(reason: OneConnectionReason)
+    /// `-s N`: one connection alone brought `bytesPerSecond`; the others join if it slows down.
+    case splitDeferred(bytesPerSecond: Double)
+    /// The single connection slowed to `bytesPerSecond`: `connections` now share what is left.
+    case split(bytesPerSecond: Double, connections: Int)
+    /// A cancelled JPEG left the prefix it had received as a picture at `path`.
+    case previewSaved(path: String)
+
+    /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
+    public var kind: String {
+        switch self {
+        case .retrying: "retrying"
+        case .resumeRefused: "resume-refused"
+        case .partLeftAlone: "part-left-alone"
+        case .savedAs: "saved-as"
+        case .oneConnection: "one-connection"
+        case .splitDeferred: "split-deferred"
+        case .split: "split"
+        case .previewSaved: "preview-saved"
+        }
+    }
+}
+
+/// Why a partial download is not continued.
+public enum ResumeRefusal: Sendable, Equatable, Codable {
+    /// A part file with bytes and no state file beside it.
+    case noState
+    case unreadableState
+    /// The state is another URL's (`url` masked); with `--overwrite` its part is taken anyway.
+    case otherURL(url: String)
+    /// The state claims more bytes than the part file holds.
+    case shorterThanState
+    /// `--no-resume`.
+    case notWanted
+    /// The server gave neither ETag nor Last-Modified: nothing to send in If-Range.
+    case noValidators
+    /// The server answered 416 to a resume at `offset` and the part is not the whole file.
+    case refusedAt(offset: Int64)
+    /// The file changed on the server (its validators differ from the state's).
+    case validatorsChanged
+    /// The server answered the Range request with `status` (a 200: the whole file).
+    case rangeIgnored(status: Int)
+}
+
+/// Why a candidate `.part` is left alone.
+public enum PartConflict: Sendable, Equatable, Codable {
+    /// Another URL's resumable download (`url` masked).
+    case otherURL(url: String)
+    /// Not a file haul may write into.
+    case untrusted(PartDistrust)
+}
+
+/// What makes an existing `.part` one haul must not open or write through.
+public enum PartDistrust: String, Sendable, Equatable, Codable {
+    case symbolicLink = "symbolic-link"
+    case notRegularFile = "not-regular-file"
+    case otherOwner = "other-owner"
+    case otherHardLinks = "other-hard-links"
+
+    /// "is a symbolic link", to follow a file name.
+    public var phrase: String {
+        switch self {
+        case .symbolicLink: "is a symbolic link"
+        case .notRegularFile: "is not a regular file"
+        case .otherOwner: "belongs to another user"
+        case .otherHardLinks: "has other hard links"
+        }
+    }
+}
+
+/// Why a segmented download uses one connection.
+public enum OneConnectionReason: Sendable, Equatable, Codable {
+    /// The probe's Range request was answered with the whole file.
+    case noRanges
+    /// A segment's Range request was answered with `status`.
+    case segmentRefused(status: Int)
+}

@@ -1,0 +1,44 @@
+extension DownloadFact {
+    /// The fact as one line for people (plain output, `--json`'s `message`, the TUI's details).
+    public var sentence: String {
+        switch self {
+        case .retrying(let attempt, let of, let delay, let resumeAt, let reason):
+            "\(reason.message); retry \(attempt) of \(of) in \(ByteFormat.fixed(delay, 1)) s"
+                + (resumeAt > 0 ? ", resuming at \(ByteFormat.size(resumeAt))" : "")
+        case .resumeRefused(let part, let reason):
+            reason.sentence(part: part)
+        case .partLeftAlone(let part, .otherURL(let url)):
+            "\(part) belongs to another URL (\(url)); leaving it for that one"
+        case .partLeftAlone(let part, .untrusted(let distrust)):
+            "\(part) \(distrust.phrase); leaving it alone"
+        case .savedAs(let wanted, let savedAs):
+            "\(wanted) appeared during the download; saved as \(savedAs)"
+        case .oneConnection(.noRanges):
+            "the server does not accept ranges; using one connection"
+        case .oneConnection(.segmentRefused(let status)):
+            "the server answered a segment's Range request with \(status); using one connection"
+        case .splitDeferred(let rate):
+            "one connection brought \(ByteFormat.rate(rate)); more join if it slows down"
+        case .split(let rate, let connections):
+            "the connection slowed to \(ByteFormat.rate(rate)); splitting over \(connections) connections"
+        case .previewSaved(let path):
+            "partial preview saved: \(path)"
+        }
+    }
+}
+
+extension ResumeRefusal {
+    func sentence(part: String) -> String {
+        switch self {
+        case .noState: "\(part) has no resume state; starting over"
+        case .unreadableState: "\(part).json is unreadable; starting over"
+        case .otherURL(let url): "\(part) belongs to another URL (\(url)); starting over"
+        case .shorterThanState: "\(part) is shorter than its state says; starting over"
+        case .notWanted: "--no-resume: starting \(part) over"
+        case .noValidators: "the server gave no ETag or Last-Modified to check \(part) against; starting over"
+        case .refusedAt(let offset): "the server refused to resume at \(ByteFormat.size(offset)); starting over"
+        case .validatorsChanged: "the file changed on the server (validators differ); starting over"
+        case .rangeIgnored(let status): "the server ignored the Range request (answered \(status)); starting over"
+        }
+    }
+}
