@@ -36,7 +36,7 @@ public enum DownloadState: Sendable, Equatable, Codable {
 }
 
 /// What a manager tells its front end, in order per download.
-public enum ManagerEvent: Sendable, Equatable {
+public enum ManagerEvent: Sendable, Equatable, Codable {
     /// `url` is as it may be shown: its password masked.
     case added(id: DownloadID, url: String, file: String)
     case state(id: DownloadID, DownloadState)
