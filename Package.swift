@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -52,12 +53,26 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
+        // The per-user service: the queue's store (GRDB/SQLite), the control API on a Unix socket
+        // (Hummingbird), its lifecycle, and the client the CLI and the TUI use.
+        .target(
+            name: "HaulService",
+            dependencies: [
+                "HaulCore", "CLinux",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
+
         // The command-line front end.
         .executableTarget(
             name: "haul",
             dependencies: [
                 "HaulCore",
                 "HaulTUI",
+                "HaulService",
                 "SampleServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -108,6 +123,13 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport"]),
+        .testTarget(
+            name: "HaulServiceTests",
+            dependencies: [
+                "HaulService", "HaulCore", "TestSupport",
+                // The tests reach under the store: a damaged schema, a size limit on the writer connection.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "TestSupport"]),

@@ -7,6 +7,7 @@
 #endif
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 
 /* open(2)'s O_DIRECT, whose value differs between architectures. */
@@ -21,5 +22,11 @@ static inline void haul_name_thread(const char *name) { pthread_setname_np(pthre
 static inline int haul_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
     return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
 }
+
+/* pipe2(2) with O_CLOEXEC on both ends. */
+static inline int haul_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
+/* posix_spawn's flag that starts the child in a session of its own (setsid), detached from the terminal. */
+static inline short haul_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
 
 #endif

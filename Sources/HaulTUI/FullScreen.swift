@@ -35,8 +35,9 @@ public enum FullScreen {
     /// the signal after SIGINT, SIGTERM or SIGHUP: 130, 143, 129, once the downloads are paused and
     /// checkpointed). The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
     /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output).
-    public static func run(_ options: FullScreenOptions, manager: DownloadManager) async throws -> Int32 {
+    public static func run(_ options: FullScreenOptions, manager: any DownloadControl) async throws -> Int32 {
         var state = AppState(size: Size(columns: 80, rows: 24))
+        state.attached = manager.outlivesFrontEnd
         state.files.server = options.server
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)

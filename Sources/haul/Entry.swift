@@ -9,9 +9,15 @@ import NIOConcurrencyHelpers
 @main
 enum Entry {
     static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
+            exit(await SessionCommands.run(arguments))
+        }
+        // `haul` alone or `haul attach` on a terminal: the TUI, attached to the service's queue.
+        let attaching = arguments.isEmpty || arguments == ["attach"]
         let command: HaulCommand
         do {
-            command = try HaulCommand.parse()
+            command = try HaulCommand.parse(attaching ? ["--attach"] : arguments)
         } catch {
             let code = HaulCommand.exitCode(for: error)
             if code == .success {
@@ -24,23 +30,41 @@ enum Entry {
         exit(await run(command))
     }
 
+    /// The URLs of `-i FILE`; on a problem, the exit code after its line on stderr.
+    static func inputURLs(_ command: HaulCommand) -> InputURLs {
+        guard let input = command.inputFile else { return .success([]) }
+        switch InputFile.urls(from: input) {
+        case .success(let urls):
+            if command.urls.isEmpty && urls.isEmpty {
+                TextOutput.standard.err("haul: \(input): no URL in the input")
+                return .failure(FailureCategory.usage.exitCode)
+            }
+            return .success(urls)
+        case .failure(let error):
+            TextOutput.standard.err("haul: \(input): \(error.message)")
+            return .failure(error.category.exitCode)
+        }
+    }
+
+    enum InputURLs {
+        case success([String])
+        case failure(Int32)
+    }
+
     static func run(_ command: HaulCommand) async -> Int32 {
         CurlDriver.shared.setOverallReceiveRate(command.overallRate)
         var extra: [String] = []
-        if let input = command.inputFile {
-            switch InputFile.urls(from: input) {
-            case .success(let urls): extra = urls
-            case .failure(let error):
-                TextOutput.standard.err("haul: \(input): \(error.message)")
-                return error.category.exitCode
-            }
-            if command.urls.isEmpty && extra.isEmpty {
-                TextOutput.standard.err("haul: \(input): no URL in the input")
-                return FailureCategory.usage.exitCode
-            }
+        switch inputURLs(command) {
+        case .success(let urls): extra = urls
+        case .failure(let code): return code
         }
         if TUILaunch.wanted(command), let code = await TUILaunch.run(command, extraURLs: extra) {
             return code
+        }
+        if command.attach {
+            TextOutput.standard.err("haul: no URL given (haul alone attaches the full-screen interface to the queue, "
+                                    + "which needs a terminal; haul ls lists it)")
+            return FailureCategory.usage.exitCode
         }
         if command.server != nil && command.urls.isEmpty && extra.isEmpty && !command.demo {
             TextOutput.standard.err("haul: --server browses files in the full-screen interface: run it on a terminal, or give URLs")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HaulCore
 
 /// The command line of the SPEC, parsed. `Entry` runs it.
@@ -31,6 +32,10 @@ struct HaulCommand: ParsableCommand {
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
     var jobs = 4
+
+    /// `haul` alone or `haul attach`: the TUI on the service's queue, nothing added.
+    @Flag(help: .hidden)
+    var attach = false
 
     @Flag(help: "Start the bundled sample server on 127.0.0.1 (an ephemeral port) and download from it.")
     var demo = false
@@ -117,7 +122,7 @@ struct HaulCommand: ParsableCommand {
         for header in headers where !header.contains(":") {
             throw ValidationError("--header '\(header)' is not \"Name: value\"")
         }
-        if urls.isEmpty && inputFile == nil && !demo && server == nil { throw ValidationError("no URL given") }
+        if urls.isEmpty && inputFile == nil && !demo && server == nil && !attach { throw ValidationError("no URL given") }
     }
 
     /// Where `-O` puts the file: `-O` names a file. With `-o DIR` it must be a plain name (no `/`, not `.`
@@ -142,8 +147,9 @@ struct HaulCommand: ParsableCommand {
     /// `--limit-rate`, shared by all transfers together.
     var overallRate: Int64? { limitRate.flatMap(RateLimit.parse) }
 
-    /// The downloads this command line asks for, in order.
-    func downloads(extraURLs: [String]) -> [DownloadJob] {
+    /// The downloads this command line asks for, in order. With `absolute`, the output directory is made
+    /// absolute against the current one (for the service, whose current directory is not the client's).
+    func downloads(extraURLs: [String], absolute: Bool = false) -> [DownloadJob] {
         var options = TransferOptions()
         options.stallTimeout = timeout
         options.connectTimeout = connectTimeout
@@ -153,7 +159,11 @@ struct HaulCommand: ParsableCommand {
         let policy: ExistingFilePolicy = overwrite ? .overwrite : (skipExisting ? .skip : .rename)
         // `validate` has refused an `-O` that `placement` throws for.
         let placed = output.flatMap { try? Self.placement(output: $0, outputDirectory: outputDirectory) }
-        let directory = placed?.directory ?? outputDirectory ?? (demo ? "haul-demo" : ".")
+        var directory = placed?.directory ?? outputDirectory ?? (demo ? "haul-demo" : ".")
+        if absolute && !directory.hasPrefix("/") {
+            let here = FileManager.default.currentDirectoryPath
+            directory = directory == "." ? here : FilePath.join(here, directory)
+        }
         return (urls + extraURLs).map { url in
             var job = DownloadJob(url: url, outputDirectory: directory, outputName: placed?.name)
             job.existingFile = policy

@@ -1,4 +1,5 @@
 import HaulCore
+import HaulService
 import HaulTUI
 import SampleServer
 
@@ -37,13 +38,28 @@ enum TUILaunch {
                 single.urls = []
                 // -O names the one URL of the command line, not the ones added later.
                 if template.urls != [url] { single.output = nil }
-                var job = single.downloads(extraURLs: [url])[0]
+                // The service's current directory is not this one.
+                var job = single.downloads(extraURLs: [url], absolute: true)[0]
                 job.segments = segments
                 return job
             })
+        // The demo runs in this process and leaves the user's queue alone; everything else is the service's.
+        let control: any DownloadControl
+        if demo != nil {
+            control = DownloadManager(concurrency: command.jobs)
+        } else {
+            do {
+                let client = try await ServiceClient.connect(SessionCommands.directory,
+                                                             starting: ["--jobs", String(command.jobs)])
+                control = RemoteControl(client: client)
+            } catch {
+                TextOutput.standard.err("haul: \(error.message)")
+                return FailureCategory.other.exitCode
+            }
+        }
         let code: Int32?
         do {
-            code = try await FullScreen.run(options, manager: DownloadManager(concurrency: command.jobs))
+            code = try await FullScreen.run(options, manager: control)
         } catch {
             TextOutput.standard.err("haul: \(error); using line output")
             code = nil

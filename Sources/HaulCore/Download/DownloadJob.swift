@@ -45,6 +45,13 @@ public struct DownloadResult: Sendable, Equatable, Codable {
     public var bytes: Int64
     /// The target existed and `--skip-existing` left it alone.
     public var skipped: Bool
+
+    public init(file: String, path: String, bytes: Int64, skipped: Bool) {
+        self.file = file
+        self.path = path
+        self.bytes = bytes
+        self.skipped = skipped
+    }
 }
 
 /// An expected digest (`--checksum ALGO=HEX`).

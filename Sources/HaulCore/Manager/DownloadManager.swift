@@ -25,6 +25,34 @@ public enum DownloadState: Sendable, Equatable, Codable {
         self == .connecting || self == .downloading
     }
 
+    /// The word for it in `haul ls`, `--json` and on the socket: queued, connecting, downloading, paused,
+    /// done, failed, cancelled.
+    public var name: String {
+        switch self {
+        case .queued: "queued"
+        case .connecting: "connecting"
+        case .downloading: "downloading"
+        case .paused: "paused"
+        case .done: "done"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The state a `name` stands for; a failure needs its error.
+    public init?(name: String, error: HaulError? = nil) {
+        switch name {
+        case "queued": self = .queued
+        case "connecting": self = .connecting
+        case "downloading": self = .downloading
+        case "paused": self = .paused
+        case "done": self = .done
+        case "failed": self = .failed(error ?? HaulError(.other, "failed"))
+        case "cancelled": self = .cancelled
+        default: return nil
+        }
+    }
+
     /// The exit code this outcome contributes (SPEC): paused and cancelled count as "left unfinished".
     public var exitCode: Int32 {
         switch self {
@@ -36,7 +64,7 @@ public enum DownloadState: Sendable, Equatable, Codable {
 }
 
 /// What a manager tells its front end, in order per download.
-public enum ManagerEvent: Sendable, Equatable, Codable {
+public enum ManagerEvent: Sendable, Equatable {
     /// `url` is as it may be shown: its password masked.
     case added(id: DownloadID, url: String, file: String)
     case state(id: DownloadID, DownloadState)
@@ -87,18 +115,38 @@ public actor DownloadManager {
 
     // MARK: commands
 
-    /// Queues a download and starts it when a slot is free.
+    /// Queues a download and starts it when a slot is free. `id`, when given, is the one a store chose
+    /// (it must be new); else the next after every id seen.
     @discardableResult
-    public func add(_ job: DownloadJob) -> DownloadID {
-        let id = nextID
-        nextID += 1
-        let file = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+    public func add(_ job: DownloadJob, id given: DownloadID? = nil) -> DownloadID {
+        let id = given ?? nextID
+        nextID = Swift.max(nextID, id + 1)
+        let file = Self.plannedName(of: job)
         entries[id] = Entry(job: job, file: file)
         order.append(id)
         // Front ends show and keep the URL: never its password.
         continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
         enqueue(id)
         return id
+    }
+
+    /// The name a job's file is planned under until the server answers.
+    public static func plannedName(of job: DownloadJob) -> String {
+        job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+    }
+
+    /// Takes back a download a previous process knew (the service, from its store), without an `.added`
+    /// event: a finished one (done, failed, cancelled, paused) stays as it is, a queued or running one is
+    /// queued again and continues from its `.part`.
+    public func restore(_ job: DownloadJob, id: DownloadID, file: String, state: DownloadState) {
+        nextID = Swift.max(nextID, id + 1)
+        guard entries[id] == nil else { return }
+        entries[id] = Entry(job: job, state: state.isFinished ? state : .queued, file: file)
+        order.append(id)
+        if !state.isFinished {
+            waiting.append(id)
+            startWaiting()
+        }
     }
 
     /// Stops one download; its `.part` stays. A queued one never starts.

@@ -1,8 +1,8 @@
 /// Path arithmetic on plain strings. (Foundation's NSString path methods crash on some short relative
 /// paths on Linux, such as "o".)
-enum FilePath {
+package enum FilePath {
     /// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/"; trailing slashes ignored.
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         guard let slash = trimmed.lastIndex(of: "/") else { return "." }
         if slash == trimmed.startIndex { return "/" }
@@ -10,14 +10,14 @@ enum FilePath {
     }
 
     /// "a/b/c" -> "c"; "c/" -> "c".
-    static func baseName(of path: String) -> String {
+    package static func baseName(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
         return String(trimmed[trimmed.index(after: slash)...])
     }
 
     /// "a" + "b" -> "a/b"; "a/" + "b" -> "a/b".
-    static func join(_ directory: String, _ name: String) -> String {
+    package static func join(_ directory: String, _ name: String) -> String {
         directory.isEmpty ? name : (directory.hasSuffix("/") ? directory + name : directory + "/" + name)
     }
 

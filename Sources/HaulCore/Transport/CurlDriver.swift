@@ -190,6 +190,16 @@ private final class DriverLoop {
         if let rate = options.maxReceiveRate { haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate)) }
         haul_easy_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
         if request.method == .head { haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
+        if request.method == .post {
+            let body = request.body ?? []
+            haul_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            // Copied by curl: the request's array need not outlive this call.
+            body.withUnsafeBufferPointer { buffer in
+                _ = buffer.baseAddress.map { haul_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0)) }
+            }
+            if body.isEmpty { haul_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "") }
+        }
+        if let socket = request.unixSocketPath { haul_easy_setopt_string(easy, CURLOPT_UNIX_SOCKET_PATH, socket) }
         if let range = request.curlRange { haul_easy_setopt_string(easy, CURLOPT_RANGE, range) }
 
         var headers = request.headers

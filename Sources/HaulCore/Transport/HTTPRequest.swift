@@ -1,6 +1,6 @@
 /// Everything a transfer needs to know before it starts.
 public struct HTTPRequest: Sendable, Equatable {
-    public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST" }
 
     public var url: String
     public var method: Method = .get
@@ -13,6 +13,10 @@ public struct HTTPRequest: Sendable, Equatable {
     }
     /// `If-Range` validator (an ETag or an HTTP date): the server sends the range only if it still matches.
     public var ifRange: String?
+    /// The body of a POST (the service's commands: small JSON documents).
+    public var body: [UInt8]?
+    /// Connect to this Unix domain socket instead of the URL's host and port (the service's control socket).
+    public var unixSocketPath: String?
     public var options = TransferOptions()
 
     private var rangeStart: Int64?

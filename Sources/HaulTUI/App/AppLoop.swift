@@ -21,7 +21,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         case readyToQuit
     }
 
-    let manager: DownloadManager
+    let manager: any DownloadControl
     let screen: any Screen
     let clock: C
     let files: FilesClient
@@ -30,7 +30,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// How long quitting waits for paused downloads to save their state.
     let quitTimeout: Duration
 
-    init(manager: DownloadManager, screen: any Screen, clock: C, files: FilesClient = .curl,
+    init(manager: any DownloadControl, screen: any Screen, clock: C, files: FilesClient = .curl,
          frameRate: Int = 30, quitTimeout: Duration = .seconds(5),
          makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
         self.manager = manager
@@ -70,7 +70,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in manager.events { sink.yield(.message(.manager(event))) }
+                for await event in manager.eventStream() { sink.yield(.message(.manager(event))) }
             }
             var frames = FramePacer(interval: frameInterval)
             var delayedFrame: Task<Void, Never>?
@@ -88,7 +88,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
 
             func perform(_ effect: Effect) async {
                 switch effect {
-                case .download(let url, let segments): await manager.add(makeJob(url, segments))
+                case .download(let url, let segments): await manager.submit(makeJob(url, segments))
                 case .cancel(let id): await manager.cancel(id)
                 case .cancelAll: await manager.cancelAll()
                 case .pause(let id): await manager.pause(id)

@@ -14,6 +14,9 @@ struct AppState: Sendable, Equatable {
         case prompt(String)
         /// `q` while downloads run: quitting pauses them.
         case confirmQuit
+        /// `q` while downloads run, attached to the service: they keep going in the background (the
+        /// default) or pause.
+        case confirmDetach
         case details(DownloadID)
         /// `v`: the picture at this path, drawn by the picture widget.
         case picture(path: String)
@@ -46,6 +49,8 @@ struct AppState: Sendable, Equatable {
     var unicode = true
     /// Set once quitting has begun: the screen says so until the terminal is restored.
     var quitting = false
+    /// A client of the service: the downloads outlive the screen, and `q` detaches from them.
+    var attached = false
 
     init(size: Size) {
         self.size = size

@@ -44,7 +44,7 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         effects = []
     case .interrupt:
         if state.quitting { return [] }
-        effects = quit(&state, pausing: state.hasRunningDownloads)
+        effects = quit(&state, pausing: state.pausesOnInterrupt)
     }
     if case .picture? = state.overlay {} else { state.picture = nil }
     return effects + clockEdges(&state)
@@ -123,8 +123,9 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
     case .finished(_, let result, let seconds):
         row.name = result.file
         row.path = result.path
-        row.completed = result.bytes
-        row.total = row.total ?? result.bytes
+        // `bytes` are this run's; a resumed file is bigger than that.
+        row.completed = row.total ?? Swift.max(row.completed, result.bytes)
+        row.total = row.completed
         row.bytesPerSecond = 0
         row.seconds = seconds
     case .added, .removed:
@@ -159,12 +160,12 @@ private func handle(_ key: Key, in state: inout AppState) -> [Effect] {
         return cancelAll(&state)
     case .character("q"):
         if state.hasRunningDownloads {
-            state.overlay = .confirmQuit
+            state.overlay = state.attached ? .confirmDetach : .confirmQuit
         } else {
             return quit(&state, pausing: false)
         }
     case .interrupt:
-        return quit(&state, pausing: state.hasRunningDownloads)
+        return quit(&state, pausing: state.pausesOnInterrupt)
     default:
         switch state.view {
         case .downloads: return handleDownloads(key, in: &state)
@@ -289,7 +290,7 @@ private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppSt
         case .character("q") where overlay == .help, .escape, .enter, .character("?"), .character("v"):
             state.overlay = nil
         case .interrupt:
-            return quit(&state, pausing: state.hasRunningDownloads)
+            return quit(&state, pausing: state.pausesOnInterrupt)
         default:
             // Any other key closes the box and then acts as usual, so nothing feels stuck.
             state.overlay = nil
@@ -300,6 +301,15 @@ private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppSt
         case .character("y"), .character("Y"), .character("q"), .enter:
             return quit(&state, pausing: true)
         case .interrupt:
+            return quit(&state, pausing: true)
+        default:
+            state.overlay = nil
+        }
+    case .confirmDetach:
+        switch key {
+        case .enter, .character("b"), .character("y"), .character("q"), .interrupt:
+            return quit(&state, pausing: false)
+        case .character("p"):
             return quit(&state, pausing: true)
         default:
             state.overlay = nil
@@ -320,10 +330,16 @@ private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppSt
             if text.count < 4096 { text.append(c) }
             state.overlay = .prompt(text)
         case .interrupt:
-            return quit(&state, pausing: state.hasRunningDownloads)
+            return quit(&state, pausing: state.pausesOnInterrupt)
         default:
             break
         }
     }
     return []
+}
+
+extension AppState {
+    /// SIGINT, SIGTERM, a terminal gone: an in-process run pauses what runs (resumable); an attached
+    /// client leaves the service's downloads going.
+    var pausesOnInterrupt: Bool { hasRunningDownloads && !attached }
 }

@@ -20,6 +20,7 @@ func render(_ state: AppState, size: Size) -> Grid {
     case .help?: HelpOverlay.draw(state, glyphs: glyphs, into: &grid)
     case .prompt(let text)?: PromptOverlay.draw(text, glyphs: glyphs, into: &grid)
     case .confirmQuit?: ConfirmQuitOverlay.draw(state, glyphs: glyphs, into: &grid)
+    case .confirmDetach?: ConfirmDetachOverlay.draw(state, glyphs: glyphs, into: &grid)
     case .details(let id)?: DetailsOverlay.draw(id, state, glyphs: glyphs, into: &grid)
     case .picture(let path)?: PictureOverlay.draw(path: path, picture: state.picture, glyphs: glyphs, into: &grid)
     case nil: break

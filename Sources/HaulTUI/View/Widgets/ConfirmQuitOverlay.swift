@@ -12,3 +12,18 @@ enum ConfirmQuitOverlay {
         box.write(lines, glyphs: glyphs, into: &grid)
     }
 }
+
+/// `q` while the service's downloads run: they keep going without the screen (the default), or pause.
+enum ConfirmDetachOverlay {
+    static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
+        let running = state.rows.count { $0.isRunning }
+        let lines: [(String, Style)] = [
+            ("\(running) download\(running == 1 ? " is" : "s are") running.", .plain),
+            ("Keep \(running == 1 ? "it" : "them") going in the background?", .plain),
+            ("Enter keep going   p pause   Esc stay", .bold),
+        ]
+        let box = Box.centered(width: 50, height: lines.count + 2, in: grid.size)
+        box.draw(title: "Detach?", glyphs: glyphs, into: &grid)
+        box.write(lines, glyphs: glyphs, into: &grid)
+    }
+}

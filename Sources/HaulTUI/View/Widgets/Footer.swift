@@ -5,7 +5,8 @@ enum Footer {
         grid.fill(x: 0, y: y, count: width)
         if state.quitting {
             let pausing = state.rows.contains { $0.pendingStop == .paused }
-            let text = (pausing ? " Pausing downloads and quitting" : " Quitting") + glyphs.ellipsis
+            let text = (pausing ? " Pausing downloads and quitting" : (state.attached ? " Detaching" : " Quitting"))
+                + glyphs.ellipsis
             grid.put(Text.truncated(text, to: width, ellipsis: glyphs.ellipsis), x: 0, y: y, style: .bold)
             return
         }
@@ -31,16 +32,17 @@ enum Footer {
         case .help: return [("Esc", "close help")]
         case .prompt: return [("Enter", "download"), ("Esc", "cancel")]
         case .confirmQuit: return [("y", "quit, pausing downloads"), ("n", "stay")]
+        case .confirmDetach: return [("Enter", "keep going in the background"), ("p", "pause them"), ("Esc", "stay")]
         case .details, .picture: return [("Esc", "close")]
         case nil: break
         }
         switch state.view {
         case .downloads:
-            return [("?", "help"), ("q", "quit"), ("c", "cancel"), ("C", "cancel all"), ("p", "pause"),
+            return [("?", "help"), ("q", state.attached ? "detach" : "quit"), ("c", "cancel"), ("C", "cancel all"), ("p", "pause"),
                     ("a", "add"), ("Tab", "files"), ("r", "retry"), ("d", "remove"), ("Enter", "details"),
                     (glyphs.upDown, "select")]
         case .files:
-            return [("?", "help"), ("q", "quit"), ("Enter", "download"), ("m", "multi-part"), ("C", "cancel all"),
+            return [("?", "help"), ("q", state.attached ? "detach" : "quit"), ("Enter", "download"), ("m", "multi-part"), ("C", "cancel all"),
                     ("a", "add"), ("Tab", "downloads"), ("r", "reload"), (glyphs.upDown, "select")]
         }
     }

@@ -1,6 +1,6 @@
 /// `?`: every key, in a box over the view.
 enum HelpOverlay {
-    static func lines(multiPartSegments: Int, glyphs: Glyphs) -> [(String, Style)] {
+    static func lines(multiPartSegments: Int, attached: Bool = false, glyphs: Glyphs) -> [(String, Style)] {
         let keys: [(String, String)?] = [
             nil,
             ("\(glyphs.upDown) k j", "select (PgUp PgDn Home End too)"),
@@ -20,7 +20,8 @@ enum HelpOverlay {
             ("a", "add a URL"),
             ("Tab", "switch between downloads and files"),
             ("?", "this help"),
-            ("q", "quit; while downloads run, asks, then pauses them"),
+            attached ? ("q", "detach; while downloads run, asks: keep going or pause")
+                : ("q", "quit; while downloads run, asks, then pauses them"),
         ]
         let titles = ["Downloads view", "Files view", "Everywhere"]
         var sections = titles.makeIterator()
@@ -31,7 +32,7 @@ enum HelpOverlay {
     }
 
     static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
-        let lines = lines(multiPartSegments: state.multiPartSegments, glyphs: glyphs)
+        let lines = lines(multiPartSegments: state.multiPartSegments, attached: state.attached, glyphs: glyphs)
         let box = Box.centered(width: 66, height: lines.count + 2, in: grid.size)
         box.draw(title: "Keys", glyphs: glyphs, into: &grid)
         box.write(lines, glyphs: glyphs, into: &grid)

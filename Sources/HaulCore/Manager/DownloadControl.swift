@@ -1,0 +1,33 @@
+/// What a front end drives: the manager in this process, or the service's through its socket. The TUI
+/// does not know which; its `update` sees the same `ManagerEvent`s either way.
+public protocol DownloadControl: Sendable {
+    /// The events, once: the snapshot of what there is (attached to a service), then each as it happens.
+    func eventStream() -> AsyncStream<ManagerEvent>
+    /// Adds a download to the queue.
+    func submit(_ job: DownloadJob) async
+    func cancel(_ id: DownloadID) async
+    func cancelAll() async
+    func pause(_ id: DownloadID) async
+    func resume(_ id: DownloadID) async
+    func pauseAll() async
+    func resumeAll() async
+    func retry(_ id: DownloadID) async
+    func remove(_ id: DownloadID) async
+    /// Returns when what this front end is responsible for has stopped: every task of an in-process
+    /// manager; nothing for a client of the service, whose downloads are the service's.
+    func waitUntilIdle() async
+    /// The process's exit code when the front end ends.
+    var exitCode: Int32 { get async }
+    /// Downloads keep going without this front end (a client of the service): quitting detaches.
+    var outlivesFrontEnd: Bool { get }
+}
+
+extension DownloadManager: DownloadControl {
+    public nonisolated func eventStream() -> AsyncStream<ManagerEvent> { events }
+
+    public func submit(_ job: DownloadJob) async {
+        add(job)
+    }
+
+    public nonisolated var outlivesFrontEnd: Bool { false }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import HaulCore
+import Hummingbird
+import NIOCore
+
+/// The request context of the control socket: it keeps the connection's channel, whose peer credentials
+/// say which user is at the other end.
+struct ControlContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    /// A long `-i` list is added in one request.
+    var maxUploadSize: Int { 64 << 20 }
+}
+
+/// `struct ucred` of `SO_PEERCRED`: three 32-bit fields.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
+
+/// Refuses a peer of another user (403), whatever the socket file's mode: the directory's 0700 keeps
+/// others out, and this is the second line. A peer whose credentials cannot be read is refused too.
+struct SameUserOnly: RouterMiddleware {
+    typealias Context = ControlContext
+    let uid = geteuid()
+
+    func handle(_ request: Request, context: ControlContext,
+                next: (Request, ControlContext) async throws -> Response) async throws -> Response {
+        guard let provider = context.channel as? any SocketOptionProvider else {
+            return ControlAPI.failure(.forbidden, "the peer's credentials cannot be read")
+        }
+        let credentials: PeerCredentials
+        do {
+            let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+            credentials = try await future.get()
+        } catch {
+            return ControlAPI.failure(.forbidden, "the peer's credentials cannot be read")
+        }
+        guard credentials.uid == uid else {
+            return ControlAPI.failure(.forbidden, "this service belongs to another user")
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The routes of the control API (docs/protocol.md): JSON in and out, events as server-sent events.
+enum ControlAPI {
+    static func router(service: Service, socket: String) -> Router<ControlContext> {
+        let router = Router(context: ControlContext.self)
+        router.add(middleware: SameUserOnly())
+        let v1 = router.group("v1")
+        v1.get("hello") { _, _ in json(Wire.Hello(pid: getpid())) }
+        v1.get("downloads") { _, _ in json(await service.list()) }
+        v1.post("downloads") { request, context in
+            let body: Wire.AddRequest
+            do { body = try await request.decode(as: Wire.AddRequest.self, context: context) } catch {
+                return failure(.badRequest, "the body is not a list of downloads: \(error)")
+            }
+            do {
+                return json(Wire.AddResponse(added: try await service.add(body.jobs)))
+            } catch {
+                return failure(.internalServerError, (error as? StoreError)?.message ?? "\(error)")
+            }
+        }
+        for verb in Service.Verb.allCases {
+            v1.post("downloads/\(verb.rawValue)") { request, context in
+                let selection: Wire.Selection
+                do { selection = try await request.decode(as: Wire.Selection.self, context: context) } catch {
+                    return failure(.badRequest, "the body is not {\"ids\": [...]} or {\"all\": true}")
+                }
+                switch await service.perform(verb, on: selection) {
+                case .success(let ids): return json(Wire.Applied(ids: ids))
+                case .failure(let problem):
+                    return json(problem, status: problem.unknown == nil ? .conflict : .notFound)
+                }
+            }
+        }
+        v1.get("events") { _, _ in
+            let events = await service.subscribe()
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                for await event in events {
+                    var buffer = ByteBuffer(string: "data: ")
+                    buffer.writeBytes(Wire.encode(Wire.Event(event)))
+                    buffer.writeString("\n\n")
+                    try await writer.write(buffer)
+                }
+                try await writer.finish(nil)
+            })
+        }
+        v1.get("service/status") { _, _ in json(await service.status(socket: socket)) }
+        v1.post("service/stop") { _, _ in
+            // Answered at once; the service pauses what runs and ends after it.
+            await service.requestStop()
+            return json(Wire.Applied(ids: []), status: .accepted)
+        }
+        return router
+    }
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        var body = ByteBuffer(bytes: Wire.encode(value))
+        body.writeString("\n")
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+
+    static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        json(Wire.Failure(error: message), status: status)
+    }
+}

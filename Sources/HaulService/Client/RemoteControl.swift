@@ -1,0 +1,50 @@
+import HaulCore
+
+/// The service's downloads, driven through its socket: what the TUI holds when it is attached. Commands go
+/// as requests; events come from the service's stream, the snapshot first. A command that fails (the
+/// service went away) is reported on the event stream's end, not per key.
+public struct RemoteControl: DownloadControl {
+    let client: ServiceClient
+
+    public init(client: ServiceClient) {
+        self.client = client
+    }
+
+    public func eventStream() -> AsyncStream<ManagerEvent> {
+        let events = client.events()
+        return AsyncStream { continuation in
+            let reader = Task {
+                do {
+                    for try await event in events { continuation.yield(event) }
+                } catch {}
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in reader.cancel() }
+        }
+    }
+
+    public func submit(_ job: DownloadJob) async {
+        _ = try? await client.add([job])
+    }
+
+    public func cancel(_ id: DownloadID) async { await send("cancel", Wire.Selection(ids: [id])) }
+    public func cancelAll() async { await send("cancel", Wire.Selection(all: true)) }
+    public func pause(_ id: DownloadID) async { await send("pause", Wire.Selection(ids: [id])) }
+    public func resume(_ id: DownloadID) async { await send("resume", Wire.Selection(ids: [id])) }
+    public func pauseAll() async { await send("pause", Wire.Selection(all: true)) }
+    public func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
+    public func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
+    public func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
+
+    /// The downloads are the service's: nothing of this process to wait for.
+    public func waitUntilIdle() async {}
+
+    /// Detaching is a success, whatever the downloads did.
+    public var exitCode: Int32 { 0 }
+
+    public var outlivesFrontEnd: Bool { true }
+
+    private func send(_ verb: String, _ selection: Wire.Selection) async {
+        _ = try? await client.perform(verb, selection)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import HaulCore
+
+/// A client of the service: the CLI's commands and the attached TUI. It speaks the control API over the
+/// Unix socket through the project's own transport (libcurl, `CURLOPT_UNIX_SOCKET_PATH`), and starts the
+/// service when none answers.
+public struct ServiceClient: Sendable {
+    public let directory: StateDirectory
+    private let driver: CurlDriver
+
+    public init(directory: StateDirectory, driver: CurlDriver = .shared) {
+        self.directory = directory
+        self.driver = driver
+    }
+
+    /// A client of a service that answers: the one running, or one started now (`start` with these
+    /// arguments after `haul service run`).
+    public static func connect(_ directory: StateDirectory, starting arguments: [String]? = [])
+        async throws(HaulError) -> ServiceClient
+    {
+        let client = ServiceClient(directory: directory)
+        if (try? await client.hello()) != nil { return client }
+        guard let arguments else {
+            throw HaulError(.other, "no service runs on \(directory.path)")
+        }
+        if try await ServiceLauncher.start(directory, arguments: arguments) {
+            _ = try await client.hello()
+            return client
+        }
+        // The one started ended at once: another client's service won the lock, and answers once it
+        // listens; or it failed, and its log says why.
+        var wait = Duration.milliseconds(20)
+        var waited = Duration.zero
+        while true {
+            do {
+                _ = try await client.hello()
+                return client
+            } catch {
+                guard waited < .seconds(5) else {
+                    throw HaulError(.other, "cannot start the service on \(directory.socket): see \(directory.log)")
+                }
+            }
+            try? await Task.sleep(for: wait)
+            waited += wait
+            wait = min(wait * 2, .milliseconds(500))
+        }
+    }
+
+    // MARK: commands
+
+    public func hello() async throws(HaulError) -> Wire.Hello {
+        let hello: Wire.Hello = try await call(.get, "/v1/hello")
+        guard hello.service == "haul" else { throw HaulError(.other, "\(directory.socket) is not a haul service") }
+        guard hello.protocolVersion == Wire.protocolVersion else {
+            throw HaulError(.other, "the service runs haul \(hello.version), which speaks protocol "
+                            + "\(hello.protocolVersion), not \(Wire.protocolVersion); stop it with `haul service stop`")
+        }
+        return hello
+    }
+
+    public func add(_ jobs: [DownloadJob]) async throws(HaulError) -> [Wire.Added] {
+        let response: Wire.AddResponse = try await call(.post, "/v1/downloads", body: Wire.AddRequest(jobs: jobs))
+        return response.added
+    }
+
+    public func list() async throws(HaulError) -> [Wire.Download] {
+        try await call(.get, "/v1/downloads")
+    }
+
+    /// Unknown ids and refusals come back as `.failure` (exit 2 for the CLI); a service that cannot be
+    /// reached throws.
+    public func perform(_ verb: String, _ selection: Wire.Selection) async throws(HaulError)
+        -> Result<[DownloadID], Wire.Failure>
+    {
+        let (status, body) = try await exchange(.post, "/v1/downloads/\(verb)", body: Wire.encode(selection))
+        if status == 200 { return .success(try decode(Wire.Applied.self, body).ids) }
+        return .failure(try decode(Wire.Failure.self, body))
+    }
+
+    public func status() async throws(HaulError) -> Wire.Status {
+        try await call(.get, "/v1/service/status")
+    }
+
+    /// Asks the service to stop, and returns once it has (its downloads paused and checkpointed).
+    public func stop() async throws(HaulError) {
+        let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))
+        try await ServiceLauncher.waitUntilStopped(directory)
+    }
+
+    /// The events: first what the service holds (a snapshot), then each event as it happens. Ends when
+    /// the service goes.
+    public func events() -> AsyncThrowingStream<ManagerEvent, any Error> {
+        var request = request(.get, "/v1/events")
+        // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
+        request.options.stallTimeout = 0
+        let transfer = driver.start(request)
+        return AsyncThrowingStream { continuation in
+            let reader = Task {
+                do {
+                    let head = try await transfer.head()
+                    guard head.status == 200 else {
+                        throw HaulError(.other, "the service refused the event stream (\(head.status))")
+                    }
+                    var lines = ServerSentEvents()
+                    for try await batch in transfer.bytes {
+                        for data in lines.feed(batch) {
+                            guard let wire = try? Wire.decode(Wire.Event.self, from: data),
+                                let event = wire.managerEvent
+                            else { continue }
+                            continuation.yield(event)
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in
+                reader.cancel()
+                transfer.cancel()
+            }
+        }
+    }
+
+    // MARK: the exchange
+
+    private func request(_ method: HTTPRequest.Method, _ path: String) -> HTTPRequest {
+        var request = HTTPRequest(url: "http://localhost" + path, method: method)
+        request.unixSocketPath = directory.socket
+        request.headers = ["Content-Type: application/json", "Accept: application/json"]
+        request.options.connectTimeout = 5
+        request.options.stallTimeout = 30
+        request.options.maxRedirects = 0
+        return request
+    }
+
+    private func call<Response: Decodable>(_ method: HTTPRequest.Method, _ path: String) async throws(HaulError)
+        -> Response
+    {
+        let (status, body) = try await exchange(method, path, body: nil)
+        return try answer(status, body)
+    }
+
+    private func call<Body: Encodable, Response: Decodable>(_ method: HTTPRequest.Method, _ path: String,
+                                                            body: Body) async throws(HaulError) -> Response {
+        let (status, data) = try await exchange(method, path, body: Wire.encode(body))
+        return try answer(status, data)
+    }
+
+    private func answer<Response: Decodable>(_ status: Int, _ body: Data) throws(HaulError) -> Response {
+        guard (200..<300).contains(status) else {
+            let message = (try? Wire.decode(Wire.Failure.self, from: body))?.error ?? "answered \(status)"
+            throw HaulError(.other, "the service: \(message)")
+        }
+        return try decode(Response.self, body)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ body: Data) throws(HaulError) -> T {
+        do { return try Wire.decode(type, from: body) } catch {
+            throw HaulError(.other, "the service's answer is not what this haul understands")
+        }
+    }
+
+    private func exchange(_ method: HTTPRequest.Method, _ path: String, body: Data?) async throws(HaulError)
+        -> (Int, Data)
+    {
+        var request = request(method, path)
+        request.body = body.map { Array($0) }
+        let transfer = driver.start(request)
+        defer { transfer.cancel() }
+        do {
+            let head = try await transfer.head()
+            var data = Data()
+            for try await batch in transfer.bytes {
+                batch.withUnsafeBytes { data.append(contentsOf: $0) }
+            }
+            return (head.status, data)
+        } catch {
+            throw HaulError(.other, "cannot reach the service at \(directory.socket): \(HaulError.from(error).message)")
+        }
+    }
+}
+
+/// Splits a server-sent event stream into its events' `data`.
+struct ServerSentEvents {
+    private var line: [UInt8] = []
+    private var data: [UInt8] = []
+
+    /// The events this batch completes.
+    mutating func feed<S: Sequence<UInt8>>(_ bytes: S) -> [Data] {
+        var events: [Data] = []
+        for byte in bytes {
+            guard byte == 0x0A else {
+                line.append(byte)
+                continue
+            }
+            if line.last == 0x0D { line.removeLast() }
+            if line.isEmpty {
+                if !data.isEmpty { events.append(Data(data)) }
+                data.removeAll(keepingCapacity: true)
+            } else if line.starts(with: Array("data:".utf8)) {
+                var value = line.dropFirst(5)
+                if value.first == 0x20 { value = value.dropFirst() }
+                if !data.isEmpty { data.append(0x0A) }
+                data.append(contentsOf: value)
+            }
+            line.removeAll(keepingCapacity: true)
+        }
+        return events
+    }
+}

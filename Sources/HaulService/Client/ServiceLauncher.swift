@@ -1,0 +1,121 @@
+import CLinux
+import Foundation
+import HaulCore
+
+/// Starts `haul service run` detached from the client: a session of its own, stdin from /dev/null, stdout
+/// and stderr appended to `service.log`. The service writes one byte to descriptor 3 once its socket
+/// accepts connections; the launcher waits for that byte, or for the pipe to close (the service ended:
+/// another one won the lock, or it failed and said why in the log).
+enum ServiceLauncher {
+    /// How long a start may take before the client gives up.
+    static let readyTimeout: Int32 = 15_000
+
+    /// True when the service it started listens; false when another service holds the lock (it answers
+    /// once it listens). Throws the reason the service gave when it could not start.
+    static func start(_ directory: StateDirectory, arguments: [String]) async throws(HaulError) -> Bool {
+        try directory.prepare()
+        let executable = try Self.executable()
+        var pipeEnds: [Int32] = [-1, -1]
+        guard haul_pipe_cloexec(&pipeEnds) == 0 else { throw StateDirectory.error("cannot make a pipe for", directory.path) }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        defer { close(readEnd) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory.log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // dup2 clears close-on-exec on the copy: the service gets the pipe as 3, and nothing else of ours.
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, number) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(haul_posix_spawn_setsid()) | Int16(POSIX_SPAWN_SETSIGDEF)
+                                 | Int16(POSIX_SPAWN_SETSIGMASK))
+
+        let argv = [executable, "service", "run", "--ready-fd", "3"] + arguments
+        var cArguments = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_HOME"] = directory.path
+        var cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in cEnvironment { free(pointer) } }
+
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, &cArguments, &cEnvironment)
+        close(writeEnd)
+        guard spawned == 0 else {
+            throw HaulError(.other, "cannot start the service (\(executable)): \(String(cString: strerror(spawned)))")
+        }
+        let answer = await Self.readAnswer(readEnd)
+        if answer == "1" { return true }
+        // The service lives on in its own session; a start that ended early is reaped here.
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, WNOHANG)
+        if answer.hasPrefix("!") {
+            let reason = String(answer.dropFirst())
+            if reason == ServiceRunner.alreadyRunning(directory).message { return false }
+            throw HaulError(.other, "the service could not start: \(reason)")
+        }
+        throw HaulError(.other, "the service could not start; see \(directory.log)")
+    }
+
+    /// The running program, to start as the service.
+    static func executable() throws(HaulError) -> String {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = buffer.withUnsafeMutableBufferPointer { pointer in
+            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {
+                readlink("/proc/self/exe", $0, pointer.count - 1)
+            }
+        }
+        guard length > 0 else { throw HaulError(.other, "cannot find the haul executable (/proc/self/exe)") }
+        return String(decoding: buffer[..<length], as: UTF8.self)
+    }
+
+    /// What the service wrote before closing the pipe: "1" once it listens, "!" and a reason when it
+    /// could not start; "" when it ended without a word or the wait timed out. Blocking: on the I/O
+    /// executor, not the cooperative pool.
+    private static func readAnswer(_ fd: Int32) async -> String {
+        await withTaskExecutorPreference(IOExecutor.shared) {
+            var answer: [UInt8] = []
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while answer.count < 4096 {
+                let n = poll(&descriptor, 1, readyTimeout)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let got = read(fd, &chunk, chunk.count)
+                if got < 0 && errno == EINTR { continue }
+                guard got > 0 else { break }
+                answer += chunk[..<got]
+                if answer == [0x31] { break }
+            }
+            return String(decoding: answer, as: UTF8.self)
+        }
+    }
+}
+
+extension ServiceLauncher {
+    /// Returns once no service holds the state directory's lock (the service lets go of it last, as it ends).
+    static func waitUntilStopped(_ directory: StateDirectory) async throws(HaulError) {
+        let fd = open(directory.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }  // no lock file: no service ever ran here
+        defer { close(fd) }
+        // Blocking until the service's exclusive lock is gone: on the I/O executor.
+        let locked = await withTaskExecutorPreference(IOExecutor.shared) { () -> Bool in
+            while flock(fd, LOCK_SH) != 0 { if errno != EINTR { return false } }
+            return true
+        }
+        if !locked { throw StateDirectory.error("cannot wait for the lock", directory.lock) }
+        flock(fd, LOCK_UN)
+    }
+}

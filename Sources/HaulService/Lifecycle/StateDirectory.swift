@@ -1,0 +1,91 @@
+import Glibc
+import HaulCore
+
+/// Where one user's service keeps its queue (`haul.sqlite`), its control socket (`haul.sock`), its log
+/// (`service.log`) and the lock that lets one service at a time own them (`service.lock`).
+///
+/// `$HAUL_HOME` if set, else `$XDG_STATE_HOME/haul`, else `~/.local/state/haul`. The directory is the
+/// first line of defence: mode 0700, owned by the user, so no other user reaches the socket or the files.
+public struct StateDirectory: Sendable, Equatable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
+
+    public var database: String { path + "/haul.sqlite" }
+    public var socket: String { path + "/haul.sock" }
+    public var log: String { path + "/service.log" }
+    public var lock: String { path + "/service.lock" }
+
+    /// The state directory the environment names.
+    public static func resolve(_ environment: [String: String]) -> StateDirectory {
+        if let home = environment["HAUL_HOME"], !home.isEmpty { return StateDirectory(path: home) }
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return StateDirectory(path: state + "/haul") }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/"
+        return StateDirectory(path: home + "/.local/state/haul")
+    }
+
+    /// sun_path holds 108 bytes with its terminating NUL.
+    static let longestSocketPath = 107
+
+    /// Creates the directory (and its parents) with mode 0700, or checks the one that is there: a
+    /// directory, not a link, owned by this user; its mode is set to 0700.
+    public func prepare() throws(HaulError) {
+        guard socket.utf8.count <= Self.longestSocketPath else {
+            throw HaulError(.usage, "the state directory \(path) is too long for a Unix socket path "
+                            + "(\(Self.longestSocketPath - "/haul.sock".utf8.count) bytes at most); set HAUL_HOME to a shorter one")
+        }
+        try Self.makeDirectories(path)
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw Self.error("cannot inspect", path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw HaulError(.fileIO, "the state directory \(path) is not a directory (a link or a file is there)")
+        }
+        guard info.st_uid == geteuid() else {
+            throw HaulError(.fileIO, "the state directory \(path) belongs to another user; not using it")
+        }
+        if info.st_mode & 0o777 != 0o700, chmod(path, 0o700) != 0 { throw Self.error("cannot set mode 0700 on", path) }
+    }
+
+    /// `mkdir -p`, each new directory 0700.
+    private static func makeDirectories(_ path: String) throws(HaulError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw error("cannot create", prefix) }
+        }
+    }
+
+    static func error(_ what: String, _ path: String, _ code: Int32 = errno) -> HaulError {
+        HaulError(.fileIO, "\(what) \(path): \(String(cString: strerror(code)).lowercased())")
+    }
+}
+
+/// The lock that makes one service the owner of a state directory: an exclusive `flock` on
+/// `service.lock`, held for the service's life and released by the kernel when it ends, however it ends
+/// (`kill -9` included), so a dead service never blocks the next one.
+final class ServiceLock: Sendable {
+    private let descriptor: Int32
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// nil when another service holds it.
+    static func take(_ directory: StateDirectory) throws(HaulError) -> ServiceLock? {
+        let fd = open(directory.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StateDirectory.error("cannot open", directory.lock) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw StateDirectory.error("cannot lock", directory.lock, code)
+        }
+        return ServiceLock(descriptor: fd)
+    }
+
+    deinit {
+        close(descriptor)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import HaulCore
+
+/// What the service knows of every download right now, kept from the manager's events: `haul ls` reads
+/// it, and a client that attaches gets it as a snapshot of events before the live ones.
+struct Roster: Sendable {
+    struct Entry: Sendable, Equatable {
+        var id: DownloadID
+        var url: String
+        var directory: String
+        var name: String
+        var path: String?
+        var state: DownloadState = .queued
+        var completed: Int64 = 0
+        var total: Int64?
+        var rate: Double = 0
+        var added: Date
+        var seconds: Double?
+        var fact: DownloadFact?
+    }
+
+    private(set) var entries: [DownloadID: Entry] = [:]
+    /// Ids, oldest first.
+    private(set) var order: [DownloadID] = []
+
+    var count: Int { entries.count }
+
+    /// Queued or running.
+    var active: Int { entries.values.reduce(0) { $0 + ($1.state.isFinished ? 0 : 1) } }
+
+    mutating func insert(_ entry: Entry) {
+        if entries[entry.id] == nil {
+            // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
+            if let last = order.last, last > entry.id {
+                order.insert(entry.id, at: order.firstIndex { $0 > entry.id } ?? order.endIndex)
+            } else {
+                order.append(entry.id)
+            }
+        }
+        entries[entry.id] = entry
+    }
+
+    func contains(_ id: DownloadID) -> Bool { entries[id] != nil }
+
+    subscript(id: DownloadID) -> Entry? { entries[id] }
+
+    mutating func apply(_ event: ManagerEvent) {
+        switch event {
+        case .added:
+            break  // inserted by the service with what the event does not carry (directory, time)
+        case .state(let id, let state):
+            entries[id]?.state = state
+            if state.isFinished || state == .queued || state == .connecting { entries[id]?.rate = 0 }
+            if state == .queued || state == .connecting { entries[id]?.seconds = nil }
+        case .started(let id, let file, let path, let total):
+            entries[id]?.name = file
+            entries[id]?.path = path
+            entries[id]?.total = total
+        case .progress(let id, let progress):
+            entries[id]?.completed = progress.completed
+            if let total = progress.total { entries[id]?.total = total }
+            entries[id]?.rate = progress.bytesPerSecond
+        case .fact(let id, let fact):
+            entries[id]?.fact = fact
+        case .finished(let id, let result, let seconds):
+            entries[id]?.name = result.file
+            entries[id]?.path = result.path
+            // `bytes` are this run's; a resumed file is bigger than that.
+            if let entry = entries[id] {
+                let size = entry.total ?? Swift.max(entry.completed, result.bytes)
+                entries[id]?.completed = size
+                entries[id]?.total = size
+            }
+            entries[id]?.seconds = seconds
+        case .removed(let id):
+            entries[id] = nil
+            order.removeAll { $0 == id }
+        }
+    }
+
+    /// Every download, oldest first, as `ls` shows it.
+    func list() -> [Wire.Download] {
+        order.compactMap { entries[$0].map(Self.download) }
+    }
+
+    static func download(_ entry: Entry) -> Wire.Download {
+        var failure: HaulError?
+        if case .failed(let error) = entry.state { failure = error }
+        return Wire.Download(
+            id: entry.id, url: entry.url, file: entry.path ?? FilePath.join(entry.directory, entry.name),
+            state: entry.state.name, completed: entry.completed, total: entry.total,
+            speed: entry.state == .downloading ? entry.rate : 0, error: failure?.message,
+            category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
+            fact: entry.fact, name: entry.name)
+    }
+
+    /// The events that bring a new client's picture to what the roster holds.
+    func snapshot() -> [ManagerEvent] {
+        var events: [ManagerEvent] = []
+        events.reserveCapacity(order.count * 3)
+        for id in order {
+            guard let entry = entries[id] else { continue }
+            events.append(.added(id: id, url: entry.url, file: entry.name))
+            if let path = entry.path { events.append(.started(id: id, file: entry.name, path: path, total: entry.total)) }
+            if entry.completed > 0 || entry.rate > 0 {
+                events.append(.progress(id: id, DownloadProgress(completed: entry.completed, batchBytes: 0,
+                                                                 total: entry.total, bytesPerSecond: entry.rate)))
+            }
+            if let fact = entry.fact { events.append(.fact(id: id, fact)) }
+            if entry.state == .done, let path = entry.path {
+                events.append(.finished(id: id, DownloadResult(file: entry.name, path: path, bytes: entry.completed,
+                                                               skipped: false), seconds: entry.seconds ?? 0))
+            }
+            if entry.state != .queued { events.append(.state(id: id, entry.state)) }
+        }
+        return events
+    }
+}
+
+/// Times as ISO 8601, UTC, to the second: `2026-11-23T22:48:04Z`.
+enum ISO8601 {
+    static func string(_ date: Date) -> String {
+        date.ISO8601Format()
+    }
+}

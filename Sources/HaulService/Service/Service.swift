@@ -1,0 +1,251 @@
+import Foundation
+import HaulCore
+
+/// The per-user service: owns the `DownloadManager` (its queue, `-j`, the stored `Task` handles), keeps
+/// the store and the roster from the manager's events, and serves the clients that attach.
+///
+/// Every command a client sends lands here; every event the manager tells goes, in order, to the store (at
+/// once for a state change, at most once a second for progress), to the roster (what `ls` and a new client
+/// see) and to every attached client.
+actor Service {
+    struct Configuration: Sendable {
+        var directory: StateDirectory
+        /// Downloads at once.
+        var concurrency = 4
+        /// With nothing queued or running and no client attached for this long, the service ends.
+        var idleExit: Duration = .seconds(60)
+    }
+
+    let configuration: Configuration
+    let manager: DownloadManager
+    private let store: Store
+    private var roster = Roster()
+    private var subscribers: [Int: AsyncStream<ManagerEvent>.Continuation] = [:]
+    private var nextSubscriber = 0
+    private var idleTimer: Task<Void, Never>?
+    /// Why the service ends.
+    enum EndReason: Sendable, Equatable {
+        /// `haul service stop`, SIGTERM or SIGINT: pause what runs first.
+        case stopAsked
+        /// Nothing queued or running and no client attached for `idleExit`.
+        case idle
+    }
+
+    /// Resumed once, when the service should end.
+    private var endWaiters: [CheckedContinuation<EndReason, Never>] = []
+    private var endReason: EndReason?
+    /// Ids whose download the service itself paused to stop: stored as queued, so the next service continues them.
+    private var pausedToStop: [DownloadID] = []
+
+    init(configuration: Configuration, store: Store) {
+        self.configuration = configuration
+        self.store = store
+        manager = DownloadManager(concurrency: configuration.concurrency)
+    }
+
+    var attached: Int { subscribers.count }
+
+    // MARK: start and end
+
+    /// Loads the stored downloads: the finished ones as history, the queued and running ones queued again
+    /// (they continue from their `.part`). A download whose credentials were withheld from the store cannot
+    /// be continued by this process: it is marked failed, saying so.
+    func restore() async throws(StoreError) -> [DownloadID] {
+        var continued: [DownloadID] = []
+        var lost: [ManagerEvent] = []
+        for stored in try store.all() {
+            var state = stored.state
+            let job: DownloadJob
+            do { job = try stored.job } catch {
+                state = .failed(HaulError(.other, "its stored options are unreadable: \(error.message)"))
+                roster.insert(entry(for: stored, job: nil, state: state))
+                lost.append(.state(id: stored.id, state))
+                // Known to the manager so that it can be removed; a retry fails at once (no name), writing nothing.
+                await manager.restore(DownloadJob(url: stored.url, outputDirectory: "/", outputName: ""), id: stored.id,
+                                      file: stored.file, state: state)
+                continue
+            }
+            var resumable = job
+            // A resume continues the very file it had claimed, whatever the server calls it now.
+            if let path = stored.path { resumable.outputName = FilePath.baseName(of: path) }
+            if !state.isFinished && stored.secretsWithheld {
+                state = .failed(HaulError(.authentication,
+                                          "its credentials were not stored; add it again to continue"))
+                lost.append(.state(id: stored.id, state))
+            }
+            roster.insert(entry(for: stored, job: resumable, state: state.isFinished ? state : .queued))
+            if !state.isFinished { continued.append(stored.id) }
+            await manager.restore(resumable, id: stored.id, file: stored.file, state: state)
+        }
+        if !lost.isEmpty { try store.apply(lost, at: Date()) }
+        return continued
+    }
+
+    private func entry(for stored: StoredDownload, job: DownloadJob?, state: DownloadState) -> Roster.Entry {
+        Roster.Entry(id: stored.id, url: stored.url, directory: job?.outputDirectory ?? ".", name: stored.file,
+                     path: stored.path, state: state, completed: stored.completed, total: stored.total,
+                     added: stored.added, seconds: stored.seconds)
+    }
+
+    /// Returns when the service should end, and why.
+    func waitForEnd() async -> EndReason {
+        if let endReason { return endReason }
+        return await withCheckedContinuation { endWaiters.append($0) }
+    }
+
+    private func end(_ reason: EndReason) {
+        guard endReason == nil else { return }
+        endReason = reason
+        idleTimer?.cancel()
+        for waiter in endWaiters { waiter.resume(returning: reason) }
+        endWaiters = []
+    }
+
+    /// `haul service stop`, SIGTERM, SIGINT: the service is to end after pausing what runs.
+    func requestStop() {
+        end(.stopAsked)
+    }
+
+    /// Pauses what runs (each download takes its last checkpoint) and returns when every task has ended.
+    /// What it paused is stored as queued afterwards (`stoppedDownloads`), so the next service continues it.
+    func pauseForStop() async {
+        pausedToStop = roster.order.filter { !(roster[$0]?.state.isFinished ?? true) }
+        await manager.pauseAll()
+        await manager.waitUntilIdle()
+    }
+
+    /// What `stop` paused, for the store once the events have drained.
+    var stoppedDownloads: [DownloadID] { pausedToStop }
+
+    /// Re-arms the idle timer: the service ends after `idleExit` with nothing queued or running and no
+    /// client attached.
+    private func checkIdle() {
+        let idle = roster.active == 0 && subscribers.isEmpty
+        if !idle {
+            idleTimer?.cancel()
+            idleTimer = nil
+            return
+        }
+        guard idleTimer == nil, endReason == nil else { return }
+        let wait = configuration.idleExit
+        idleTimer = Task { [weak self] in
+            guard (try? await Task.sleep(for: wait)) != nil else { return }
+            await self?.idleTimerFired()
+        }
+    }
+
+    private func idleTimerFired() {
+        idleTimer = nil
+        if roster.active == 0 && subscribers.isEmpty { end(.idle) } else { checkIdle() }
+    }
+
+    // MARK: events
+
+    /// Called for each manager event, in order, by the one task that reads them (after it stored it).
+    func apply(_ event: ManagerEvent) {
+        roster.apply(event)
+        for (key, subscriber) in subscribers {
+            if case .dropped = subscriber.yield(event) {
+                // A client that stopped reading: it is let go rather than held in memory; it may attach again.
+                subscriber.finish()
+                subscribers[key] = nil
+            }
+        }
+        switch event {
+        case .state, .removed: checkIdle()
+        default: break
+        }
+    }
+
+    /// A client attaches: the snapshot of every download, then the live events, until it goes.
+    func subscribe() -> AsyncStream<ManagerEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ManagerEvent.self,
+                                                            bufferingPolicy: .bufferingOldest(1 << 16))
+        for event in roster.snapshot() { continuation.yield(event) }
+        let key = nextSubscriber
+        nextSubscriber += 1
+        subscribers[key] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(key) }
+        }
+        checkIdle()
+        return stream
+    }
+
+    private func unsubscribe(_ key: Int) {
+        subscribers[key] = nil
+        checkIdle()
+    }
+
+    /// Ends every client's stream (the service is going).
+    func detachAll() {
+        for subscriber in subscribers.values { subscriber.finish() }
+        subscribers = [:]
+    }
+
+    // MARK: commands
+
+    /// Stores each job, then queues it under the id the store gave it.
+    func add(_ jobs: [DownloadJob]) async throws(StoreError) -> [Wire.Added] {
+        var added: [Wire.Added] = []
+        for job in jobs {
+            let file = DownloadManager.plannedName(of: job)
+            let now = Date()
+            let id = try store.insert(job, file: file, added: now)
+            roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
+                                       name: file, added: now))
+            added.append(Wire.Added(id: id, file: file))
+            await manager.add(job, id: id)
+        }
+        checkIdle()
+        return added
+    }
+
+    enum Verb: String, Sendable, CaseIterable {
+        case pause, resume, cancel, retry, remove
+    }
+
+    /// Applies `verb` to the selected downloads. Unknown ids: nothing is done, and they are named.
+    /// `remove` of one that is queued or running: refused, nothing is done.
+    func perform(_ verb: Verb, on selection: Wire.Selection) async -> Result<[DownloadID], Wire.Failure> {
+        let ids: [DownloadID]
+        if selection.all == true {
+            ids = roster.order
+        } else {
+            let asked = selection.ids ?? []
+            let unknown = asked.filter { !roster.contains($0) }
+            guard unknown.isEmpty else {
+                let names = unknown.map(String.init).joined(separator: ", ")
+                return .failure(Wire.Failure(error: "no download with id \(names)", unknown: unknown))
+            }
+            ids = asked
+        }
+        switch verb {
+        case .pause:
+            if selection.all == true { await manager.pauseAll() } else { for id in ids { await manager.pause(id) } }
+        case .resume:
+            if selection.all == true { await manager.resumeAll() } else { for id in ids { await manager.resume(id) } }
+        case .cancel:
+            if selection.all == true { await manager.cancelAll() } else { for id in ids { await manager.cancel(id) } }
+        case .retry:
+            for id in ids { await manager.retry(id) }
+        case .remove:
+            let running = ids.filter { !(roster[$0]?.state.isFinished ?? true) }
+            if selection.all != true, !running.isEmpty {
+                let names = running.map(String.init).joined(separator: ", ")
+                return .failure(Wire.Failure(error: "download \(names) is queued or running; cancel it first"))
+            }
+            for id in ids where roster[id]?.state.isFinished == true { await manager.remove(id) }
+        }
+        return .success(ids)
+    }
+
+    func list() -> [Wire.Download] {
+        roster.list()
+    }
+
+    func status(socket: String) -> Wire.Status {
+        Wire.Status(running: true, pid: getpid(), socket: socket, downloads: roster.count, active: roster.active,
+                    attached: subscribers.count, version: HaulVersion.string)
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import HaulCore
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// `haul service run`: takes the state directory's lock, opens the store, continues what was queued or
+/// running, serves the control socket, and ends when asked to stop or idle for long enough.
+public enum ServiceRunner {
+    public struct Options: Sendable {
+        public var directory: StateDirectory
+        public var concurrency = 4
+        public var idleExit: Duration = .seconds(60)
+        /// A descriptor to write one byte to (then close) once the socket accepts connections: how the
+        /// client that started the service knows it may connect.
+        public var readyDescriptor: Int32?
+
+        public init(directory: StateDirectory) {
+            self.directory = directory
+        }
+    }
+
+    /// Runs the service to its end; returns the exit code (0, or 1 with the reason on stderr).
+    /// `stops` yields when a signal asks the service to stop.
+    public static func run(_ options: Options, stops: AsyncStream<Void>) async -> Int32 {
+        do {
+            try await serve(options, stops: stops)
+            return 0
+        } catch {
+            log("haul service: \(error.message)")
+            // The client that started it shows the reason itself.
+            if let fd = options.readyDescriptor {
+                let line = Array(("!" + error.message).utf8.prefix(4000))
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            return FailureCategory.other.exitCode
+        }
+    }
+
+    /// The one failure a starting client waits through: another client's service won the lock.
+    static func alreadyRunning(_ directory: StateDirectory) -> HaulError {
+        HaulError(.other, "another service already runs on \(directory.path)")
+    }
+
+    static func log(_ line: String) {
+        TextOutput.standard.err(line)
+    }
+
+    private static func serve(_ options: Options, stops: AsyncStream<Void>) async throws(HaulError) {
+        let directory = options.directory
+        // No umask change: the downloaded files get the user's usual modes. The service's own files are made
+        // 0600 explicitly, and the directory holding them is 0700.
+        try directory.prepare()
+        guard let lock = try ServiceLock.take(directory) else { throw ServiceRunner.alreadyRunning(directory) }
+        defer { withExtendedLifetime(lock) {} }
+        let store: Store
+        do { store = try Store(directory: directory.path) } catch { throw HaulError(.fileIO, error.message) }
+
+        var configuration = Service.Configuration(directory: directory)
+        configuration.concurrency = options.concurrency
+        configuration.idleExit = options.idleExit
+        let service = Service(configuration: configuration, store: store)
+        let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
+        let manager = service.manager
+
+        let continued: [DownloadID]
+        do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
+
+        let socket = directory.socket
+        let (running, runningSink) = AsyncStream.makeStream(of: Bool.self)
+        let quiet = Logger(label: "haul-service", factory: { _ in SwiftLogNoOpLogHandler() })
+        let app = Application(
+            router: ControlAPI.router(service: service, socket: socket),
+            configuration: .init(address: .unixDomainSocket(path: socket), serverName: nil),
+            onServerRunning: { _ in
+                // The directory is 0700 already; the socket is 0600 too.
+                runningSink.yield(chmod(socket, 0o600) == 0)
+                runningSink.finish()
+            },
+            logger: quiet)
+        let group = ServiceGroup(configuration: .init(
+            services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
+
+        await withTaskGroup(of: Void.self) { tasks in
+            // The events, in order: the store first, then the roster and the clients.
+            tasks.addTask {
+                for await event in manager.events {
+                    await recorder.record(event)
+                    await service.apply(event)
+                }
+                await recorder.close()
+            }
+            tasks.addTask {
+                do { try await group.run() } catch { log("haul service: the control socket failed: \(error)") }
+                runningSink.finish()
+                await service.requestStop()
+            }
+            tasks.addTask {
+                for await _ in stops { await service.requestStop() }
+            }
+            var listening = running.makeAsyncIterator()
+            if await listening.next() == true {
+                if let fd = options.readyDescriptor {
+                    _ = write(fd, "1", 1)
+                    close(fd)
+                }
+                log("haul service: pid \(getpid()) listening on \(socket); \(continued.count) download(s) continued")
+            } else {
+                log("haul service: cannot listen on \(socket)")
+                await service.requestStop()
+            }
+
+            let reason = await service.waitForEnd()
+            if reason == .stopAsked { await service.pauseForStop() }
+            log("haul service: stopping (\(reason == .idle ? "idle" : "asked"))")
+            await service.detachAll()
+            await group.triggerGracefulShutdown()
+            await manager.finishEvents()
+            // The event task drains what the manager told, then closes the store.
+            await recorder.waitUntilClosed()
+            let stopped = await service.stoppedDownloads
+            if !stopped.isEmpty { await recorder.markQueued(stopped) }
+            tasks.cancelAll()
+        }
+        unlink(socket)
+        do { try store.close() } catch { log("haul service: \(error.message)") }
+    }
+}
+
+/// Owns the store writer: records each event, flushes progress that waited a second, and says when it is
+/// done. Writes errors to the log without stopping the service (a full disk: the queue already stored
+/// stays as it is, and the next write tries again).
+actor Recorder {
+    private var writer: StoreWriter
+    private var flushTimer: Task<Void, Never>?
+    private var closed = false
+    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+
+    init(writer: StoreWriter) {
+        self.writer = writer
+    }
+
+    func record(_ event: ManagerEvent) {
+        do { try writer.record([event]) } catch { ServiceRunner.log("haul service: \(error.message)") }
+        scheduleFlush()
+    }
+
+    /// A progress left pending is written a second later, and no timer runs while nothing is pending.
+    private func scheduleFlush() {
+        guard flushTimer == nil, writer.pendingCount > 0, !closed else { return }
+        flushTimer = Task { [weak self] in
+            guard (try? await Task.sleep(for: StoreWriter.progressInterval)) != nil else { return }
+            await self?.flushDue()
+        }
+    }
+
+    private func flushDue() {
+        flushTimer = nil
+        do { try writer.flushDue() } catch { ServiceRunner.log("haul service: \(error.message)") }
+        scheduleFlush()
+    }
+
+    func close() {
+        flushTimer?.cancel()
+        flushTimer = nil
+        do { try writer.flush() } catch { ServiceRunner.log("haul service: \(error.message)") }
+        closed = true
+        for waiter in closeWaiters { waiter.resume() }
+        closeWaiters = []
+    }
+
+    func waitUntilClosed() async {
+        if closed { return }
+        await withCheckedContinuation { closeWaiters.append($0) }
+    }
+
+    /// Downloads the service paused to stop: stored as queued, for the next service to continue.
+    func markQueued(_ ids: [DownloadID]) {
+        do { try writer.store.apply(ids.map { .state(id: $0, .queued) }, at: Date()) } catch {
+            ServiceRunner.log("haul service: \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,311 @@
+import ArgumentParser
+import Foundation
+import HaulCore
+import HaulService
+
+/// The session verbs: `haul add|ls|pause|resume|cancel|retry|rm|attach|service ...`, each a client of the
+/// per-user service (started on demand). Exit codes: 0 done, 1 the service could not be reached or
+/// started, 2 usage or an unknown id.
+enum SessionCommands {
+    static let verbs: Set<String> = ["add", "ls", "pause", "resume", "cancel", "retry", "rm", "attach", "service"]
+
+    static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
+
+    /// Runs `arguments` (the verb first) and returns the exit code.
+    static func run(_ arguments: [String]) async -> Int32 {
+        if arguments.first == "add" { return await add(Array(arguments.dropFirst())) }
+        let command: any ParsableCommand
+        do {
+            command = try Sessions.parseAsRoot(arguments)
+        } catch {
+            let code = Sessions.exitCode(for: error)
+            if code == .success {
+                print(Sessions.fullMessage(for: error))
+                return 0
+            }
+            TextOutput.standard.err("haul: " + Sessions.message(for: error))
+            return FailureCategory.usage.exitCode
+        }
+        guard let verb = command as? any SessionVerb else {
+            TextOutput.standard.err("haul: \(arguments.joined(separator: " ")): not a command")
+            return FailureCategory.usage.exitCode
+        }
+        do {
+            return try await verb.execute()
+        } catch {
+            TextOutput.standard.err("haul: \(error.message)")
+            return FailureCategory.other.exitCode
+        }
+    }
+
+    /// `haul add [OPTIONS] URL...`: the download options of `haul`, then each added download's `ID NAME`.
+    static func add(_ arguments: [String]) async -> Int32 {
+        let command: HaulCommand
+        do {
+            command = try HaulCommand.parse(arguments)
+        } catch {
+            if HaulCommand.exitCode(for: error) == .success {
+                print(HaulCommand.fullMessage(for: error))
+                return 0
+            }
+            TextOutput.standard.err("haul: add: " + HaulCommand.message(for: error))
+            return FailureCategory.usage.exitCode
+        }
+        let urls: [String]
+        switch Entry.inputURLs(command) {
+        case .success(let extra): urls = extra
+        case .failure(let code): return code
+        }
+        do {
+            let client = try await ServiceClient.connect(directory, starting: ["--jobs", String(command.jobs)])
+            let added = try await client.add(command.downloads(extraURLs: urls, absolute: true))
+            if command.json {
+                TextOutput.standard.out(String(decoding: Wire.encode(added), as: UTF8.self))
+            } else if !command.quiet {
+                for entry in added { TextOutput.standard.out("\(entry.id) \(entry.file)") }
+            }
+            return 0
+        } catch {
+            TextOutput.standard.err("haul: \(error.message)")
+            return FailureCategory.other.exitCode
+        }
+    }
+}
+
+/// A session command that runs.
+protocol SessionVerb: ParsableCommand {
+    /// The exit code; throws when the service cannot be reached (exit 1).
+    func execute() async throws(HaulError) -> Int32
+}
+
+struct Sessions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "haul",
+        abstract: "The download queue, kept by a per-user service.",
+        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self, ServiceCommand.self])
+}
+
+/// Ids, or `--all`.
+struct Selection: ParsableArguments {
+    @Argument(help: "Download ids (see haul ls).")
+    var ids: [String] = []
+
+    @Flag(help: "Every download.")
+    var all = false
+
+    func validate() throws {
+        if all && !ids.isEmpty { throw ValidationError("give ids or --all, not both") }
+        if !all && ids.isEmpty { throw ValidationError("give the ids of downloads (see haul ls), or --all") }
+        for id in ids where Int(id).map({ $0 <= 0 }) ?? true {
+            throw ValidationError("'\(id)' is not a download id")
+        }
+    }
+
+    var wire: Wire.Selection {
+        all ? Wire.Selection(all: true) : Wire.Selection(ids: ids.compactMap { Int($0) })
+    }
+}
+
+extension SessionVerb {
+    /// Sends `verb` for the selection; an unknown id or a refusal is exit 2.
+    func send(_ verb: String, _ selection: Selection, json: Bool) async throws(HaulError) -> Int32 {
+        let client = try await ServiceClient.connect(SessionCommands.directory)
+        switch try await client.perform(verb, selection.wire) {
+        case .success(let ids):
+            if json { TextOutput.standard.out(String(decoding: Wire.encode(Wire.Applied(ids: ids)), as: UTF8.self)) }
+            return 0
+        case .failure(let failure):
+            TextOutput.standard.err("haul: \(verb): \(failure.error)")
+            return FailureCategory.usage.exitCode
+        }
+    }
+}
+
+struct Pause: SessionVerb {
+    static let configuration = CommandConfiguration(abstract: "Pause downloads; .part stays, resume continues it.")
+    @OptionGroup var selection: Selection
+    @Flag(help: "Print the ids it applied to as JSON.") var json = false
+    func execute() async throws(HaulError) -> Int32 { try await send("pause", selection, json: json) }
+}
+
+struct Resume: SessionVerb {
+    static let configuration = CommandConfiguration(abstract: "Resume paused downloads.")
+    @OptionGroup var selection: Selection
+    @Flag(help: "Print the ids it applied to as JSON.") var json = false
+    func execute() async throws(HaulError) -> Int32 { try await send("resume", selection, json: json) }
+}
+
+struct Cancel: SessionVerb {
+    static let configuration = CommandConfiguration(abstract: "Cancel downloads; .part stays, retry continues it.")
+    @OptionGroup var selection: Selection
+    @Flag(help: "Print the ids it applied to as JSON.") var json = false
+    func execute() async throws(HaulError) -> Int32 { try await send("cancel", selection, json: json) }
+}
+
+struct Retry: SessionVerb {
+    static let configuration = CommandConfiguration(abstract: "Retry failed or cancelled downloads, resuming.")
+    @OptionGroup var selection: Selection
+    @Flag(help: "Print the ids it applied to as JSON.") var json = false
+    func execute() async throws(HaulError) -> Int32 { try await send("retry", selection, json: json) }
+}
+
+struct Remove: SessionVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Forget finished downloads (their files stay); a queued or running one: exit 2.")
+    @OptionGroup var selection: Selection
+    @Flag(help: "Print the ids it applied to as JSON.") var json = false
+    func execute() async throws(HaulError) -> Int32 { try await send("remove", selection, json: json) }
+}
+
+struct List: SessionVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "Every download, oldest first: id, state, percent, done/total, speed, name.")
+    @Flag(help: "One JSON array of objects.") var json = false
+
+    func execute() async throws(HaulError) -> Int32 {
+        let client = try await ServiceClient.connect(SessionCommands.directory)
+        let downloads = try await client.list()
+        if json {
+            TextOutput.standard.out(String(decoding: Wire.encode(downloads), as: UTF8.self))
+        } else {
+            for line in ListTable.lines(downloads) { TextOutput.standard.out(line) }
+        }
+        return 0
+    }
+}
+
+/// `haul ls` as a table.
+enum ListTable {
+    static func lines(_ downloads: [Wire.Download]) -> [String] {
+        let idWidth = max(2, downloads.map { String($0.id).count }.max() ?? 0)
+        var lines = [pad("ID", idWidth, right: true) + "  " + pad("STATE", 11) + "  " + pad("DONE", 4, right: true)
+                     + "  " + pad("BYTES", 21, right: true) + "  " + pad("SPEED", 11, right: true) + "  NAME"]
+        for download in downloads {
+            let percent = download.total.map { $0 > 0 ? "\(min(100, download.completed * 100 / $0))%" : "100%" } ?? "-"
+            let bytes = ByteFormat.size(download.completed) + " / " + (download.total.map(ByteFormat.size) ?? "?")
+            let speed = download.speed > 0 ? ByteFormat.rate(download.speed) : ""
+            var name = download.name
+            if let error = download.error { name += " (\(error))" }
+            lines.append(pad(String(download.id), idWidth, right: true) + "  " + pad(download.state, 11) + "  "
+                         + pad(percent, 4, right: true) + "  " + pad(bytes, 21, right: true) + "  "
+                         + pad(speed, 11, right: true) + "  " + name)
+        }
+        return lines
+    }
+
+    private static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let gap = String(repeating: " ", count: max(0, width - text.count))
+        return right ? gap + text : text + gap
+    }
+}
+
+struct ServiceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "service", abstract: "The per-user service that keeps the queue.",
+        subcommands: [ServiceStart.self, ServiceStop.self, ServiceStatus.self, ServiceRun.self])
+}
+
+/// What the service is started with, by `service start`, `service run` and the clients that start it.
+struct ServiceSettings: ParsableArguments {
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
+    var jobs = 4
+
+    @Option(name: .customLong("idle-exit"), help: "Seconds with nothing queued or running and no client attached before the service ends.")
+    var idleExit: Double = 60
+
+    func validate() throws {
+        try Limits.check("--jobs", jobs, Limits.jobs)
+        if !(idleExit >= 0.1 && idleExit <= TransferOptions.maxSeconds) {
+            throw ValidationError("--idle-exit must be from 0.1 to 2592000 seconds, not \(idleExit)")
+        }
+    }
+
+    var arguments: [String] { ["--jobs", String(jobs), "--idle-exit", String(idleExit)] }
+}
+
+struct ServiceStart: SessionVerb {
+    static let configuration = CommandConfiguration(commandName: "start", abstract: "Start the service if it is not running.")
+    @OptionGroup var settings: ServiceSettings
+    @Flag(help: "Print the status as JSON.") var json = false
+
+    func execute() async throws(HaulError) -> Int32 {
+        let client = try await ServiceClient.connect(SessionCommands.directory, starting: settings.arguments)
+        ServiceStatus.show(try await client.status(), json: json)
+        return 0
+    }
+}
+
+struct ServiceStop: SessionVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "stop", abstract: "Pause every running download (resumable), then stop the service.")
+
+    func execute() async throws(HaulError) -> Int32 {
+        let directory = SessionCommands.directory
+        guard let client = try? await ServiceClient.connect(directory, starting: nil) else {
+            TextOutput.standard.out("haul service: not running")
+            return 0
+        }
+        try await client.stop()
+        TextOutput.standard.out("haul service: stopped")
+        return 0
+    }
+}
+
+struct ServiceStatus: SessionVerb {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Whether the service runs, and its queue.")
+    @Flag(help: "One JSON object: running, pid, socket, downloads, active.") var json = false
+
+    func execute() async throws(HaulError) -> Int32 {
+        let directory = SessionCommands.directory
+        if let client = try? await ServiceClient.connect(directory, starting: nil) {
+            Self.show(try await client.status(), json: json)
+        } else {
+            Self.show(Wire.Status(running: false, pid: nil, socket: directory.socket, downloads: 0, active: 0), json: json)
+        }
+        return 0
+    }
+
+    static func show(_ status: Wire.Status, json: Bool) {
+        if json {
+            TextOutput.standard.out(String(decoding: Wire.encode(status), as: UTF8.self))
+        } else if status.running {
+            TextOutput.standard.out("haul service: running, pid \(status.pid.map(String.init) ?? "?"), \(status.socket); "
+                                    + "\(status.downloads) download(s), \(status.active) queued or running")
+        } else {
+            TextOutput.standard.out("haul service: not running (\(status.socket))")
+        }
+    }
+}
+
+struct ServiceRun: SessionVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "run", abstract: "Run the service in the foreground (clients start it detached by themselves).")
+    @OptionGroup var settings: ServiceSettings
+    @Option(name: .customLong("ready-fd"), help: .hidden) var readyDescriptor: Int32?
+
+    func execute() async throws(HaulError) -> Int32 {
+        var options = ServiceRunner.Options(directory: SessionCommands.directory)
+        options.concurrency = settings.jobs
+        options.idleExit = .milliseconds(Int64(settings.idleExit * 1000))
+        options.readyDescriptor = readyDescriptor
+        let ready = options
+        let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
+        let (stops, sink) = AsyncStream.makeStream(of: Void.self)
+        return await withTaskGroup(of: Int32?.self) { group in
+            group.addTask {
+                for await _ in signals.stream { sink.yield() }
+                return nil
+            }
+            group.addTask { await ServiceRunner.run(ready, stops: stops) }
+            var code: Int32 = 0
+            for await result in group {
+                if let result {
+                    code = result
+                    signals.stop()
+                    sink.finish()
+                }
+            }
+            return code
+        }
+    }
+}

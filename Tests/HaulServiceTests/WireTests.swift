@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import HaulCore
+@testable import HaulService
+
+/// What crosses the socket: every manager event survives the trip as the same event, as a flat JSON
+/// object, and the event stream's framing is read back whatever the batch boundaries.
+@Suite struct WireTests {
+    static let events: [ManagerEvent] = [
+        .added(id: 1, url: "http://u:***@h/a.bin", file: "a.bin"),
+        .state(id: 1, .connecting),
+        .started(id: 1, file: "a.bin", path: "/d/a.bin", total: 1000),
+        .state(id: 1, .downloading),
+        .progress(id: 1, DownloadProgress(completed: 500, batchBytes: 100, total: 1000, bytesPerSecond: 250.5)),
+        .progress(id: 2, DownloadProgress(completed: 5, batchBytes: 5, total: nil, bytesPerSecond: 0)),
+        .fact(id: 1, .retrying(attempt: 1, of: 5, delaySeconds: 0.5, resumeAt: 500,
+                               reason: HaulError(.network, "connection reset by peer"))),
+        .fact(id: 1, .previewSaved(path: "/d/a.partial.jpg")),
+        .state(id: 1, .failed(HaulError(.server, "server answered 503 Service Unavailable", httpStatus: 503))),
+        .finished(id: 1, DownloadResult(file: "a.bin", path: "/d/a.bin", bytes: 1000, skipped: false), seconds: 2.5),
+        .state(id: 1, .done),
+        .state(id: 1, .paused),
+        .state(id: 1, .cancelled),
+        .state(id: 1, .queued),
+        .removed(id: 1),
+    ]
+
+    @Test(arguments: events) func everyEventSurvivesTheWire(event: ManagerEvent) throws {
+        let data = Wire.encode(Wire.Event(event))
+        let back = try Wire.decode(Wire.Event.self, from: data)
+        #expect(back.managerEvent == event)
+    }
+
+    @Test func eventsAreFlatObjects() throws {
+        let progress = Self.events[4]
+        let object = try #require(try JSONSerialization.jsonObject(with: Wire.encode(Wire.Event(progress))) as? [String: Any])
+        #expect(object["event"] as? String == "progress")
+        #expect(object["id"] as? Int == 1 && object["completed"] as? Int == 500 && object["total"] as? Int == 1000)
+        let failed = try #require(try JSONSerialization.jsonObject(with: Wire.encode(Wire.Event(Self.events[8]))) as? [String: Any])
+        #expect(failed["state"] as? String == "failed")
+        #expect((failed["error"] as? [String: Any])?["category"] as? String == "server")
+    }
+
+    @Test func anEventOfANewerServiceIsSkipped() throws {
+        let newer = try Wire.decode(Wire.Event.self, from: Data(#"{"event":"teleported","id":3}"#.utf8))
+        #expect(newer.managerEvent == nil)
+    }
+
+    @Test func serverSentEventsSplitAnywhere() {
+        let stream = Array("data: {\"a\":1}\n\n: comment\n\ndata: {\"b\":2}\r\n\r\ndata: x\ndata: y\n\n".utf8)
+        for cut in 0...stream.count {
+            var parser = ServerSentEvents()
+            let events = parser.feed(stream[..<cut]) + parser.feed(stream[cut...])
+            #expect(events.map { String(decoding: $0, as: UTF8.self) } == [#"{"a":1}"#, #"{"b":2}"#, "x\ny"])
+        }
+    }
+
+    @Test func theRosterSnapshotRebuildsWhatItHolds() {
+        var roster = Roster()
+        let added = Date(timeIntervalSince1970: 1_800_000_000)
+        roster.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added))
+        roster.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added))
+        for event in Self.events.prefix(5) { roster.apply(event) }
+        roster.apply(.fact(id: 2, .previewSaved(path: "/d/b.partial.jpg")))
+        roster.apply(.state(id: 2, .cancelled))
+
+        var copy = Roster()
+        copy.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added))
+        copy.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added))
+        for event in roster.snapshot() { copy.apply(event) }
+        #expect(copy.list() == roster.list())
+
+        let list = roster.list()
+        #expect(list.map(\.id) == [1, 2])
+        #expect(list[0].state == "downloading" && list[0].completed == 500 && list[0].total == 1000)
+        #expect(list[0].file == "/d/a.bin" && list[0].speed == 250.5)
+        #expect(list[1].state == "cancelled" && list[1].file == "/d/b.jpg" && list[1].speed == 0)
+        #expect(list[1].fact == .previewSaved(path: "/d/b.partial.jpg"))
+        #expect(list[0].added == "2027-01-15T08:00:00Z")
+
+        roster.apply(.removed(id: 1))
+        #expect(roster.list().map(\.id) == [2])
+    }
+
+    @Test func stateDirectoryFollowsTheEnvironment() {
+        #expect(StateDirectory.resolve(["HAUL_HOME": "/x/h/", "XDG_STATE_HOME": "/s", "HOME": "/home/u"]).path == "/x/h")
+        #expect(StateDirectory.resolve(["XDG_STATE_HOME": "/s", "HOME": "/home/u"]).path == "/s/haul")
+        #expect(StateDirectory.resolve(["XDG_STATE_HOME": "relative", "HOME": "/home/u"]).path == "/home/u/.local/state/haul")
+        #expect(StateDirectory.resolve(["HOME": "/home/u"]).socket == "/home/u/.local/state/haul/haul.sock")
+    }
+}
