@@ -1,8 +1,9 @@
 # Haul: `make demo` and `make test` are the two commands of the README.
 SWIFT ?= swift
 # What the build, the tests and the demo need from Debian/Ubuntu. curl, wget2 and aria2 are the peers the
-# sample-server tests download with; tmux runs the TUI end-to-end tests; GNU time measures peak memory.
-APT_PACKAGES := libcurl4-openssl-dev libncurses-dev libjpeg-dev tmux curl wget2 aria2 time
+# sample-server tests download with; tmux runs the TUI end-to-end tests; GNU time measures peak memory;
+# libsqlite3-dev is the SQLite that GRDB (the service's store) links.
+APT_PACKAGES := libcurl4-openssl-dev libncurses-dev libjpeg-dev libsqlite3-dev tmux curl wget2 aria2 time
 TSAN_SCRATCH := .build-tsan
 
 .PHONY: deps build release test test-tsan demo bench clean

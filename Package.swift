@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -50,6 +51,14 @@ let package = Package(
                 "HaulCore", "CNcurses", "CJPEG",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+
+        // The per-user service: the queue's store (GRDB/SQLite).
+        .target(
+            name: "HaulService",
+            dependencies: [
+                "HaulCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
 
         // The command-line front end.
@@ -108,6 +117,13 @@ let package = Package(
                 "TestSupport",
             ]),
         .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport"]),
+        .testTarget(
+            name: "HaulServiceTests",
+            dependencies: [
+                "HaulService", "HaulCore", "TestSupport",
+                // The tests reach under the store: a damaged schema, a size limit on the writer connection.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "TestSupport"]),
