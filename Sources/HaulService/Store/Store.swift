@@ -3,7 +3,7 @@ import GRDB
 import HaulCore
 
 /// The queue and its history in `STATE/haul.sqlite` (mode 0600), written by the service alone from the
-/// manager's events and read for `ls` and on start.
+/// manager's events (through `StoreWriter`) and read for `ls` and on start.
 ///
 /// A `DatabasePool` in WAL mode with GRDB's `synchronous = NORMAL`: every committed transaction survives
 /// the process being killed (kill -9); a power cut may lose the last ones before a checkpoint. Readers never
@@ -61,7 +61,7 @@ final class Store: Sendable {
     }
 
     /// Writes `events`, which happened at `time`, in one transaction: all of them or, on an error,
-    /// none. Progress is written as it comes; the service keeps it to once a second.
+    /// none. Progress is written as it comes; `StoreWriter` is what keeps it to once a second.
     func apply(_ events: [ManagerEvent], at time: Date) throws(StoreError) {
         guard !events.isEmpty else { return }
         let milliseconds = time.unixMilliseconds
