@@ -1,0 +1,60 @@
+import GRDB
+
+/// The versions of `haul.sqlite`'s schema, as GRDB migrations named "v1", "v2", ... in order.
+///
+/// A shipped migration never changes: each is frozen SQL rather than GRDB's schema builder, so a newer GRDB
+/// cannot alter what an old one created. A change is a new migration appended here.
+enum StoreSchema {
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // One row per download the user added, until `haul rm`. AUTOINCREMENT: an id is never handed out
+            // again, even after its row is deleted, so an id a user saw always means the same download.
+            //
+            // Times (`added`, `started`, `finished`) are Unix time in whole milliseconds (INTEGER, UTC).
+            // `job` is the DownloadJob as JSON with its secrets removed (see `WithheldJob`); `url` is the
+            // URL with its password masked. `errorCategory` and `errorMessage` are set only when failed.
+            // No index on `state`: `unfinished()` runs once per service start and scans 10,000 rows in ms.
+            try db.execute(sql: """
+                CREATE TABLE download (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    url TEXT NOT NULL,
+                    job TEXT NOT NULL,
+                    secretsWithheld BOOLEAN NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN
+                        ('queued', 'connecting', 'downloading', 'paused', 'done', 'failed', 'cancelled')),
+                    errorCategory TEXT,
+                    errorMessage TEXT,
+                    file TEXT NOT NULL,
+                    path TEXT,
+                    completed INTEGER NOT NULL DEFAULT 0,
+                    total INTEGER,
+                    added INTEGER NOT NULL,
+                    started INTEGER,
+                    finished INTEGER,
+                    seconds REAL
+                )
+                """)
+        }
+        return migrator
+    }()
+
+    /// The migrations this build knows, oldest first.
+    static var versions: [String] { migrator.migrations }
+
+    /// Why a database whose applied migrations are `applied` must not be opened by this build, or nil.
+    static func newerSchemaProblem(applied: Set<String>) -> StoreError? {
+        let unknown = applied.subtracting(versions)
+        guard !unknown.isEmpty else { return nil }
+        // "v3" sorts after "v2" and "v10" after "v9"; an identifier of another form is shown as it is.
+        let newest = unknown.max { (versionNumber($0) ?? -1, $0) < (versionNumber($1) ?? -1, $1) }!
+        let known = versions.last ?? "none"
+        return StoreError(.newerSchema, "\(Store.fileName) was written by a newer haul (schema \(newest); "
+            + "this haul knows \(known)); not touching it")
+    }
+
+    private static func versionNumber(_ identifier: String) -> Int? {
+        guard identifier.first == "v" else { return nil }
+        return Int(identifier.dropFirst())
+    }
+}

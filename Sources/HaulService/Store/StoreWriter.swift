@@ -1,0 +1,102 @@
+import Foundation
+import HaulCore
+
+/// Puts the manager's events into the store: state changes, starts, results and removals at once;
+/// progress at most once a second per download (100 downloads sending 10 progress events a second make
+/// about 100 row writes a second, not 1000).
+///
+/// The latest progress of each download waits here until a second has passed since that download's last
+/// progress write (its first is written at once); it is written before any other event of that download
+/// (so a row never shows a state older than its bytes), and by `flush`. Between events, `flushDue` writes
+/// what has waited long enough: call it on a one-second tick, and `flush` before the service stops. Progress
+/// not yet written when the process dies is at most a second old, and the `.part` file holds the bytes.
+///
+/// A value owned by the one task that reads the manager's events.
+struct StoreWriter: Sendable {
+    static let progressInterval: Duration = .seconds(1)
+
+    let store: Store
+    /// Time on the injected clock since the writer was made.
+    private let elapsed: @Sendable () -> Duration
+    /// Wall-clock time, for the rows' `started` and `finished`.
+    private let now: @Sendable () -> Date
+    /// The latest progress not yet written, per download.
+    private var pending: [DownloadID: DownloadProgress] = [:]
+    /// When each download's progress was last written, on `elapsed`'s scale.
+    private var lastProgressWrite: [DownloadID: Duration] = [:]
+
+    init<C: Clock<Duration>>(store: Store, clock: C, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        let origin = clock.now
+        elapsed = { origin.duration(to: clock.now) }
+        self.now = now
+    }
+
+    /// How many downloads have progress waiting.
+    var pendingCount: Int { pending.count }
+
+    /// Writes `events` in one transaction, with the progress that is due. On an error nothing of it is
+    /// written: the progress stays pending for a later write; the other events are not kept (the caller
+    /// reports the error).
+    mutating func record(_ events: [ManagerEvent]) throws(StoreError) {
+        try write(events, flushingAll: false)
+    }
+
+    /// Writes the progress that has waited a second or more.
+    mutating func flushDue() throws(StoreError) {
+        try write([], flushingAll: false)
+    }
+
+    /// Writes every pending progress now.
+    mutating func flush() throws(StoreError) {
+        try write([], flushingAll: true)
+    }
+
+    private mutating func write(_ events: [ManagerEvent], flushingAll: Bool) throws(StoreError) {
+        let time = elapsed()
+        var pending = self.pending
+        var lastWrite = lastProgressWrite
+        // What stays pending if the write fails: the latest progress of each download, written or not.
+        var latest = self.pending
+        var batch: [ManagerEvent] = []
+
+        func flushPending(_ id: DownloadID) {
+            if let progress = pending.removeValue(forKey: id) {
+                batch.append(.progress(id: id, progress))
+                lastWrite[id] = time
+            }
+        }
+
+        for event in events {
+            switch event {
+            case .progress(let id, let progress):
+                pending[id] = progress
+                latest[id] = progress
+            case .added, .fact:
+                // Nothing to write: `Store.insert` stored the download; facts are not kept.
+                break
+            case .state(let id, _), .started(let id, _, _, _), .finished(let id, _, _):
+                flushPending(id)
+                batch.append(event)
+            case .removed(let id):
+                pending[id] = nil
+                latest[id] = nil
+                lastWrite[id] = nil
+                batch.append(event)
+            }
+        }
+        for id in pending.keys.sorted() {
+            let due = flushingAll || lastWrite[id].map { time - $0 >= Self.progressInterval } ?? true
+            if due { flushPending(id) }
+        }
+
+        do {
+            try store.apply(batch, at: now())
+        } catch {
+            self.pending = latest
+            throw error
+        }
+        self.pending = pending
+        lastProgressWrite = lastWrite
+    }
+}

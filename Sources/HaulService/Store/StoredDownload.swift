@@ -1,0 +1,91 @@
+import Foundation
+import GRDB
+import HaulCore
+
+/// One row of the `download` table: a download the user added and what became of it.
+struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
+    static let databaseTableName = "download"
+
+    /// The user-visible id; never reused.
+    var id: DownloadID
+    /// The URL as it may be shown: its password masked.
+    var url: String
+    /// The `job` column: the job's JSON with secrets removed. Decoded on demand by `job`, so that listing
+    /// thousands of rows does not decode thousands of jobs.
+    var jobJSON: String
+    /// The job had a password or credential headers that were not stored (see `WithheldJob`).
+    var secretsWithheld: Bool
+    /// From the `state`, `errorCategory` and `errorMessage` columns.
+    var state: DownloadState
+    /// The file's name (as planned until the server answered; then as claimed).
+    var file: String
+    /// The full path, once the download has started.
+    var path: String?
+    var completed: Int64
+    var total: Int64?
+    var added: Date
+    /// When the latest run began connecting.
+    var started: Date?
+    /// When the latest run ended (done, failed, cancelled); nil while queued, running or paused.
+    var finished: Date?
+    /// How long the finished run took.
+    var seconds: Double?
+
+    /// The job to run again, without the secrets that were withheld.
+    var job: DownloadJob {
+        get throws(StoreError) { try WithheldJob.decoded(jobJSON) }
+    }
+
+    enum Columns {
+        static let id = Column("id")
+        static let url = Column("url")
+        static let job = Column("job")
+        static let secretsWithheld = Column("secretsWithheld")
+        static let state = Column("state")
+        static let errorCategory = Column("errorCategory")
+        static let errorMessage = Column("errorMessage")
+        static let file = Column("file")
+        static let path = Column("path")
+        static let completed = Column("completed")
+        static let total = Column("total")
+        static let added = Column("added")
+        static let started = Column("started")
+        static let finished = Column("finished")
+        static let seconds = Column("seconds")
+    }
+
+    init(row: Row) throws {
+        typealias C = Columns
+        id = try row.decode(forColumn: C.id)
+        let stateName: String = try row.decode(forColumn: C.state)
+        guard let state = DownloadState(storedName: stateName,
+                                        errorCategory: try row.decode(forColumn: C.errorCategory),
+                                        errorMessage: try row.decode(forColumn: C.errorMessage))
+        else {
+            throw StoreError.unreadable("download \(id) has the unknown state \(stateName)")
+        }
+        self.state = state
+        url = try row.decode(forColumn: C.url)
+        jobJSON = try row.decode(forColumn: C.job)
+        secretsWithheld = try row.decode(forColumn: C.secretsWithheld)
+        file = try row.decode(forColumn: C.file)
+        path = try row.decode(forColumn: C.path)
+        completed = try row.decode(forColumn: C.completed)
+        total = try row.decode(forColumn: C.total)
+        added = Date(unixMilliseconds: try row.decode(forColumn: C.added))
+        started = try row.decode(Int64?.self, forColumn: C.started).map(Date.init(unixMilliseconds:))
+        finished = try row.decode(Int64?.self, forColumn: C.finished).map(Date.init(unixMilliseconds:))
+        seconds = try row.decode(forColumn: C.seconds)
+    }
+}
+
+/// The store keeps times as Unix milliseconds (INTEGER): exact, compact, sortable.
+extension Date {
+    init(unixMilliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(unixMilliseconds) / 1000)
+    }
+
+    var unixMilliseconds: Int64 {
+        Int64((timeIntervalSince1970 * 1000).rounded())
+    }
+}

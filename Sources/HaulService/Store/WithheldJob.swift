@@ -1,0 +1,53 @@
+import Foundation
+import HaulCore
+
+/// A `DownloadJob` as it may be written to disk: the URL's password masked (`URLRedaction.masked`) and the
+/// request headers that carry credentials (`Authorization`, `Proxy-Authorization`, `Cookie`, any case)
+/// dropped. Secrets live only in the memory of the service that was given them.
+///
+/// A download whose secrets were withheld cannot be resumed by a later service process: the stored job
+/// lacks what the server wants. The service that loads such a row after a restart marks it failed with a
+/// message saying so, rather than sending the request without credentials.
+struct WithheldJob: Equatable {
+    /// The job without its secrets.
+    var job: DownloadJob
+    /// Whether anything was removed.
+    var secretsWithheld: Bool
+
+    static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    init(_ job: DownloadJob) {
+        var kept = job
+        kept.url = URLRedaction.masked(job.url)
+        kept.headers = job.headers.filter { !Self.isSecret(header: $0) }
+        self.job = kept
+        secretsWithheld = kept != job
+    }
+
+    /// "Name: value" whose name (trimmed, any case) is one of `secretHeaders`. A line without a colon is
+    /// all name.
+    static func isSecret(header: String) -> Bool {
+        let name = header.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return secretHeaders.contains(name.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    /// The JSON of the `job` column. Keys sorted, so one job always gives the same text.
+    func encoded() throws(StoreError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(job), as: UTF8.self)
+        } catch {
+            throw StoreError(.other, "cannot store the download: its options do not encode (\(error))")
+        }
+    }
+
+    /// The job of a `job` column.
+    static func decoded(_ json: String) throws(StoreError) -> DownloadJob {
+        do {
+            return try JSONDecoder().decode(DownloadJob.self, from: Data(json.utf8))
+        } catch {
+            throw StoreError(.other, "cannot read a download's options from \(Store.fileName): \(error)")
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import GRDB
+@testable import HaulCore
+import Testing
+import TestSupport
+@testable import HaulService
+
+/// The store's rows: what insert and the manager's events write, and what reads give back.
+@Suite struct StoreTests {
+    typealias F = StoreFixtures
+
+    @Test func aFullJobRoundTrips() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let job = F.fullJob()
+        let id = try store.insert(job, file: "archive-v2.tar.gz", added: F.time(0.25))
+
+        let rows = try store.all()
+        #expect(rows.count == 1)
+        let row = try #require(rows.first)
+        #expect(row.id == id)
+        #expect(try row.job == job)
+        #expect(row.url == job.url)
+        #expect(!row.secretsWithheld)
+        #expect(row.state == .queued)
+        #expect(row.file == "archive-v2.tar.gz")
+        #expect(row.path == nil)
+        #expect(row.completed == 0)
+        #expect(row.total == nil)
+        #expect(row.added == F.time(0.25))
+        #expect(row.started == nil && row.finished == nil && row.seconds == nil)
+        #expect(try store.find(id) == row)
+        #expect(try store.count() == 1)
+    }
+
+    @Test func stateChangesRecordWhenRunsStartAndEnd() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let id = try store.insert(F.job("a.bin"), file: "a.bin", added: F.time(0))
+
+        try store.apply([.state(id: id, .connecting)], at: F.time(1))
+        var row = try #require(try store.find(id))
+        #expect(row.state == .connecting)
+        #expect(row.started == F.time(1))
+        #expect(row.finished == nil)
+
+        try store.apply([.state(id: id, .downloading)], at: F.time(2))
+        row = try #require(try store.find(id))
+        #expect(row.state == .downloading)
+        #expect(row.started == F.time(1))
+
+        try store.apply([.state(id: id, .cancelled)], at: F.time(3))
+        row = try #require(try store.find(id))
+        #expect(row.state == .cancelled)
+        #expect(row.finished == F.time(3))
+
+        // A retry: queued again (no end time), then a new run.
+        try store.apply([.state(id: id, .queued), .state(id: id, .connecting)], at: F.time(4))
+        row = try #require(try store.find(id))
+        #expect(row.state == .connecting)
+        #expect(row.started == F.time(4))
+        #expect(row.finished == nil)
+
+        try store.apply([.state(id: id, .paused)], at: F.time(5))
+        row = try #require(try store.find(id))
+        #expect(row.state == .paused)
+        #expect(row.finished == nil)
+
+        try store.apply([.state(id: id, .queued), .state(id: id, .connecting), .state(id: id, .done)], at: F.time(6))
+        row = try #require(try store.find(id))
+        #expect(row.state == .done)
+        #expect(row.started == F.time(6))
+        #expect(row.finished == F.time(6))
+    }
+
+    @Test func aFailureKeepsItsCategoryAndMessageUntilARetry() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let id = try store.insert(F.job("b.bin"), file: "b.bin", added: F.time(0))
+        let error = HaulError(.server, "server answered 503 Service Unavailable", httpStatus: 503)
+
+        try store.apply([.state(id: id, .connecting), .state(id: id, .failed(error))], at: F.time(2))
+        var row = try #require(try store.find(id))
+        // Only category and message are stored.
+        #expect(row.state == .failed(HaulError(.server, "server answered 503 Service Unavailable")))
+        #expect(row.finished == F.time(2))
+
+        try store.apply([.state(id: id, .queued)], at: F.time(3))
+        row = try #require(try store.find(id))
+        #expect(row.state == .queued)
+        #expect(row.finished == nil)
+        let raw = try store.pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT errorCategory, errorMessage FROM download WHERE id = ?", arguments: [id])
+        }
+        #expect(raw?["errorCategory"] == nil as String?)
+        #expect(raw?["errorMessage"] == nil as String?)
+    }
+
+    @Test func startedProgressAndFinishedWriteTheFile() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let id = try store.insert(F.job("c.iso"), file: "c.iso", added: F.time(0))
+
+        try store.apply([
+            .state(id: id, .connecting),
+            .started(id: id, file: "c.1.iso", path: "/tmp/out/c.1.iso", total: 5000),
+            .state(id: id, .downloading),
+            .progress(id: id, DownloadProgress(completed: 1200, batchBytes: 1200, total: nil, bytesPerSecond: 10)),
+        ], at: F.time(1))
+        var row = try #require(try store.find(id))
+        #expect(row.file == "c.1.iso")
+        #expect(row.path == "/tmp/out/c.1.iso")
+        #expect(row.completed == 1200)
+        #expect(row.total == 5000)
+
+        try store.apply([
+            .finished(id: id, DownloadResult(file: "c.1.iso", path: "/tmp/out/c.1.iso", bytes: 5000, skipped: false),
+                      seconds: 2.5),
+            .state(id: id, .done),
+        ], at: F.time(3))
+        row = try #require(try store.find(id))
+        #expect(row.state == .done)
+        #expect(row.completed == 5000)
+        #expect(row.total == 5000)
+        #expect(row.seconds == 2.5)
+        #expect(row.finished == F.time(3))
+    }
+
+    @Test func removalDeletesRowsAndIdsAreNeverReused() throws {
+        let directory = TempDirectory()
+        var store = try Store(directory: directory.path)
+        let ids = try (1...4).map { try store.insert(F.job("\($0)"), file: "\($0)", added: F.time(0)) }
+        #expect(ids == [1, 2, 3, 4])
+
+        try store.apply([.removed(id: 4)], at: F.time(1))
+        #expect(try store.remove([3, 99]) == 1)
+        #expect(try store.all().map(\.id) == [1, 2])
+        #expect(try store.count() == 2)
+        #expect(try store.find(4) == nil)
+
+        try store.close()
+        store = try Store(directory: directory.path)
+        #expect(try store.insert(F.job("5"), file: "5", added: F.time(2)) == 5)
+    }
+
+    @Test func everythingSurvivesClosingAndReopening() throws {
+        let directory = TempDirectory()
+        var store = try Store(directory: directory.path)
+        let first = try store.insert(F.fullJob(), file: "archive-v2.tar.gz", added: F.time(0))
+        let second = try store.insert(F.job("d.bin"), file: "d.bin", added: F.time(1))
+        try store.apply([
+            .state(id: first, .connecting),
+            .started(id: first, file: "archive-v2.tar.gz", path: "/home/user/Downloads/archive-v2.tar.gz", total: 10),
+            .finished(id: first, DownloadResult(file: "archive-v2.tar.gz", path: "/home/user/Downloads/archive-v2.tar.gz",
+                                                bytes: 10, skipped: false), seconds: 0.5),
+            .state(id: first, .done),
+            .state(id: second, .failed(HaulError(.network, "connection refused"))),
+        ], at: F.time(2))
+        let before = try store.all()
+        try store.close()
+
+        store = try Store(directory: directory.path)
+        let after = try store.all()
+        #expect(after == before)
+        #expect(after.map(\.state) == [.done, .failed(HaulError(.network, "connection refused"))])
+        #expect(try after[0].job == F.fullJob())
+    }
+
+    @Test func unfinishedAreTheQueuedConnectingAndDownloadingOnes() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let states: [DownloadState] = [.queued, .done, .connecting, .paused, .downloading,
+                                       .failed(HaulError(.network, "timed out")), .cancelled, .queued]
+        for (index, state) in states.enumerated() {
+            let id = try store.insert(F.job("\(index)"), file: "\(index)", added: F.time(0))
+            try store.apply([.state(id: id, state)], at: F.time(1))
+        }
+        #expect(try store.unfinished().map(\.id) == [1, 3, 5, 8])
+        #expect(try store.unfinished().map(\.state) == [.queued, .connecting, .downloading, .queued])
+    }
+
+    @Test func eventsForAnotherIdLeaveARowAlone() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let id = try store.insert(F.job("e"), file: "e", added: F.time(0))
+        let before = try store.all()
+        try store.apply([
+            .added(id: 7, url: "https://example.com/x", file: "x"),
+            .state(id: 7, .done),
+            .fact(id: id, .resumeRefused(part: "a.bin.part", reason: .rangeIgnored(status: 200))),
+            .progress(id: 7, DownloadProgress(completed: 5, batchBytes: 5, total: 9, bytesPerSecond: 1)),
+        ], at: F.time(1))
+        #expect(try store.all() == before)
+    }
+}
