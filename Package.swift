@@ -132,7 +132,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "TestSupport"]),
+            dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "HaulService", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

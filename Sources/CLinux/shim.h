@@ -26,6 +26,12 @@ static inline int haul_rename_noreplace(int olddirfd, const char *oldpath, int n
 /* pipe2(2) with O_CLOEXEC on both ends. */
 static inline int haul_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
+/* posix_spawn closes every descriptor from `low` up in the child (glibc 2.34): a detached service must not
+   hold its starter's pipes open (a reader of `haul add | ...` would never see the end). */
+static inline int haul_spawn_close_from(posix_spawn_file_actions_t *actions, int low) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, low);
+}
+
 /* posix_spawn's flag that starts the child in a session of its own (setsid), detached from the terminal. */
 static inline short haul_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
 

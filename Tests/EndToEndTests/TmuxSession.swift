@@ -12,6 +12,8 @@ final class TmuxSession: Sendable {
 
     let socket: String
     let name = "haul"
+    /// The state directory of the service this TUI attaches to (its own, unless a test shares one).
+    let home: ServiceHome
     private let configPath: String
 
     /// Starts `haul ARGS` in `directory` on a `columns` x `rows` terminal, with a UTF-8 locale.
@@ -20,12 +22,14 @@ final class TmuxSession: Sendable {
     /// line-discipline modes (`modes: icanon echo` when haul restored them), then sleeps, so the pane and its
     /// terminal state can still be read.
     init(_ arguments: [String], in directory: String, columns: Int = 120, rows: Int = 30,
-         environment: [String: String] = [:]) throws {
+         environment: [String: String] = [:], home: ServiceHome = ServiceHome()) throws {
+        self.home = home
         socket = "haul-e2e-\(UUID().uuidString.prefix(8))"
         configPath = NSTemporaryDirectory() + socket + ".conf"
         try "set -g status off\nset -g default-terminal screen-256color\n"
             .write(toFile: configPath, atomically: true, encoding: .utf8)
-        let variables = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let variables = environment.merging(home.environment) { mine, _ in mine }.sorted { $0.key < $1.key }
+            .map { "\($0.key)=\($0.value)" }
         let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"] + variables + [HaulProcess.binary] + arguments)
             .map(Self.quoted)
             .joined(separator: " ")

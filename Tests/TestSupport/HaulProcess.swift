@@ -38,7 +38,8 @@ public final class HaulProcess: Sendable {
     /// With `measuringMemory`, GNU time starts haul and records its peak RSS. (A child spawned from this big
     /// test process inherits the parent's memory high-water mark across exec, so wait4's ru_maxrss would
     /// measure the test, not haul; time's own small process forks haul afresh.)
-    public init(_ arguments: [String], in directory: String, stdin: String? = nil, measuringMemory: Bool = false) throws {
+    public init(_ arguments: [String], in directory: String, stdin: String? = nil, measuringMemory: Bool = false,
+                environment extra: [String: String] = [:]) throws {
         let scratch = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
         stdoutPath = scratch + ".out"
         stderrPath = scratch + ".err"
@@ -63,6 +64,7 @@ public final class HaulProcess: Sendable {
         defer { argv.forEach { free($0) } }
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "dumb"
+        environment.merge(extra) { $1 }
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var child: pid_t = 0
@@ -102,8 +104,10 @@ public final class HaulProcess: Sendable {
 
     /// Runs `haul ARGS` to the end.
     public static func run(_ arguments: [String], in directory: String, stdin: String? = nil,
+                           environment: [String: String] = [:],
                            measuringMemory: Bool = false) async throws -> Exit {
-        try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory).wait()
+        try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory,
+                              environment: environment).wait()
     }
 
     /// Waits for the first stdout line that satisfies `condition`, and returns it.

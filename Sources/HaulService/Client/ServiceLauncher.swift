@@ -28,6 +28,7 @@ enum ServiceLauncher {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         // dup2 clears close-on-exec on the copy: the service gets the pipe as 3, and nothing else of ours.
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+        haul_spawn_close_from(&actions, 4)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

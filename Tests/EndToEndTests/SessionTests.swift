@@ -1,0 +1,236 @@
+import Foundation
+import HaulCore
+import HaulService
+import SampleServer
+import Testing
+import TestSupport
+
+/// The service and its clients as users run them: real `haul` processes, each test with a state directory
+/// of its own (`HAUL_HOME`), the service started on demand by the first client.
+@Suite(.serialized) struct SessionTests {
+    /// Per connection: 20 MiB take 2.5 s, time enough to act mid-download.
+    static let rate = 8 << 20
+
+    /// Runs `haul ARGS` against `home`'s service.
+    static func haul(_ arguments: [String], _ home: ServiceHome, in dir: TempDirectory) async throws -> HaulProcess.Exit {
+        try await HaulProcess.run(arguments, in: dir.path, environment: home.environment)
+    }
+
+    /// `haul ls --json`, decoded.
+    static func list(_ home: ServiceHome, in dir: TempDirectory) async throws -> [[String: Any]] {
+        let exit = try await haul(["ls", "--json"], home, in: dir)
+        #expect(exit.status == 0, "\(exit.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(exit.stdout.utf8)) as? [[String: Any]])
+    }
+
+    /// Waits, on the service's own event stream, until `condition` holds for what it has told.
+    static func waitFor(_ what: String, _ home: ServiceHome, within seconds: Double = 60,
+                        _ condition: @escaping @Sendable ([DownloadID: (state: DownloadState, completed: Int64)]) -> Bool)
+        async throws
+    {
+        let client = ServiceClient(directory: StateDirectory(path: home.path))
+        try await within(seconds, what) {
+            var seen: [DownloadID: (state: DownloadState, completed: Int64)] = [:]
+            for try await event in client.events() {
+                switch event {
+                case .added(let id, _, _): seen[id] = seen[id] ?? (.queued, 0)
+                case .state(let id, let state): seen[id] = (state, seen[id]?.completed ?? 0)
+                case .progress(let id, let progress): seen[id] = (seen[id]?.state ?? .downloading, progress.completed)
+                default: continue
+                }
+                if condition(seen) { return }
+            }
+            Issue.record("the event stream ended before \(what)")
+        }
+    }
+
+    static func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+    }
+
+    @Test func addFromOneProcessAndListFromAnother() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.rate) { server in
+            let add = try await Self.haul(["add", "-o", "out", server.downloadURL("small.bin"),
+                                           server.downloadURL("medium.bin")], home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            #expect(add.stdoutLines == ["1 small.bin", "2 medium.bin"])
+            try await Self.waitFor("both done", home) { $0[1]?.state == .done && $0[2]?.state == .done }
+
+            let listed = try await Self.list(home, in: dir)
+            #expect(listed.map { $0["id"] as? Int } == [1, 2])
+            #expect(listed.allSatisfy { $0["state"] as? String == "done" })
+            #expect(listed[1]["file"] as? String == dir.file("out/medium.bin"))
+            #expect(listed[1]["total"] as? Int == 20 << 20 && listed[1]["completed"] as? Int == 20 << 20)
+            #expect(listed[1]["url"] as? String == server.downloadURL("medium.bin"))
+            #expect(listed[1]["error"] is NSNull, "error is null, not missing")
+            #expect((listed[1]["added"] as? String)?.hasSuffix("Z") == true)
+            #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(try FileDigest.hex(of: dir.file("out/small.bin")) == expectedSHA256("small.bin"))
+
+            let table = try await Self.haul(["ls"], home, in: dir)
+            #expect(table.stdoutLines.first?.hasPrefix("ID  STATE") == true)
+            #expect(table.stdoutLines.count == 3 && table.stdoutLines[2].contains("done") && table.stdoutLines[2].hasSuffix("medium.bin"))
+
+            // The files are the user's: the service's own are private.
+            #expect(try Self.mode(home.path) == 0o700)
+            #expect(try Self.mode(home.path + "/haul.sqlite") == 0o600)
+            #expect(try Self.mode(home.socket) == 0o600)
+            #expect(try Self.mode(dir.file("out/medium.bin")) & 0o077 != 0, "downloads keep the user's umask")
+
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            #expect(object["running"] as? Bool == true && object["downloads"] as? Int == 2 && object["active"] as? Int == 0)
+            #expect(object["socket"] as? String == home.socket && (object["pid"] as? Int ?? 0) > 0)
+        }
+    }
+
+    @Test func killNineMidDownloadLosesNothing() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.rate) { server in
+            // History first: a finished download that must outlive the crash.
+            #expect(try await Self.haul(["add", "-j", "1", "-o", "out", server.downloadURL("small.bin")], home, in: dir).status == 0)
+            try await Self.waitFor("the first done", home) { $0[1]?.state == .done }
+            // One running, one queued behind it (-j 1).
+            let add = try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir)
+            #expect(add.stdoutLines == ["2 medium.bin"])
+            let queued = try await Self.haul(["add", "-o", "out2", server.downloadURL("small.bin")], home, in: dir)
+            #expect(queued.stdoutLines == ["3 small.bin"])
+            // Past its first checkpoint (a second in): what a crash before that costs is a fresh start.
+            try await Self.waitFor("part of medium.bin", home) { ($0[2]?.completed ?? 0) >= 12 << 20 }
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")))
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            let pid = try #require(object["pid"] as? Int)
+            server.resetStats()
+            #expect(kill(pid_t(pid), SIGKILL) == 0)
+
+            // Any client brings it back; the queue is intact and continues.
+            let listed = try await Self.list(home, in: dir)
+            #expect(listed.map { $0["id"] as? Int } == [1, 2, 3])
+            #expect(listed[0]["state"] as? String == "done")
+            #expect(listed[2]["state"] as? String != "done")
+            try await Self.waitFor("all done after the restart", home) { seen in
+                (1...3).allSatisfy { seen[$0]?.state == .done }
+            }
+            #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(try FileDigest.hex(of: dir.file("out2/small.bin")) == expectedSHA256("small.bin"))
+            #expect(server.stats.rangeRequests >= 1, "medium.bin resumed from its .part")
+            #expect(server.stats.bodyBytesSent < 20 << 20, "medium.bin not fetched whole again")
+            #expect(!FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")))
+            let log = try String(contentsOfFile: home.path + "/service.log", encoding: .utf8)
+            #expect(log.contains("2 download(s) continued"), "\(log)")
+        }
+    }
+
+    @Test func stopPausesAndTheNextServiceContinues() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.rate) { server in
+            #expect(try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir).status == 0)
+            try await Self.waitFor("part of medium.bin", home) { ($0[1]?.completed ?? 0) >= 4 << 20 }
+            let stop = try await Self.haul(["service", "stop"], home, in: dir)
+            #expect(stop.status == 0 && stop.stdout.contains("stopped"), "\(stop.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: home.socket), "no socket left behind")
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")), "checkpointed")
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            #expect(object["running"] as? Bool == false && object["pid"] is NSNull)
+
+            server.resetStats()
+            _ = try await Self.list(home, in: dir)
+            try await Self.waitFor("medium.bin done", home) { $0[1]?.state == .done }
+            #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(server.stats.rangeRequests >= 1 && server.stats.bodyBytesSent < 17 << 20)
+        }
+    }
+
+    @Test func unknownIdsAndRemovingARunningDownloadAreUsageErrors() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { server in
+            #expect(try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir).status == 0)
+            let unknown = try await Self.haul(["pause", "1", "42"], home, in: dir)
+            #expect(unknown.status == 2 && unknown.stderr == "haul: pause: no download with id 42\n")
+            let running = try await Self.haul(["rm", "1"], home, in: dir)
+            #expect(running.status == 2 && running.stderr.contains("cancel it first"), "\(running.stderr)")
+            let none = try await Self.haul(["cancel"], home, in: dir)
+            #expect(none.status == 2 && none.stderr.hasPrefix("haul: "))
+            #expect(try await Self.haul(["cancel", "1"], home, in: dir).status == 0)
+            try await Self.waitFor("the cancel", home) { $0[1]?.state == .cancelled }
+            #expect(try await Self.haul(["rm", "1"], home, in: dir).status == 0)
+            #expect(try await Self.list(home, in: dir).isEmpty)
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")), "cancel keeps the .part")
+        }
+    }
+
+    @Test func plainModeRunsInItsOwnProcessWithoutAService() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let exit = try await Self.haul(["--plain", "-o", "out", server.downloadURL("small.bin")], home, in: dir)
+            #expect(exit.status == 0, "\(exit.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: home.path), "no state directory, no socket")
+        }
+    }
+
+    @Test func aServiceThatCannotOpenItsQueueSaysWhyInOneLine() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try FileManager.default.createDirectory(atPath: home.path, withIntermediateDirectories: true)
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+        try garbage.write(to: URL(fileURLWithPath: home.path + "/haul.sqlite"))
+        let exit = try await Self.haul(["ls"], home, in: dir)
+        #expect(exit.status == 1)
+        #expect(exit.stderr.hasPrefix("haul: the service could not start: haul.sqlite is not a readable database"))
+        #expect(exit.stderr.split(separator: "\n").count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home.path + "/haul.sqlite")) == garbage, "never replaced")
+    }
+
+    /// Another user can neither use this user's state directory nor talk to this user's service: the
+    /// directory is 0700, and a peer of another uid that reaches the socket anyway (root) is refused.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func anotherUserIsRefused() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        chmod(dir.path, 0o755)
+        _ = try await Self.haul(["service", "start"], home, in: dir)
+        let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let other = try await runProcess(asNobody + [HaulProcess.binary, "ls"], environment: home.environment)
+        #expect(other.status == 1, "\(other.output)")
+        #expect(other.output.hasPrefix("haul: ") && other.output.split(separator: "\n").count == 1, "\(other.output)")
+
+        // A service run by nobody, and root (who passes any directory's mode) at its socket.
+        let nobodysHome = TempDirectory()
+        chown(nobodysHome.path, 65534, 65534)
+        let state = nobodysHome.path + "/state"
+        let started = try await runProcess(asNobody + [HaulProcess.binary, "service", "start", "--idle-exit", "30"],
+                                           environment: ["HAUL_HOME": state])
+        #expect(started.status == 0, "\(started.output)")
+        let curl = try await runProcess(["/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                         "--unix-socket", state + "/haul.sock", "http://localhost/v1/hello"])
+        #expect(curl.output == "403")
+        _ = try await runProcess(asNobody + [HaulProcess.binary, "service", "stop"], environment: ["HAUL_HOME": state])
+    }
+}
+
+/// Runs a command to its end: its exit status and its stdout and stderr together.
+func runProcess(_ arguments: [String], environment: [String: String] = [:]) async throws
+    -> (status: Int32, output: String)
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: arguments[0])
+    process.arguments = Array(arguments.dropFirst())
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
