@@ -37,7 +37,7 @@ import Testing
                     && screen.contains { $0.contains("▀") }
             }
             try tmux.send("Escape", "q")
-            try await TUITests.expectExit(tmux, 10)
+            try await TUITests.expectExit(tmux, 0)
         }
     }
 

@@ -234,3 +234,49 @@ func runProcess(_ arguments: [String], environment: [String: String] = [:]) asyn
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+/// Two screens on one service, in tmux: what one does shows in the other, and `q` leaves the downloads to
+/// the service.
+@Suite(.serialized) struct AttachedTUITests {
+    @Test func twoAttachedScreensSeeEachOthersCommandsAndQDetaches() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: TUITests.slowRate) { server in
+            let add = try await HaulProcess.run(["add", "-o", "out", server.downloadURL("medium.bin")], in: dir.path,
+                                                environment: home.environment)
+            #expect(add.status == 0, "\(add.stderr)")
+            let first = try TmuxSession([], in: dir.path, home: home)
+            let second = try TmuxSession(["attach"], in: dir.path, home: home)
+            for tmux in [first, second] {
+                try await tmux.waitFor("the download") { TUITests.row($0, "medium.bin")?.contains("downloading") == true }
+            }
+            // A pause in one is a pause in the other (the rows are the service's).
+            try first.send("p")
+            try await second.waitFor("the pause, seen by the other", within: .seconds(5)) {
+                TUITests.row($0, "medium.bin")?.hasSuffix(" paused") == true
+            }
+            try second.send("p")
+            try await first.waitFor("the resume, seen by the first", within: .seconds(5)) {
+                TUITests.row($0, "medium.bin")?.contains("downloading") == true
+            }
+            // Added in one, shown in both.
+            try second.send("a")
+            try second.send(contentsOf: ["-l", server.downloadURL("small.bin")])
+            try second.send("Enter")
+            try await first.waitFor("the addition, seen by the first", within: .seconds(5)) { TUITests.row($0, "small.bin") != nil }
+
+            // q, then Enter: the screen goes, the download goes on.
+            try first.send("q")
+            try await first.waitFor("the detach question") { $0.contains { $0.contains("in the background?") } }
+            try first.send("Enter")
+            try await TUITests.expectExit(first, 0)
+            let before = try await SessionTests.list(home, in: dir).first { $0["name"] as? String == "medium.bin" }
+            let completed = before?["completed"] as? Int ?? 0
+            try await SessionTests.waitFor("more bytes after the detach", home) { ($0[1]?.completed ?? 0) > completed + (256 << 10) }
+            #expect(try TUITests.row(second.screen(), "medium.bin")?.contains("downloading") == true)
+            try second.send("q", "p")  // the last screen pauses it on the way out
+            try await TUITests.expectExit(second, 0)
+            try await SessionTests.waitFor("the pause", home) { $0[1]?.state == .paused }
+        }
+    }
+}

@@ -49,10 +49,11 @@ import Testing
             #expect(Self.row(after, "large.bin")?.contains("downloading") == true, "the other one goes on")
             #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")), "the .part stays")
 
+            // Attached to the service: q asks whether the rest keeps going; Enter says yes, and detaching is 0.
             try tmux.send("q")
-            try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Quit and pause it?") } }
-            try tmux.send("y")
-            try await Self.expectExit(tmux, 10)
+            try await tmux.waitFor("the detach question") { $0.contains { $0.contains("Keep it going in the background?") } }
+            try tmux.send("Enter")
+            try await Self.expectExit(tmux, 0)
         }
     }
 
@@ -87,7 +88,7 @@ import Testing
                 #expect(FileManager.default.fileExists(atPath: dir.file("out/\(name).part")), "\(name).part kept")
             }
             try tmux.send("q")  // nothing runs: no question
-            try await Self.expectExit(tmux, 10)
+            try await Self.expectExit(tmux, 0)
         }
     }
 
@@ -103,7 +104,7 @@ import Testing
             try tmux.resize(columns: 120, rows: 30)
             try await tmux.waitFor("the full layout again") { $0.count > 1 && $0[1].contains("DONE / TOTAL") && $0[0].contains("elapsed") }
             try tmux.send("q", "y")
-            try await Self.expectExit(tmux, 10)
+            try await Self.expectExit(tmux, 0)
         }
     }
 
@@ -115,9 +116,9 @@ import Testing
             try await tmux.waitFor("a download") { (Self.percent(Self.row($0, "medium.bin")) ?? 0) > 0 }
             #expect(try tmux.format("#{alternate_on}") == "1", "the TUI draws on the alternate screen")
             try tmux.send("q")
-            try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Quit and pause it?") } }
-            try tmux.send("y")
-            let screen = try await Self.expectExit(tmux, 10)  // left unfinished
+            try await tmux.waitFor("the detach question") { $0.contains { $0.contains("Keep it going in the background?") } }
+            try tmux.send("p")  // pause it: the TUI leaves once the service has checkpointed it
+            let screen = try await Self.expectExit(tmux, 0)
             #expect(!screen.contains { $0.contains("haul │") }, "the TUI is gone")
             #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")))
 
@@ -142,7 +143,9 @@ import Testing
             let pid = try #require(tmux.pid)
             kill(pid, signal)
             try await Self.expectExit(tmux, status)
-            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")), "resumable")
+            // The download is the service's: it goes on without the screen.
+            let listed = try await HaulProcess.run(["ls", "--json"], in: dir.path, environment: tmux.home.environment)
+            #expect(listed.stdout.contains(#""state":"downloading""#), "\(listed.stdout)")
         }
     }
 
@@ -224,7 +227,7 @@ import Testing
             try tmux.send("C")
             try await tmux.waitFor("cancelled") { Self.row($0, "huge.bin")?.hasSuffix(" cancelled") == true }
             try tmux.send("q")
-            try await Self.expectExit(tmux, 10)
+            try await Self.expectExit(tmux, 0)
         }
     }
 

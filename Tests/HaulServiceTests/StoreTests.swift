@@ -193,3 +193,20 @@ import TestSupport
         #expect(try store.all() == before)
     }
 }
+
+extension StoreTests {
+    /// A resumed run's result counts only its own bytes; the row keeps the whole file's.
+    @Test func aResumedDownloadIsStoredWhole() throws {
+        let directory = TempDirectory()
+        let store = try Store(directory: directory.path)
+        let id = try store.insert(DownloadJob(url: "http://h/r.bin", outputDirectory: "/tmp/out"), file: "r.bin", added: Date())
+        try store.apply([
+            .started(id: id, file: "r.bin", path: "/tmp/out/r.bin", total: 8000),
+            .progress(id: id, DownloadProgress(completed: 6000, batchBytes: 6000, total: 8000, bytesPerSecond: 1)),
+            .finished(id: id, DownloadResult(file: "r.bin", path: "/tmp/out/r.bin", bytes: 2000, skipped: false), seconds: 1),
+            .state(id: id, .done),
+        ], at: Date())
+        let row = try #require(try store.find(id))
+        #expect(row.completed == 8000 && row.total == 8000)
+    }
+}

@@ -211,6 +211,20 @@ import Testing
         ])
     }
 
+    @Test func confirmDetach() {
+        var state = Fixtures.mixed(Size(columns: 60, rows: 9))
+        state.attached = true
+        state.overlay = .confirmDetach
+        let screen = lines(state)
+        #expect(screen[2].contains("─ Detach? ─"))
+        #expect(screen[3].contains("3 downloads are running."))
+        #expect(screen[4].contains("Keep them going in the background?"))
+        #expect(screen[5].contains("Enter keep going   p pause   Esc stay"))
+        #expect(screen[8].hasPrefix(" Enter keep going in the background  p pause them"))
+        state.overlay = nil
+        #expect(lines(state)[8].hasPrefix(" ? help  q detach  c cancel"))
+    }
+
     @Test func confirmQuit() {
         var state = Fixtures.mixed(Size(columns: 60, rows: 9))
         state.overlay = .confirmQuit

@@ -170,6 +170,29 @@ import Testing
         #expect(send(&state, .enter) == [], "a blank URL adds nothing")
     }
 
+    @Test func attachedQDetachesKeepingTheDownloadsGoingUnlessPAsksToPause() {
+        var state = Fixtures.mixed(size)
+        state.attached = true
+        #expect(send(&state, .character("q")) == [])
+        #expect(state.overlay == .confirmDetach)
+        #expect(send(&state, .escape) == [] && state.overlay == nil && !state.quitting)
+        _ = send(&state, .character("q"))
+        #expect(send(&state, .enter) == [.quit(pausing: false), .stopClock], "Enter: keep going, the default")
+        #expect(state.quitting && state.rows.allSatisfy { $0.pendingStop != .paused || $0.id == 9 })
+
+        var pausing = Fixtures.mixed(size)
+        pausing.attached = true
+        _ = send(&pausing, .character("q"))
+        #expect(send(&pausing, .character("p")) == [.quit(pausing: true), .stopClock])
+        #expect(pausing.rows[0].pendingStop == .paused)
+
+        var interrupted = Fixtures.mixed(size)
+        interrupted.attached = true
+        #expect(update(&interrupted, .interrupt) == [.quit(pausing: false), .stopClock],
+                "a signal detaches: the downloads are the service's")
+        #expect(Footer.hints(pausing, glyphs: .unicode).isEmpty == false)
+    }
+
     @Test func quitAsksWhileDownloadsRunAndThenPausesThem() {
         var state = Fixtures.mixed(size)
         #expect(send(&state, .character("q")) == [])

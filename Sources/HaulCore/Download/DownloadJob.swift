@@ -26,6 +26,29 @@ public struct DownloadJob: Sendable, Equatable, Codable {
         self.outputDirectory = outputDirectory
         self.outputName = outputName
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
+            partialPreview, checksum
+    }
+
+    /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
+    /// their defaults. `url` and `outputDirectory` are required.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(url: try container.decode(String.self, forKey: .url),
+                  outputDirectory: try container.decode(String.self, forKey: .outputDirectory),
+                  outputName: try container.decodeIfPresent(String.self, forKey: .outputName))
+        let defaults = DownloadJob(url: url, outputDirectory: outputDirectory)
+        existingFile = try container.decodeIfPresent(ExistingFilePolicy.self, forKey: .existingFile) ?? defaults.existingFile
+        headers = try container.decodeIfPresent([String].self, forKey: .headers) ?? defaults.headers
+        transfer = try container.decodeIfPresent(TransferOptions.self, forKey: .transfer) ?? defaults.transfer
+        segments = try container.decodeIfPresent(Int.self, forKey: .segments) ?? defaults.segments
+        retries = try container.decodeIfPresent(Int.self, forKey: .retries) ?? defaults.retries
+        resume = try container.decodeIfPresent(Bool.self, forKey: .resume) ?? defaults.resume
+        partialPreview = try container.decodeIfPresent(Bool.self, forKey: .partialPreview) ?? defaults.partialPreview
+        checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
+    }
 }
 
 /// What a download tells its reporter while it runs.

@@ -194,6 +194,14 @@ public actor DownloadManager {
         continuation.yield(.removed(id: id))
     }
 
+    /// Returns when none of `ids` has a task any more (each stopped one has taken its last checkpoint).
+    public func waitUntilStopped(_ ids: [DownloadID]) async {
+        for id in ids {
+            guard let task = running[id] else { continue }
+            await task.value
+        }
+    }
+
     /// Returns when nothing is running or queued.
     public func waitUntilIdle() async {
         if isIdle { return }

@@ -50,6 +50,22 @@ public struct TransferOptions: Sendable, Equatable, Codable {
 
     public init() {}
 
+    private enum CodingKeys: String, CodingKey {
+        case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate
+    }
+
+    /// Options missing from a stored or sent job (an older haul's) take their defaults.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = TransferOptions()
+        connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout) ?? defaults.connectTimeout
+        stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout) ?? defaults.stallTimeout
+        maxRedirects = try container.decodeIfPresent(Int.self, forKey: .maxRedirects) ?? defaults.maxRedirects
+        insecure = try container.decodeIfPresent(Bool.self, forKey: .insecure) ?? defaults.insecure
+        userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent) ?? defaults.userAgent
+        maxReceiveRate = try container.decodeIfPresent(Int64.self, forKey: .maxReceiveRate)
+    }
+
     /// The longest timeout anything takes, 30 days; the command line refuses more.
     public static let maxSeconds: Double = 2_592_000
 

@@ -33,9 +33,19 @@ public enum Wire {
     public struct Selection: Codable, Sendable, Equatable {
         public var ids: [DownloadID]?
         public var all: Bool?
+        /// With pause or cancel: answer once the stopped downloads' tasks have ended (checkpointed, their
+        /// `.part` released), not as soon as they are told.
+        public var wait: Bool?
 
-        public init(ids: [DownloadID]) { self.ids = ids }
-        public init(all: Bool) { self.all = all }
+        public init(ids: [DownloadID], wait: Bool? = nil) {
+            self.ids = ids
+            self.wait = wait
+        }
+
+        public init(all: Bool, wait: Bool? = nil) {
+            self.all = all
+            self.wait = wait
+        }
     }
 
     /// What a command did: the ids it applied to.

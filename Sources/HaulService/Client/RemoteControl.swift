@@ -31,7 +31,8 @@ public struct RemoteControl: DownloadControl {
     public func cancelAll() async { await send("cancel", Wire.Selection(all: true)) }
     public func pause(_ id: DownloadID) async { await send("pause", Wire.Selection(ids: [id])) }
     public func resume(_ id: DownloadID) async { await send("resume", Wire.Selection(ids: [id])) }
-    public func pauseAll() async { await send("pause", Wire.Selection(all: true)) }
+    /// Returns once every paused download has checkpointed and let go of its `.part` (quitting with `p`).
+    public func pauseAll() async { await send("pause", Wire.Selection(all: true, wait: true)) }
     public func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
     public func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     public func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }

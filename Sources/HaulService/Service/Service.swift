@@ -237,6 +237,9 @@ actor Service {
             }
             for id in ids where roster[id]?.state.isFinished == true { await manager.remove(id) }
         }
+        if selection.wait == true, verb == .pause || verb == .cancel {
+            await manager.waitUntilStopped(ids)
+        }
         return .success(ids)
     }
 

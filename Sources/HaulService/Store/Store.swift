@@ -104,9 +104,11 @@ final class Store: Sendable {
             // Told to the front ends, not kept.
             break
         case .finished(let id, let result, let seconds):
+            // `bytes` are this run's: a resumed file is its known total (or at least what was already on disk).
             try db.cachedStatement(sql: """
-                UPDATE download SET file = ?, path = ?, completed = ?, total = ?, seconds = ? WHERE id = ?
-                """).execute(arguments: [result.file, result.path, result.bytes, result.bytes, seconds, id])
+                UPDATE download SET file = ?1, path = ?2, completed = COALESCE(total, MAX(completed, ?3)),
+                    total = COALESCE(total, MAX(completed, ?3)), seconds = ?4 WHERE id = ?5
+                """).execute(arguments: [result.file, result.path, result.bytes, seconds, id])
         case .removed(let id):
             try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?").execute(arguments: [id])
         }
