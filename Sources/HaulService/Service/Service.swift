@@ -187,11 +187,13 @@ actor Service {
 
     /// Stores each job, then queues it under the id the store gave it.
     func add(_ jobs: [DownloadJob]) async throws(StoreError) -> [Wire.Added] {
+        let now = Date()
+        let named = jobs.map { (job: $0, file: DownloadManager.plannedName(of: $0)) }
+        // One transaction for the lot: a long `-i` list is stored whole or not at all.
+        let ids = try store.insert(named, added: now)
         var added: [Wire.Added] = []
-        for job in jobs {
-            let file = DownloadManager.plannedName(of: job)
-            let now = Date()
-            let id = try store.insert(job, file: file, added: now)
+        added.reserveCapacity(ids.count)
+        for (id, (job, file)) in zip(ids, named) {
             roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
                                        name: file, added: now))
             added.append(Wire.Added(id: id, file: file))

@@ -49,14 +49,29 @@ final class Store: Sendable {
     /// Stores a new queued download and returns its id, the user's handle on it from now on.
     /// `job` is stored without its secrets (see `WithheldJob`).
     func insert(_ job: DownloadJob, file: String, added: Date) throws(StoreError) -> DownloadID {
-        let withheld = WithheldJob(job)
-        let json = try withheld.encoded()
+        try insert([(job, file)], added: added)[0]
+    }
+
+    /// Stores several new downloads in one transaction (all or none), in order; their ids.
+    func insert(_ jobs: [(job: DownloadJob, file: String)], added: Date) throws(StoreError) -> [DownloadID] {
+        var rows: [(withheld: WithheldJob, json: String, file: String)] = []
+        rows.reserveCapacity(jobs.count)
+        for (job, file) in jobs {
+            let withheld = WithheldJob(job)
+            rows.append((withheld, try withheld.encoded(), file))
+        }
         return try write { db in
-            try db.cachedStatement(sql: """
+            let statement = try db.cachedStatement(sql: """
                 INSERT INTO download (url, job, secretsWithheld, state, file, added) VALUES (?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [withheld.job.url, json, withheld.secretsWithheld,
-                                         DownloadState.queued.storedName, file, added.unixMilliseconds])
-            return DownloadID(db.lastInsertedRowID)
+                """)
+            var ids: [DownloadID] = []
+            ids.reserveCapacity(rows.count)
+            for row in rows {
+                try statement.execute(arguments: [row.withheld.job.url, row.json, row.withheld.secretsWithheld,
+                                                  DownloadState.queued.storedName, row.file, added.unixMilliseconds])
+                ids.append(DownloadID(db.lastInsertedRowID))
+            }
+            return ids
         }
     }
 
