@@ -280,3 +280,48 @@ func runProcess(_ arguments: [String], environment: [String: String] = [:]) asyn
         }
     }
 }
+
+extension SessionTests {
+    /// Returns once no service holds `home`'s lock (a service lets go of it as it ends).
+    static func waitUntilStopped(_ home: ServiceHome, within seconds: Double = 30) async throws {
+        let fd = open(home.path + "/service.lock", O_RDONLY | O_CLOEXEC)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        try await within(seconds, "the service to end") {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    while flock(fd, LOCK_SH) != 0 && errno == EINTR {}
+                    done.resume()
+                }
+            }
+        }
+    }
+
+    @Test func anIdleServiceEndsByItselfOnceItsLastClientHasGone() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        let start = try await Self.haul(["service", "start", "--idle-exit", "0.5"], home, in: dir)
+        #expect(start.status == 0, "\(start.stderr)")
+        // One download that fails at once (nothing listens on port 1), so that the event stream says something.
+        let add = try await Self.haul(["add", "--retries", "0", "http://127.0.0.1:1/x.bin"], home, in: dir)
+        #expect(add.status == 0, "\(add.stderr)")
+        // A client attached keeps it; the moment it goes, the idle wait starts.
+        let client = ServiceClient(directory: StateDirectory(path: home.path))
+        let (seen, sink) = AsyncStream.makeStream(of: Void.self)
+        let attached = Task {
+            for try await event in client.events() {
+                if case .state(_, .failed) = event { sink.yield() }
+            }
+        }
+        try await within(30, "the failure on the event stream") {
+            var failed = seen.makeAsyncIterator()
+            _ = await failed.next()
+        }
+        #expect(try await client.status().attached == 1)
+        attached.cancel()
+        try await Self.waitUntilStopped(home)
+        #expect(!FileManager.default.fileExists(atPath: home.socket))
+        let log = try String(contentsOfFile: home.path + "/service.log", encoding: .utf8)
+        #expect(log.contains("stopping (idle)"), "\(log)")
+    }
+}

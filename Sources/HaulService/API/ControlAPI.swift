@@ -83,8 +83,11 @@ enum ControlAPI {
                 }
             }
         }
-        v1.get("events") { _, _ in
-            let events = await service.subscribe()
+        v1.get("events") { _, context in
+            let (events, subscription) = await service.subscribe()
+            // A client that goes (q, a closed terminal) is let go at once, not at the next event: the
+            // service's idle exit counts the clients attached.
+            context.channel.closeFuture.whenComplete { _ in subscription.finish() }
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"

@@ -157,8 +157,9 @@ actor Service {
         }
     }
 
-    /// A client attaches: the snapshot of every download, then the live events, until it goes.
-    func subscribe() -> AsyncStream<ManagerEvent> {
+    /// A client attaches: the snapshot of every download, then the live events, until it goes. Finishing
+    /// the continuation (its connection closed) lets it go.
+    func subscribe() -> (AsyncStream<ManagerEvent>, AsyncStream<ManagerEvent>.Continuation) {
         let (stream, continuation) = AsyncStream.makeStream(of: ManagerEvent.self,
                                                             bufferingPolicy: .bufferingOldest(1 << 16))
         for event in roster.snapshot() { continuation.yield(event) }
@@ -169,7 +170,7 @@ actor Service {
             Task { await self?.unsubscribe(key) }
         }
         checkIdle()
-        return stream
+        return (stream, continuation)
     }
 
     private func unsubscribe(_ key: Int) {
