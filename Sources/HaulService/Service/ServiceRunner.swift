@@ -83,11 +83,13 @@ public enum ServiceRunner {
             services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
 
         await withTaskGroup(of: Void.self) { tasks in
-            // The events, in order: the store first, then the roster and the clients.
-            tasks.addTask {
+            // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
+            // store, which a client never waits for. The store's writes block: on the I/O executor's threads
+            // (default actors run on the task's preferred executor), never on the two cooperative ones.
+            tasks.addTask(executorPreference: IOExecutor.shared) {
                 for await event in manager.events {
-                    await recorder.record(event)
                     await service.apply(event)
+                    await recorder.record(event)
                 }
                 await recorder.close()
             }
