@@ -84,7 +84,7 @@ enum ControlAPI {
             }
         }
         v1.get("events") { _, context in
-            let (events, subscription) = await service.subscribe()
+            let (events, subscription, snapshot) = await service.subscribe()
             // A client that goes (q, a closed terminal) is let go at once, not at the next event: the
             // service's idle exit counts the clients attached.
             context.channel.closeFuture.whenComplete { _ in subscription.finish() }
@@ -92,11 +92,21 @@ enum ControlAPI {
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                var sent = 0
+                // The snapshot goes out in large writes; after it, a comment (`: live`) says that what follows
+                // happens now, and each event is written as it comes.
+                var buffer = ByteBuffer()
+                if snapshot == 0 { buffer.writeString(": live\n\n") }
                 for await event in events {
-                    var buffer = ByteBuffer(string: "data: ")
+                    buffer.writeString("data: ")
                     buffer.writeBytes(Wire.encode(Wire.Event(event)))
                     buffer.writeString("\n\n")
-                    try await writer.write(buffer)
+                    sent += 1
+                    if sent == snapshot { buffer.writeString(": live\n\n") }
+                    if sent >= snapshot || buffer.readableBytes >= 1 << 16 {
+                        try await writer.write(buffer)
+                        buffer.clear()
+                    }
                 }
                 try await writer.finish(nil)
             })

@@ -159,10 +159,14 @@ actor Service {
 
     /// A client attaches: the snapshot of every download, then the live events, until it goes. Finishing
     /// the continuation (its connection closed) lets it go.
-    func subscribe() -> (AsyncStream<ManagerEvent>, AsyncStream<ManagerEvent>.Continuation) {
+    /// `snapshot` says how many of the first events are the snapshot.
+    func subscribe() -> (stream: AsyncStream<ManagerEvent>, continuation: AsyncStream<ManagerEvent>.Continuation,
+                         snapshot: Int) {
+        let events = roster.snapshot()
+        // Room for the snapshot and as many live events again.
         let (stream, continuation) = AsyncStream.makeStream(of: ManagerEvent.self,
-                                                            bufferingPolicy: .bufferingOldest(1 << 16))
-        for event in roster.snapshot() { continuation.yield(event) }
+                                                            bufferingPolicy: .bufferingOldest(events.count + (1 << 16)))
+        for event in events { continuation.yield(event) }
         let key = nextSubscriber
         nextSubscriber += 1
         subscribers[key] = continuation
@@ -170,7 +174,7 @@ actor Service {
             Task { await self?.unsubscribe(key) }
         }
         checkIdle()
-        return (stream, continuation)
+        return (stream, continuation, events.count)
     }
 
     private func unsubscribe(_ key: Int) {
