@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import HaulCore
 
 /// The download protocol's decisions, without a socket or a file: heads in, actions out.
@@ -412,5 +413,21 @@ import Testing
         #expect(throws: HaulError(.server, "server answered 404 Not Found", httpStatus: 404)) {
             try machine.headArrived(head(404))
         }
+    }
+}
+
+/// A deferred split's rate, window by window, on instants of a manual clock.
+@Suite struct SplitWatchTests {
+    @Test func aWindowIsJudgedOnceItHasPassedAndOnlyASlowOneSplits() {
+        let start = ManualClock().now
+        var watch = SplitWatch(length: .milliseconds(125), fastConnection: 1_000_000, from: start, completed: 500)
+        #expect(watch.slowRate(completed: 10_000, at: start.advanced(by: .milliseconds(124))) == nil, "the window runs")
+        // 1 MB in 125 ms is 8 MB/s: fast, no split, and a new window starts.
+        #expect(watch.slowRate(completed: 1_000_500, at: start.advanced(by: .milliseconds(125))) == nil)
+        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(200))) == nil)
+        // 50 kB in the next 125 ms: 400 kB/s, slow.
+        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(250))) == 400_000)
+        // A window with no bytes at all (a tick): 0 B/s.
+        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(500))) == 0)
     }
 }
