@@ -130,7 +130,7 @@ private final class DriverLoop {
             curl_multi_perform(multi, &running)
             collectFinished()
             // Bytes below a batch's threshold wait for a consumer at most a few tens of milliseconds. On the
-            // continuous clock, not a download's: this thread waits in curl_multi_poll, which only real time ends.
+            // continuous clock, not a download's: this thread waits in curl_multi_poll, which real time ends.
             let now = ContinuousClock.now
             var pending = false
             for core in transfers.values where core.flushIfDue(now: now) { pending = true }
