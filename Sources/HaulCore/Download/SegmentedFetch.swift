@@ -81,6 +81,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     }
 
     /// The workers and, while the split waits, the ticker: one task group, which ends when the workers do.
+    /// As with `waitForAll()`, a worker's failure does not stop the others: what they fetch is kept, and the
+    /// first failure is thrown once they are done.
     private func fetch(plan: SegmentPlan, gate: SplitGate, part: PartFile,
                        updates: AsyncStream<SegmentUpdate<C.Instant>>.Continuation) async throws {
         defer { updates.finish() }
@@ -103,12 +105,18 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                 }
             }
             var working = connections
-            while let child = try await group.next() {
-                guard case .worker = child else { continue }
+            var failure: (any Error)?
+            while !group.isEmpty {
+                do {
+                    guard case .worker? = try await group.next() else { continue }
+                } catch {
+                    failure = failure ?? error  // only workers throw
+                }
                 working -= 1
                 // Nothing left for the ticker to judge.
                 if working == 0 { group.cancelAll() }
             }
+            if let failure { throw failure }
         }
     }
 
