@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// The real binary's full-screen interface, in tmux, against the in-process sample server (or `--demo`).
-/// Serialized: the latency bounds are about haul, not about two tests fighting over two cores.
+/// Serialized: each drives the real binary through tmux, and several at once would only fight over two cores.
 @Suite(.serialized) struct TUITests {
     /// Per connection: medium.bin (20 MiB) takes 40 s, so nothing finishes while a test looks at it.
     static let slowRate = 512 << 10
@@ -57,7 +57,8 @@ import Testing
         }
     }
 
-    @Test func cancelAllStopsEveryRowAndTheClockWithin100Milliseconds() async throws {
+    /// That Cancel All stops the elapsed clock, and draws at once, `AppLoopTests` check on a manual clock.
+    @Test func cancelAllStopsEveryRowAndKeepsTheParts() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: Self.slowRate) { server in
             let names = ["medium.bin", "large.bin", "huge.bin"]
@@ -66,23 +67,9 @@ import Testing
                 names.allSatisfy { Self.row(screen, $0)?.contains("downloading") == true }
                     && (Self.clock(screen) ?? "0:00") != "0:00"
             }
-            let sent = ContinuousClock.now
             try tmux.send("C")
-            let cancelled = try await tmux.waitFor("every row cancelled", pollEvery: .milliseconds(2)) { screen in
+            try await tmux.waitFor("every row cancelled") { screen in
                 names.allSatisfy { Self.row(screen, $0)?.hasSuffix(" cancelled") == true }
-            }
-            let latency = ContinuousClock.now - sent
-            // Measured through tmux processes spawned every 2 ms while the rest of the suite runs in parallel
-            // (hundreds of downloads, other binaries, the fuzz properties): a spawn can wait for a core. The
-            // printed figure is the measurement (14-52 ms on a quiet machine); the bound catches a stall.
-            #expect(latency < TestEnvironment.bound(.milliseconds(500)), "Cancel All took \(latency)")
-            print("Cancel All: every row cancelled \(latency) after the key")
-            // The clock ticks every second while it runs; watched for 1.5 s it must not change.
-            let clock = Self.clock(cancelled)
-            let end = ContinuousClock.now + .milliseconds(1500)
-            while ContinuousClock.now < end {
-                #expect(Self.clock(try tmux.screen()) == clock, "the clock stopped")
-                try await Task.sleep(for: TmuxSession.pollInterval)  // an observation window, not a wait for work
             }
             for name in names {
                 #expect(FileManager.default.fileExists(atPath: dir.file("out/\(name).part")), "\(name).part kept")
@@ -184,46 +171,19 @@ import Testing
         try await Self.expectExit(tmux, 0)
     }
 
-    @Test(.enabled(if: !TestEnvironment.sanitized, "CPU use is meaningless under a sanitizer"))
-    func idleTakesAlmostNoCPU() async throws {
-        let dir = TempDirectory()
-        try await withSampleServer { server in
-            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
-            try await tmux.waitFor("the files listing") { Self.row($0, "small.bin") != nil }
-            let pid = try #require(tmux.pid)
-            let before = try Self.cpuTicks(pid)
-            let window = Duration.seconds(2)
-            try await Task.sleep(for: window)  // the measurement window
-            let used = try Self.cpuTicks(pid) - before
-            let percent = Double(used) / Double(sysconf(Int32(_SC_CLK_TCK))) / 2 * 100
-            print("idle CPU of the TUI: \(percent)% over \(window)")
-            #expect(percent < 1, "idle CPU \(percent)%")
-            try tmux.send("q")
-            try await Self.expectExit(tmux, 0)
-        }
-    }
-
-    @Test func keysReachTheScreenQuicklyAtFullSpeed() async throws {
+    /// Keys work while a download runs at full speed. That a key is drawn at once, whatever frame is pending,
+    /// `AppLoopTests` checks on a manual clock.
+    @Test func keysWorkDuringAFullSpeedDownload() async throws {
         let dir = TempDirectory()
         try await withSampleServer { server in
             let tmux = try TmuxSession(["-o", "out", server.downloadURL("huge.bin")], in: dir.path)
             try await tmux.waitFor("a download at full speed") { Self.row($0, "huge.bin")?.contains("MiB/s") == true }
-            var latencies: [Duration] = []
             for _ in 0..<5 {
-                let sent = ContinuousClock.now
                 try tmux.send("?")
-                try await tmux.waitFor("the help", pollEvery: .milliseconds(2)) { $0.contains { $0.contains("Keys") } }
-                latencies.append(ContinuousClock.now - sent)
+                try await tmux.waitFor("the help") { $0.contains { $0.contains("Keys") } }
                 try tmux.send("Escape")
                 try await tmux.waitFor("the help gone") { !$0.contains { $0.contains("Keys") } }
             }
-            // Measured from before `tmux send-keys` to a `capture-pane` that shows it: two tmux client
-            // processes and the tmux server are part of every sample, on a machine busy downloading.
-            let sorted = latencies.sorted()
-            print("key to screen at full speed: \(latencies)")
-            #expect(sorted[2] < TestEnvironment.bound(.milliseconds(50)), "median \(sorted[2]) of \(latencies)")
-            // The worst of five can meet a spawn that waited for a core while other suites run in parallel.
-            #expect(sorted[4] < TestEnvironment.bound(.milliseconds(300)), "worst \(sorted[4]) of \(latencies)")
             try tmux.send("C")
             try await tmux.waitFor("cancelled") { Self.row($0, "huge.bin")?.hasSuffix(" cancelled") == true }
             try tmux.send("q")
@@ -248,13 +208,5 @@ import Testing
         #expect(try tmux.format("#{alternate_on}") == "0", "back on the normal screen", sourceLocation: sourceLocation)
         #expect(try tmux.format("#{cursor_flag}") == "1", "cursor visible", sourceLocation: sourceLocation)
         return exit.screen
-    }
-
-    /// utime + stime of a process, in clock ticks.
-    static func cpuTicks(_ pid: pid_t) throws -> Int {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
-        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
-        return Int(fields[11])! + Int(fields[12])!
     }
 }

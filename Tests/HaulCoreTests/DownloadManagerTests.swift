@@ -46,20 +46,19 @@ import Testing
     @Test func cancelAllCancelsEveryStoredTaskAndTheQueue() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 1 << 20) { server in
-            let manager = DownloadManager(concurrency: 2)
+            // On a clock that never moves: nothing on the way out may wait for time (a retry's delay, a
+            // checkpoint's turn), or the tasks would never end.
+            let manager = DownloadManager(downloader: Downloader(clock: ManualClock()), concurrency: 2)
             for _ in 0..<3 { await manager.add(job(server, "medium.bin", in: dir)) }
             _ = try await watch(manager) { seen in
                 seen.filter { if case .state(_, .downloading) = $0 { true } else { false } }.count == 2
             }
             #expect(await manager.runningCount == 2)
-            let clock = ContinuousClock()
-            let pressed = clock.now
             await manager.cancelAll()
             // Every row says so at once: each stored task has been cancelled, and with it its transfer.
             #expect(await manager.states.map(\.state) == [.cancelled, .cancelled, .cancelled])
             // The tasks end once they have recorded what they have (fsync + state file).
             await manager.waitUntilIdle()
-            #expect(clock.now - pressed < TestEnvironment.bound(.seconds(1)))
             #expect(await manager.runningCount == 0)
             #expect(await manager.states.map(\.state) == [.cancelled, .cancelled, .cancelled])
             // The two that had started keep .part and its state for a later resume; the queued one never began.
@@ -156,7 +155,8 @@ import Testing
             let began = clock.now
             await manager.waitUntilIdle()
             // 40 MiB at 8 MiB/s overall takes about 5 s (curl lets a first burst through); 8 MiB/s for each
-            // would take 2.5 s.
+            // would take 2.5 s. On the wall clock: libcurl enforces the cap against its own real time, which
+            // no injected clock reaches. A lower bound, so a loaded machine cannot make it fail.
             #expect(clock.now - began >= .milliseconds(3500))
             #expect(await manager.states.map(\.state) == [.done, .done])
         }

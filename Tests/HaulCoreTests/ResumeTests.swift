@@ -38,12 +38,31 @@ import Testing
             faults.unavailableCount = 2
             faults.retryAfterSeconds = 1
             server.setFaults(faults)
-            let clock = ContinuousClock()
-            let began = clock.now
-            let (result, facts) = await runQuickly(DownloadJob.sample(server, "small.bin", dir))
-            #expect(throws: Never.self) { try result.get() }
-            #expect(clock.now - began >= .seconds(2), "Retry-After: 1 was honoured twice")
-            #expect(facts.compactMap(\.retry).map { $0.reason.httpStatus } == [503, 503] && facts.count == 2)
+            let clock = ManualClock()
+            let downloader = Downloader(clock: clock)
+            let job = DownloadJob.sample(server, "small.bin", dir)
+            let (facts, told) = AsyncStream.makeStream(of: DownloadFact.self)
+            let download = Task {
+                try await downloader.download(job) { event in
+                    if case .fact(let fact) = event { told.yield(fact) }
+                }
+            }
+            var seen = facts.makeAsyncIterator()
+            for attempt in 1...2 {
+                let fact = await seen.next()
+                #expect(fact?.retry?.attempt == attempt && fact?.retry?.reason.httpStatus == 503, "\(String(describing: fact))")
+                guard case .retrying(_, _, let delay, _, _)? = fact else { break }
+                #expect(delay == 1, "Retry-After: 1")
+                // The retry waits on the downloader's clock: nothing is sent until a second has passed on it.
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(999))
+                #expect(clock.sleeperCount == 1 && server.stats.requests == attempt)
+                clock.advance(by: .milliseconds(1))
+            }
+            _ = try await download.value
+            told.finish()
+            let more = await seen.next()
+            #expect(more == nil, "no other fact")
             #expect(server.stats.requests == 3)
         }
     }
@@ -170,16 +189,22 @@ import Testing
         }
     }
 
-    @Test func aStallTripsTheTimeoutAndIsRetried() async throws {
+    /// The stall timeout runs on the downloader's clock: a second of silence on it ends the transfer.
+    @Test func aStallTripsTheTimeout() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
             var faults = SampleServerFaults()
             faults.stallSeconds = 30
-            faults.stallAfterBytes = 100_000
+            // One progress batch of small.bin (64 KiB): when it is told, every byte before the stall has come.
+            faults.stallAfterBytes = 64 << 10
             server.setFaults(faults)
             var stalling = DownloadJob.sample(server, "small.bin", dir, retries: 0)
             stalling.transfer.stallTimeout = 1
-            let (result, _) = await runQuickly(stalling)
+            let clock = ManualClock()
+            let (result, _) = await Downloader(clock: clock).runCollectingFacts(stalling) { progress in
+                #expect(progress.completed == 64 << 10)
+                clock.advance(by: .seconds(2))
+            }
             let error = try #require(result.failure)
             #expect(error.category == .network)
             #expect(error.message == "no data received for 1 s (stalled)")
@@ -188,23 +213,26 @@ import Testing
 
     @Test func checkpointsRecordOnlySyncedProgressWhileRunning() async throws {
         let dir = TempDirectory()
-        try await withSampleServer(rate: 4 << 20) { (server) async throws in
-            var fast = Downloader.quickRetries
-            fast.firstCheckpoint = .milliseconds(200)
-            fast.checkpointInterval = .milliseconds(200)
+        try await withSampleServer { (server) async throws in
+            // Each batch moves the clock one checkpoint interval on (less than the accumulator's 100 ms
+            // window, so batches keep their size): every batch checkpoints.
+            let clock = ManualClock()
+            var eager = Downloader(clock: clock)
+            eager.firstCheckpoint = .milliseconds(50)
+            eager.checkpointInterval = .milliseconds(50)
             let job = DownloadJob.sample(server, "medium.bin", dir)
-            let seen = NIOLockedValueBox<[ResumeState]>([])
-            let task = Task {
-                try await fast.download(job) { event in
-                    if case .progress = event,
-                        case .found(let state) = ResumeState.load(from: dir.file("medium.bin.part.json")) {
-                        seen.withLockedValue { $0.append(state) }
-                    }
+            var batches = 0
+            var states: [ResumeState] = []
+            _ = try await eager.download(job) { event in
+                guard case .progress = event else { return }
+                batches += 1
+                if case .found(let state) = ResumeState.load(from: dir.file("medium.bin.part.json")) {
+                    states.append(state)
                 }
+                clock.advance(by: .milliseconds(50))
             }
-            _ = try await task.value
-            let states = seen.withLockedValue { $0 }
-            #expect(states.count > 3)
+            // Every batch but the first finds the checkpoint of the one before.
+            #expect(batches > 3 && states.count == batches - 1, "\(batches) batches, \(states.count) states")
             // Each checkpoint covers a prefix that only grows.
             let prefixes = states.map(\.contiguousPrefix)
             #expect(prefixes == prefixes.sorted())

@@ -123,36 +123,54 @@ import Testing
     }
 
     /// A connection faster than `fastConnection` is not what limits the download: the others wait, and
-    /// never start while it keeps up (the probe, then one request for the rest).
+    /// never start while it keeps up (the probe, then one request for the rest). On a manual clock: the probe
+    /// takes no time on it, and the one window that passes holds megabytes.
     @Test func aConnectionFastEnoughIsNotSplit() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
-            var downloader = Downloader.quickRetries
-            // Far below what the unthrottled server manages, over windows long enough that a busy test
-            // machine's hiccups do not count as slowing down.
+            let clock = ManualClock()
+            var downloader = Downloader(clock: clock)
             downloader.fastConnection = 64 << 10
-            downloader.splitWindow = TestEnvironment.bound(.seconds(1))
-            let (result, facts) = await downloader.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            downloader.splitWindow = .seconds(1)
+            var judged = false
+            let (result, facts) = await downloader.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            ) { progress in
+                // At least 2 MiB since the probe, in the window of a second that passes now.
+                guard !judged, progress.completed >= 3 << 20 else { return }
+                judged = true
+                clock.advance(by: .seconds(1))
+            }
             #expect(throws: Never.self) { try result.get() }
-            #expect(facts.contains { if case .splitDeferred = $0 { true } else { false } }, "\(facts)")
+            #expect(judged)
+            #expect(facts == [.splitDeferred(bytesPerSecond: .infinity)], "\(facts)")
             #expect(server.stats.requests == 2)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
 
-    /// ...and when it slows down (here a one-second stall), the others join and take halves of what is left.
+    /// ...and when it slows down (here a window of a second on the manual clock that brings at most the
+    /// rest of the file, far below `fastConnection`), the others join and take halves of what is left.
     @Test func theOthersJoinWhenTheConnectionSlowsDown() async throws {
         let dir = TempDirectory()
-        try await withSampleServer { (server) async throws in
-            var faults = SampleServerFaults()
-            faults.stallSeconds = 1
-            faults.stallAfterBytes = 3 << 20  // in the second request, after the 1 MiB probe
-            server.setFaults(faults)
-            var downloader = Downloader.quickRetries
-            downloader.fastConnection = 64 << 10  // the probe is faster, even under a sanitizer
-            let (result, facts) = await downloader.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+        // Throttled so that the one connection is still at it when the others are let in.
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let clock = ManualClock()
+            var downloader = Downloader(clock: clock)
+            downloader.fastConnection = 64 << 20
+            downloader.splitWindow = .seconds(1)
+            var slowed = false
+            let (result, facts) = await downloader.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            ) { progress in
+                guard !slowed, progress.completed >= 2 << 20 else { return }
+                slowed = true
+                clock.advance(by: .seconds(1))
+            }
             #expect(throws: Never.self) { try result.get() }
-            #expect(facts.contains { if case .split(_, 4) = $0 { true } else { false } }, "\(facts)")
+            #expect(facts.count == 2 && facts.first == .splitDeferred(bytesPerSecond: .infinity), "\(facts)")
+            #expect(facts.contains { if case .split(let rate, 4) = $0 { rate < Double(20 << 20) } else { false } },
+                    "\(facts)")
             #expect(server.stats.requests > 2)
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }

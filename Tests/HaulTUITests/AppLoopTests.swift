@@ -6,7 +6,8 @@ import TestSupport
 @testable import HaulTUI
 
 /// The loop with everything real but the terminal (a `FakeScreen`) and the clock (a `ManualClock`):
-/// the in-process sample server, the curl driver, a `DownloadManager`.
+/// the in-process sample server, the curl driver, a `DownloadManager`. Frames are not capped here (the
+/// manual clock stands still); `framesArePacedOnTheLoopsClock` covers the cap.
 @Suite struct AppLoopTests {
     /// Slow enough that nothing finishes while a test looks at it.
     static let slowRate = 256 << 10
@@ -25,7 +26,7 @@ import TestSupport
         let manager = DownloadManager(concurrency: 4)
         let directory = TempDirectory()
         let path = directory.path
-        let loop = AppLoop(manager: manager, screen: screen, clock: clock) { url, segments in
+        let loop = AppLoop(manager: manager, screen: screen, clock: clock, frameInterval: .zero) { url, segments in
             var job = DownloadJob(url: url, outputDirectory: path)
             job.segments = segments
             return job
@@ -130,12 +131,79 @@ import TestSupport
     }
 
     @Test func framesAreCappedNearThirtyASecond() {
-        var pacer = FramePacer(interval: .seconds(1) / 30)
-        let start = ContinuousClock.now
+        var pacer = FramePacer<ManualClock.Instant>(interval: .seconds(1) / 30)
+        let start = ManualClock().now
         #expect(pacer.canDraw(at: start))
+        #expect(pacer.nextFrame(after: start) == start)
         pacer.drew(at: start)
-        #expect(!pacer.canDraw(at: start + .milliseconds(10)))
-        #expect(pacer.nextFrame == start + .seconds(1) / 30)
-        #expect(pacer.canDraw(at: start + .milliseconds(34)))
+        #expect(!pacer.canDraw(at: start.advanced(by: .milliseconds(10))))
+        #expect(pacer.nextFrame(after: start.advanced(by: .milliseconds(10))) == start.advanced(by: .seconds(1) / 30))
+        #expect(pacer.canDraw(at: start.advanced(by: .milliseconds(34))))
+    }
+
+    /// A server whose two answers (the list, then the status line) come when the test releases them.
+    private struct GatedFiles {
+        let client: FilesClient
+        let list: AsyncStream<[UInt8]>.Continuation
+        let status: AsyncStream<[UInt8]>.Continuation
+
+        init() {
+            let (lists, list) = AsyncStream.makeStream(of: [UInt8].self)
+            let (statuses, status) = AsyncStream.makeStream(of: [UInt8].self)
+            client = FilesClient { url in
+                for await body in url.hasSuffix("/status") ? statuses : lists { return body }
+                throw FilesError(message: "no answer")
+            }
+            self.list = list
+            self.status = status
+        }
+    }
+
+    /// On the loop's clock: an event drawn at once when the last frame is old enough, else one delayed frame
+    /// when it is due; a key at once, whatever is pending; and with nothing happening, nothing waits.
+    @Test func framesArePacedOnTheLoopsClock() async throws {
+        let screen = FakeScreen()
+        let clock = ManualClock()
+        let files = GatedFiles()
+        let interval = Duration.seconds(1) / 30
+        let loop = AppLoop(manager: DownloadManager(concurrency: 1), screen: screen, clock: clock, files: files.client,
+                           frameInterval: interval) { url, _ in DownloadJob(url: url, outputDirectory: "/nowhere") }
+        var state = AppState(size: Size(columns: 1, rows: 1))
+        state.files.server = "http://files.test"
+        state.view = .files
+        let exit = Task { try await loop.run(state, urls: []) }
+
+        // The first frame at once; "loading" changes the state in the same instant, so its frame waits.
+        await clock.waitForSleepers(1)
+        #expect(screen.frameCount == 1)
+        #expect(!screen.lines.contains { $0.contains("Loading the file list") })
+        clock.advance(by: interval - .milliseconds(1))
+        #expect(clock.sleeperCount == 1 && screen.frameCount == 1, "not before it is due")
+        clock.advance(by: .milliseconds(1))
+        try await waitFor(screen, "the delayed frame") { $0.contains { $0.contains("Loading the file list") } }
+        #expect(screen.frameCount == 2)
+
+        // The list arrives in the instant of that frame: drawn one interval later.
+        files.list.yield(Array(#"[{"name":"a.bin","size":1,"date":"d"},{"name":"b.bin","size":2,"date":"d"}]"#.utf8))
+        await clock.waitForSleepers(1)
+        #expect(screen.frameCount == 2 && !screen.lines.contains { $0.contains("a.bin") })
+        clock.advance(by: interval)
+        try await waitFor(screen, "the list") { $0.contains { $0.contains("b.bin") } }
+        #expect(screen.frameCount == 3)
+
+        // The status line waits for its frame, but a key does not: drawn at once with both, and the
+        // delayed frame is dropped.
+        files.status.yield(Array("SuperStorage test server".utf8))
+        await clock.waitForSleepers(1)
+        screen.type(.character("?"))
+        try await waitFor(screen, "the key's frame") { lines in
+            lines.contains { $0.contains("SuperStorage test server") } && lines.contains { $0.contains("Keys") }
+        }
+        #expect(screen.frameCount == 4)
+        #expect(clock.sleeperCount == 0, "idle: nothing waits on the clock")
+
+        screen.type(.character("q"), .character("q"))  // closes the help, then quits
+        #expect(try await exit.value == 0)
+        #expect(clock.sleeperCount == 0)
     }
 }

@@ -114,6 +114,8 @@ struct FaultTests {
             faults.stallAfterBytes = 500
             server.setFaults(faults)
             let stalled = try await RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"))
+            // On the wall clock: the server's stall is a real pause (it serves real clients); a lower bound,
+            // which load cannot break.
             #expect(stalled.elapsed >= .milliseconds(300))
             #expect(stalled.body == file("tiny.bin").bytes(offset: 0, count: 1_000), "then continues")
         }
@@ -125,6 +127,8 @@ struct FaultTests {
             let response = try await RawHTTPClient.fetch(
                 from: server, downloadTarget("small.bin"), headers: ["Range": "bytes=0-262143"])
             #expect(response.body.count == 256 * 1_024)
+            // On the wall clock: the throttle paces real sockets. The lower bounds are what is tested; the
+            // upper ones only tell a throttled answer from an unthrottled one, with room for a loaded machine.
             #expect(response.elapsed >= .milliseconds(400))
             // Generous: the whole suite runs in parallel on two cores, and only throttling is checked here.
             #expect(response.elapsed < TestEnvironment.bound(.seconds(10)))

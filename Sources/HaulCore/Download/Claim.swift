@@ -16,8 +16,6 @@ struct Claim {
     var state: ResumeState?
     /// The `Content-Type` of the last answer (a JPEG's decides whether a cancel leaves a preview).
     var contentType: String?
-    /// The path and size last announced with a `.started` event.
-    var announced: (path: String, total: Int64?)?
     /// A state file exists (found at the start, or written by a checkpoint): only then is there one to remove.
     private(set) var stateOnDisk = false
 

@@ -19,9 +19,6 @@ final class SegmentPlan: Sendable {
     private struct State {
         var unassigned: [ByteRange]
         var active: [Int: Active] = [:]
-        var nextWorker = 0
-        var failure: HaulError?
-        var workersLeft = 0
     }
 
     private let state: NIOLockedValueBox<State>
@@ -78,15 +75,6 @@ final class SegmentPlan: Sendable {
     func end(of worker: Int) -> Int64? {
         state.withLockedValue { $0.active[worker]?.end }
     }
-
-    /// The first failure of any worker; the others stop.
-    func fail(_ error: HaulError) {
-        state.withLockedValue { state in
-            if state.failure == nil { state.failure = error }
-        }
-    }
-
-    var failure: HaulError? { state.withLockedValue { $0.failure } }
 }
 
 /// A transfer's byte batches cut off where a segment plan says the worker must stop.

@@ -46,9 +46,6 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
         default: nil
         }
     }
-
-    /// Whether a retry may succeed where this attempt failed.
-    public var isTransient: Bool { self == .network }
 }
 
 /// The one error type of the engine: a category for the exit code and a one-line message for people.

@@ -69,7 +69,14 @@ public final class CurlDriver: Sendable {
 
     /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
     public func start(_ request: HTTPRequest) -> Transfer {
-        let core = TransferCore(request: request, driver: self, highWatermark: highWatermark)
+        start(request, clock: ContinuousClock())
+    }
+
+    /// Starts a transfer whose stall timeout is measured on `clock` (a download's, so a test's manual clock
+    /// decides when the transfer has been quiet too long).
+    public func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
+        let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
+                                activityClock: ActivityClock(clock))
         post(.add(core))
         return Transfer(core: core)
     }
@@ -122,7 +129,8 @@ private final class DriverLoop {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectFinished()
-            // Bytes below a batch's threshold wait for a consumer at most a few tens of milliseconds.
+            // Bytes below a batch's threshold wait for a consumer at most a few tens of milliseconds. On the
+            // continuous clock, not a download's: this thread waits in curl_multi_poll, which real time ends.
             let now = ContinuousClock.now
             var pending = false
             for core in transfers.values where core.flushIfDue(now: now) { pending = true }
@@ -139,7 +147,7 @@ private final class DriverLoop {
         case .unpause(let core):
             if let easy = core.easy, transfers[easy] != nil {
                 core.pausedForConsumer = false
-                core.lastActivity = .now
+                core.noteActivity()
                 curl_easy_pause(easy, CURLPAUSE_CONT)
             }
         case .remove(let core):
@@ -179,7 +187,7 @@ private final class DriverLoop {
         haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, TransferOptions.milliseconds(options.connectTimeout))
-        core.lastActivity = .now
+        core.noteActivity()
         haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
         haul_easy_setopt_xferinfo(easy, progressCallback)
         haul_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)

@@ -23,8 +23,10 @@ final class TransferCore: Sendable {
     nonisolated(unsafe) var easy: UnsafeMutableRawPointer?
     nonisolated(unsafe) var headerList: UnsafeMutablePointer<curl_slist>?
     nonisolated(unsafe) var errorBuffer: UnsafeMutablePointer<CChar>?
+    /// The clock the stall check measures quiet time on.
+    let activityClock: ActivityClock
     /// When bytes (head or body) last arrived, or the consumer last let the transfer go on.
-    nonisolated(unsafe) var lastActivity = ContinuousClock.now
+    nonisolated(unsafe) var lastActivity: Duration
     /// Paused because the consumer is behind: not the network's fault, so not a stall.
     nonisolated(unsafe) var pausedForConsumer = false
     /// The stall check aborted the transfer.
@@ -32,9 +34,11 @@ final class TransferCore: Sendable {
     /// The head has been handed over (or failed); saves a lock per chunk on the curl thread.
     nonisolated(unsafe) var headSeen = false
 
-    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int) {
+    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock) {
         self.request = request
         self.driver = driver
+        self.activityClock = activityClock
+        self.lastActivity = activityClock.time(at: .now)
         self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark)))
     }
 
@@ -47,8 +51,13 @@ final class TransferCore: Sendable {
 
     // MARK: curl thread
 
+    /// Something happened that is not a stall: bytes arrived, or the consumer let the transfer go on.
+    func noteActivity(at now: ContinuousClock.Instant = .now) {
+        lastActivity = activityClock.time(at: now)
+    }
+
     func headerLine(_ line: UnsafeRawBufferPointer) {
-        lastActivity = .now
+        noteActivity()
         state.withLockedValue { $0.headBuilder.add(line: line) }
     }
 
@@ -57,18 +66,19 @@ final class TransferCore: Sendable {
     func isStalled() -> Bool {
         let limit = request.options.stallTimeout
         // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
+        let now = activityClock.time(at: .now)
         if pausedForConsumer || !(limit > 0) {
-            lastActivity = .now
+            lastActivity = now
             return false
         }
-        stalled = ContinuousClock.now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
+        stalled = now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
         return stalled
     }
 
     /// Called on the curl thread by the write callback; the return value goes back to curl.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         let now = ContinuousClock.now
-        lastActivity = now
+        noteActivity(at: now)
         deliverHeadIfPending()
         let (action, paused) = state.withLockedValue { state in
             let action = state.machine.receive(bytes, now: now)
@@ -232,6 +242,30 @@ final class TransferCore: Sendable {
             }
             if done { continuation.resume() }
         }
+    }
+}
+
+/// The time a transfer's stall check reads: a duration since the transfer began, on the clock of the download
+/// it serves. On the continuous clock it is the reading the curl thread takes for each chunk anyway, so the
+/// chunk path reads the time once, as before; another clock (a test's manual one) is read besides.
+struct ActivityClock: Sendable {
+    private let origin: ContinuousClock.Instant
+    /// The time on another clock; nil for the continuous one.
+    private let elapsed: (@Sendable () -> Duration)?
+
+    init<C: Clock<Duration>>(_ clock: C) {
+        origin = .now
+        if clock is ContinuousClock {
+            elapsed = nil
+        } else {
+            let start = clock.now
+            elapsed = { start.duration(to: clock.now) }
+        }
+    }
+
+    /// The time when the continuous clock reads `now`.
+    func time(at now: ContinuousClock.Instant) -> Duration {
+        elapsed?() ?? origin.duration(to: now)
     }
 }
 

@@ -5,12 +5,12 @@ import NIOConcurrencyHelpers
 /// The shell around the pure core: one task that takes messages from every source in arrival order
 /// (keys, resizes and signals from the screen's thread, the manager's events, clock ticks, loaded files),
 /// runs `update`, carries out the effects, and hands a new frame to the screen when the state changed,
-/// at most `frameRate` times a second.
+/// at most once per `frameInterval`.
 ///
 /// A key or a resize is drawn at once. Anything else is drawn at once when the last frame is older than
 /// the frame interval, else one delayed frame is scheduled for when it is due: a flood of progress events
 /// costs at most 30 renders a second, and a key never waits for the next slot. With nothing happening,
-/// nothing runs.
+/// nothing runs. Frame pacing, the delayed frame, the elapsed clock and the quit timeout all read `clock`.
 final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// What the loop's stream carries: messages for `update`, and its own bookkeeping.
     enum Input: Sendable {
@@ -26,19 +26,20 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     let clock: C
     let files: FilesClient
     let makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+    /// The least time between two frames (.zero: no cap).
     let frameInterval: Duration
     /// How long quitting waits for paused downloads to save their state.
     let quitTimeout: Duration
 
     init(manager: any DownloadControl, screen: any Screen, clock: C, files: FilesClient = .curl,
-         frameRate: Int = 30, quitTimeout: Duration = .seconds(5),
+         frameInterval: Duration = .seconds(1) / 30, quitTimeout: Duration = .seconds(5),
          makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
         self.manager = manager
         self.screen = screen
         self.clock = clock
         self.files = files
         self.makeJob = makeJob
-        self.frameInterval = .seconds(1) / max(1, frameRate)
+        self.frameInterval = frameInterval
         self.quitTimeout = quitTimeout
     }
 
@@ -67,12 +68,13 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         let ticker = ClockTicker(clock: clock) { sink.yield(.message(.tick)) }
         let manager = self.manager
         let files = self.files
+        let clock = self.clock
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in manager.eventStream() { sink.yield(.message(.manager(event))) }
             }
-            var frames = FramePacer(interval: frameInterval)
+            var frames = FramePacer<C.Instant>(interval: frameInterval)
             var delayedFrame: Task<Void, Never>?
             var waitForIdle: Task<Void, Never>?
             defer {
@@ -82,7 +84,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
 
             func draw() {
                 screen.show(render(state, size: state.size))
-                frames.drew(at: .now)
+                frames.drew(at: clock.now)
                 observe?(state)
             }
 
@@ -126,7 +128,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                     }
                     let timeout = quitTimeout
                     group.addTask {
-                        try? await Task.sleep(for: timeout)
+                        try? await clock.sleep(for: timeout)
                         sink.yield(.readyToQuit)
                     }
                 }
@@ -140,15 +142,17 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                     let before = state
                     for effect in update(&state, message) { await perform(effect) }
                     guard state != before else { continue }
-                    if message.isUserInput || frames.canDraw(at: .now) {
+                    let now = clock.now
+                    if message.isUserInput || frames.canDraw(at: now) {
                         // What the user did shows at once; the cap is for the flow of progress events.
                         delayedFrame?.cancel()
                         delayedFrame = nil
                         draw()
                     } else if delayedFrame == nil {
-                        let due = frames.nextFrame
+                        let due = frames.nextFrame(after: now)
                         delayedFrame = Task {
-                            try? await Task.sleep(until: due, clock: .continuous)
+                            // Cancelled: a frame was drawn meanwhile, and this one is not due any more.
+                            guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
                             sink.yield(.frame)
                         }
                     }
@@ -190,24 +194,25 @@ extension Message {
     }
 }
 
-/// When the next frame may be drawn: at most one per `interval`.
-struct FramePacer {
+/// When the next frame may be drawn: at most one per `interval`, on the loop's clock.
+struct FramePacer<Instant: InstantProtocol> where Instant.Duration == Duration {
     let interval: Duration
-    private(set) var lastFrame: ContinuousClock.Instant?
+    private(set) var lastFrame: Instant?
 
     init(interval: Duration) {
         self.interval = interval
     }
 
-    func canDraw(at now: ContinuousClock.Instant) -> Bool {
-        lastFrame.map { now - $0 >= interval } ?? true
+    func canDraw(at now: Instant) -> Bool {
+        lastFrame.map { $0.duration(to: now) >= interval } ?? true
     }
 
-    var nextFrame: ContinuousClock.Instant {
-        lastFrame.map { $0 + interval } ?? .now
+    /// When the frame after the last one is due (`now` when none was drawn yet).
+    func nextFrame(after now: Instant) -> Instant {
+        lastFrame.map { $0.advanced(by: interval) } ?? now
     }
 
-    mutating func drew(at now: ContinuousClock.Instant) {
+    mutating func drew(at now: Instant) {
         lastFrame = now
     }
 }

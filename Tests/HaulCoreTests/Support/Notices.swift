@@ -10,12 +10,19 @@ extension Downloader {
         return downloader
     }
 
-    /// Runs `job` to its end, returning the outcome and the facts it told on the way.
-    func runCollectingFacts(_ job: DownloadJob) async -> (Result<DownloadResult, HaulError>, [DownloadFact]) {
+    /// Runs `job` to its end, returning the outcome and the facts it told on the way; `onProgress` sees each
+    /// progress event as it is told (a test may move a manual clock there).
+    func runCollectingFacts(_ job: DownloadJob, onProgress: (DownloadProgress) -> Void = { _ in })
+        async -> (Result<DownloadResult, HaulError>, [DownloadFact])
+    {
         var facts: [DownloadFact] = []
         do {
             let result = try await download(job) { event in
-                if case .fact(let fact) = event { facts.append(fact) }
+                switch event {
+                case .fact(let fact): facts.append(fact)
+                case .progress(let progress): onProgress(progress)
+                case .started: break
+                }
             }
             return (.success(result), facts)
         } catch {

@@ -1,0 +1,310 @@
+/// The download protocol as a pure state machine: told what happened (an answer's head arrived, a body
+/// ended, a failure), it says what to do next (ask for a range, start over, take the server's name, split,
+/// retry, finish). No I/O, no clock, no tasks: `Downloader` carries out its actions in one loop, as
+/// async-http-client's `Transaction` does for `Transaction+StateMachine`.
+///
+/// One machine serves one download from its first request to its result, across retries. It keeps what the
+/// protocol has learned (the request in flight, the name announced, the failures so far); the bytes, and the
+/// resume state they build, belong to the executor, which passes that state in where a decision reads it.
+/// An attempt is what `begin` starts: a retry begins again with the job's connections and naming, while the
+/// requests within an attempt (after a refused resume, a move, a probe) keep what the attempt learned.
+struct DownloadStateMachine {
+    /// The Range and If-Range of a request.
+    struct Request: Equatable {
+        /// The first byte and the last (nil: to the end); nil for the whole file.
+        var range: AskedRange?
+        /// The validator that makes the server send the range only if the file is unchanged.
+        var ifRange: String?
+    }
+
+    struct AskedRange: Equatable {
+        var first: Int64
+        var last: Int64?
+    }
+
+    /// Where an answer's body goes, and what to say before and after its first byte.
+    struct Body: Equatable {
+        /// The file offset of the body's first byte, and the one just past its last (nil: where the stream ends).
+        var start: Int64
+        var end: Int64?
+        /// The whole file's size, when known.
+        var total: Int64?
+        /// Said first: a resume was asked for and the whole file came instead.
+        var refused: DownloadFact?
+        /// For a body from byte 0: the resume state to start with. The part's old bytes go.
+        var fresh: ResumeState?
+        /// Whether to announce the file (`.started`): the first body, or a new name or size.
+        var announce = false
+        /// Said once announced: the probe came back whole, so one connection it is.
+        var notice: DownloadFact?
+    }
+
+    /// What the executor does next.
+    indirect enum Action: Equatable {
+        /// Send `request` over a new transfer (the previous one is done with), then report `headArrived`.
+        case request(Request)
+        /// The part cannot be continued: say why, drop the resume state, and send `request` (from byte 0).
+        case restart(why: DownloadFact, Request)
+        /// The server names the file: take that name (a free one by the existing-file policy), then report
+        /// `claimMoved`.
+        case move(to: String)
+        /// Write the answer's body into the part, then report `bodyEnded`.
+        case stream(Body)
+        /// Fetch the rest of a file of `total` bytes over the job's connections, then report `segmentsEnded`
+        /// (or `segmentRefused`).
+        case segmented(total: Int64)
+        /// As `segmented`, but the one connection goes on alone while it keeps up; say why first.
+        case deferredSplit(total: Int64, why: DownloadFact)
+        /// Segments were refused: say why, and go on with `then` over one connection.
+        case oneConnection(why: DownloadFact, then: Action)
+        /// Say `fact` (a retry), wait `after`, then `begin` again.
+        case retry(after: Duration, DownloadFact)
+        /// The part is the whole file: sync, verify and name it; `received` bytes came in this attempt.
+        /// `announce`: a size to announce first (nothing was announced yet).
+        case finish(received: Int64, announce: Int64?)
+        /// The download failed for good.
+        case fail(HaulError)
+        /// The download was cancelled: the part stays for a later resume.
+        case cancelled
+    }
+
+    /// The request in flight, and what an answer to it is checked against.
+    private struct Asked {
+        var request: Request
+        /// The byte the request resumes at (0: from the start).
+        var offset: Int64
+        /// A probe: a small first range of a segmented download.
+        var probing: Bool
+        /// The resume state the request was made from.
+        var resume: ResumeState?
+    }
+
+    /// A body being written.
+    private struct Streaming {
+        var start: Int64
+        var total: Int64?
+        var probing: Bool
+        var ranged: Bool
+    }
+
+    private enum Phase {
+        /// Between attempts, or before the first.
+        case idle
+        case asked(Asked)
+        /// The answer to `asked` names another file; its body waits for the claim to move.
+        case moving(Asked, ResponseHead)
+        case streaming(Streaming)
+        /// The segments are fetching the rest; `rest` bytes were missing after the probe's `probe`.
+        case segmenting(rest: Int64, probe: Int64)
+        case done
+    }
+
+    private let url: String
+    private let connections: Int
+    private let retries: Int
+    private let renamableByJob: Bool
+    private let fastConnection: Int64
+    private let retryPolicy: RetryPolicy
+
+    private var phase = Phase.idle
+    /// The claim's file name, as the executor reported it.
+    private(set) var name: String
+    private var failures = 0
+    /// The name and size last announced with `.started`.
+    private var announced: (name: String, total: Int64?)?
+    /// This attempt: connections wanted (1 after a fallback), whether the server may still name the file,
+    /// and bytes of earlier bodies the result counts (a probe's, when the rest comes over one connection).
+    private var segments: Int
+    private var renamable: Bool
+    private var carried: Int64 = 0
+
+    /// - Parameters:
+    ///   - name: the file name the download claimed first.
+    ///   - fastConnection: bytes per second of a probe above which a split waits (see `Downloader`).
+    init(job: DownloadJob, name: String, fastConnection: Int64, retryPolicy: RetryPolicy) {
+        url = job.url
+        connections = job.segments
+        retries = job.retries
+        renamableByJob = job.outputName == nil
+        self.fastConnection = fastConnection
+        self.retryPolicy = retryPolicy
+        self.name = name
+        segments = connections
+        renamable = renamableByJob
+    }
+
+    private var partName: String { name + ".part" }
+
+    // MARK: facts in
+
+    /// An attempt starts (the first, or a retry after its wait) from the claim's resume state.
+    mutating func begin(resume: ResumeState?) -> Action {
+        segments = connections
+        renamable = renamableByJob
+        carried = 0
+        return requestContinuing(resume)
+    }
+
+    /// The answer's status and headers arrived. Throws when the answer ends the attempt (an error status,
+    /// a body that belongs nowhere).
+    mutating func headArrived(_ head: ResponseHead) throws(HaulError) -> Action {
+        guard case .asked(let asked) = phase else { preconditionFailure("a head arrived with no request out") }
+        if head.status == 416 && asked.offset > 0 {
+            // Nothing left to send: the part is already whole, if the size the server states is what is on disk.
+            let resume = asked.resume
+            if let size = head.unsatisfiedRangeTotal, size == asked.offset, resume?.total.map({ $0 == size }) ?? true,
+                head["ETag"].map({ $0 == resume?.etag }) ?? true
+            {
+                phase = .done
+                return .finish(received: carried, announce: announced == nil ? size : nil)
+            }
+            return .restart(why: .resumeRefused(part: partName, reason: .refusedAt(offset: asked.offset)),
+                            request(from: nil))
+        }
+        try HTTPStatus.check(head)
+        // The server may name the file differently from the URL: move the claim before writing anything.
+        if renamable, let suggested = head["Content-Disposition"].flatMap(FileNaming.filename(fromContentDisposition:)) {
+            let named = FileNaming.sanitize(suggested)
+            if named != name && named != Self.baseOf(name) {
+                phase = .moving(asked, head)
+                return .move(to: named)
+            }
+        }
+        return try place(head, asked: asked, resume: asked.resume)
+    }
+
+    /// The claim moved to `name` (the server's, or the next free one), whose resume state is `resume`. A
+    /// part to resume there is asked for anew; otherwise the answer's body goes into the new part.
+    mutating func claimMoved(to name: String, resume: ResumeState?) throws(HaulError) -> Action {
+        guard case .moving(let asked, let head) = phase else { preconditionFailure("moved without a move") }
+        self.name = name
+        announced = nil  // a new part: nothing said about it yet
+        renamable = false
+        if resume != nil { return requestContinuing(resume) }
+        return try place(head, asked: asked, resume: nil)
+    }
+
+    /// A body ended whole at byte `written` after `elapsed`; `resume` now records it.
+    mutating func bodyEnded(at written: Int64, elapsed: Duration, resume: ResumeState?) -> Action {
+        guard case .streaming(let body) = phase else { preconditionFailure("a body ended that was not streaming") }
+        let received = written - body.start
+        guard body.probing, body.ranged, written < (body.total ?? .max) else {
+            phase = .done
+            return .finish(received: carried + received, announce: nil)
+        }
+        guard let total = body.total else {
+            // A size the server will not tell: go on over one connection from here.
+            segments = 1
+            carried += received
+            return requestContinuing(resume)
+        }
+        let rest = total - (resume?.completed.reduce(0) { $0 + $1.count } ?? 0)
+        phase = .segmenting(rest: rest, probe: received)
+        // More connections help when each is held back (a per-connection limit, a long round trip). One
+        // that brought the probe this fast is not (yet): the others wait until it slows down.
+        let seconds = elapsed.seconds
+        let rate = seconds > 0 ? Double(received) / seconds : .infinity
+        if received >= SegmentPlan.defaultMinimumSplit && rate >= Double(fastConnection) {
+            return .deferredSplit(total: total, why: .splitDeferred(bytesPerSecond: rate))
+        }
+        return .segmented(total: total)
+    }
+
+    /// Every missing byte came over the segments.
+    mutating func segmentsEnded() -> Action {
+        guard case .segmenting(let rest, let probe) = phase else { preconditionFailure("not segmenting") }
+        phase = .done
+        return .finish(received: rest + probe, announce: nil)
+    }
+
+    /// A segment's Range request was answered with `status` (a server that advertises ranges but ignores
+    /// them): the rest comes over one connection, from `resume`.
+    mutating func segmentRefused(status: Int, resume: ResumeState?) -> Action {
+        guard case .segmenting = phase else { preconditionFailure("not segmenting") }
+        segments = 1
+        return .oneConnection(why: .oneConnection(reason: .segmentRefused(status: status)),
+                              then: requestContinuing(resume))
+    }
+
+    /// The attempt failed with `error` (`cancelled`: its task was cancelled); `resume` is what it kept.
+    mutating func failed(_ error: HaulError, cancelled: Bool, resume: ResumeState?) -> Action {
+        phase = .idle
+        if cancelled || error.category == .cancelled { return .cancelled }
+        guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }
+        failures += 1
+        let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
+        return .retry(after: delay, .retrying(attempt: failures, of: retries, delaySeconds: delay.seconds,
+                                              resumeAt: resume?.contiguousPrefix ?? 0, reason: error))
+    }
+
+    // MARK: decisions
+
+    /// The request that continues the part from `resume`, or starts over when it cannot be trusted.
+    private mutating func requestContinuing(_ resume: ResumeState?) -> Action {
+        if let resume, resume.validator == nil, !resume.completed.isEmpty {
+            // Nothing to send in If-Range: a resumed range could splice two versions of the file.
+            return .restart(why: .resumeRefused(part: partName, reason: .noValidators), request(from: nil))
+        }
+        return .request(request(from: resume))
+    }
+
+    /// Asks for the bytes after `resume`'s prefix. Segmented: the first request asks for one small range only,
+    /// so learning the size and whether ranges work costs no bytes thrown away; the segments then ask for
+    /// exact ranges.
+    private mutating func request(from resume: ResumeState?) -> Request {
+        let offset = resume?.contiguousPrefix ?? 0
+        let probing = segments > 1
+        var request = Request()
+        if probing {
+            request.range = AskedRange(first: offset, last: offset + SegmentPlan.defaultMinimumSplit - 1)
+            if offset > 0 { request.ifRange = resume?.validator }
+        } else if offset > 0, let validator = resume?.validator {
+            request.range = AskedRange(first: offset, last: nil)
+            request.ifRange = validator
+        }
+        phase = .asked(Asked(request: request, offset: offset, probing: probing, resume: resume))
+        return request
+    }
+
+    /// Where the body of a 2xx answer goes; throws when it belongs nowhere (`ResponseCheck`).
+    private mutating func place(_ head: ResponseHead, asked: Asked, resume: ResumeState?) throws(HaulError) -> Action {
+        let placement = try ResponseCheck.placement(
+            of: head, asked: asked.request.range.map { ($0.first, $0.last) },
+            knownTotal: asked.offset > 0 ? resume?.total : nil)
+        var body = Body(start: placement.start, end: placement.end, total: placement.total)
+        if asked.offset > 0 && !placement.isRange {
+            body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
+        }
+        if placement.start == 0 {
+            body.fresh = ResumeState(url: url, etag: head["ETag"], lastModified: head["Last-Modified"],
+                                     total: placement.total)
+        }
+        // Once per file: a second request for the same file (the rest after a probe) is not news.
+        if announced?.name != name || announced?.total != placement.total {
+            announced = (name, placement.total)
+            body.announce = true
+        }
+        if asked.probing && !placement.isRange && asked.offset == 0 {
+            body.notice = .oneConnection(reason: .noRanges)
+        }
+        // Whatever this attempt asks for after a body, it asks for this file.
+        renamable = false
+        phase = .streaming(Streaming(start: placement.start, total: placement.total, probing: asked.probing,
+                                     ranged: placement.isRange))
+        return .stream(body)
+    }
+
+    /// Why the server's answer to a resume request means starting over.
+    static func refusal(head: ResponseHead, state: ResumeState?) -> ResumeRefusal {
+        let changed = (state?.etag != nil && head["ETag"] != nil && head["ETag"] != state?.etag)
+            || (state?.etag == nil && state?.lastModified != nil && head["Last-Modified"] != state?.lastModified)
+        return changed ? .validatorsChanged : .rangeIgnored(status: head.status)
+    }
+
+    /// The unsuffixed name a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.
+    static func baseOf(_ name: String) -> String {
+        let (stem, ext) = FileNaming.split(name)
+        guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return name }
+        return String(stem[..<dot]) + ext
+    }
+}

@@ -1,0 +1,28 @@
+/// The loop every fetch runs its bytes through: reports each batch's progress, and checkpoints the claim
+/// (fsync + state file) once `first` has passed, then every `interval`, which bounds what a crash can cost.
+/// One connection feeds it the accumulator's batches; a segmented fetch, its workers' ranges.
+struct ProgressLoop<C: Clock<Duration>> {
+    let clock: C
+    /// From the start of the loop to the first checkpoint.
+    let first: Duration
+    let interval: Duration
+
+    /// Runs `elements` to their end. `step` turns each into the progress to report and the range a
+    /// checkpoint adds to the resume state (nil: `step` keeps the state itself), or into nil for one with no
+    /// bytes to report.
+    func run<S: AsyncSequence>(_ elements: S, claim: inout Claim, events: (DownloadEvent) -> Void,
+                               step: (S.Element, inout Claim) -> (progress: DownloadProgress, adding: ByteRange?)?)
+        async throws
+    {
+        var due = clock.now.advanced(by: first)
+        for try await element in elements {
+            guard let batch = step(element, &claim) else { continue }
+            events(.progress(batch.progress))
+            let now = clock.now
+            if now >= due {
+                try claim.checkpoint(adding: batch.adding)
+                due = now.advanced(by: interval)
+            }
+        }
+    }
+}
