@@ -325,3 +325,36 @@ extension SessionTests {
         #expect(log.contains("stopping (idle)"), "\(log)")
     }
 }
+
+extension SessionTests {
+    @Test func twoServicesNeverShareAStateDirectory() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        #expect(try await Self.haul(["service", "start"], home, in: dir).status == 0)
+        let second = try await Self.haul(["service", "run"], home, in: dir)
+        #expect(second.status == 1)
+        #expect(second.stderr == "haul service: another service already runs on \(home.path)\n")
+        #expect(try await Self.haul(["ls"], home, in: dir).status == 0, "the first one still answers")
+    }
+
+    /// A password is never stored: a download that needs one cannot be continued by a later service, and
+    /// says so instead of fetching without it.
+    @Test func aDownloadWhoseCredentialsWereNotStoredFailsAfterARestartSayingWhy() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { server in
+            let url = server.downloadURL("medium.bin").replacingOccurrences(of: "http://", with: "http://me:s3cret@")
+            #expect(try await Self.haul(["add", "-o", "out", url], home, in: dir).status == 0)
+            try await Self.waitFor("some bytes", home) { ($0[1]?.completed ?? 0) > 0 }
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            kill(pid_t(try #require(object["pid"] as? Int)), SIGKILL)
+            let listed = try await Self.list(home, in: dir)
+            #expect(listed.first?["state"] as? String == "failed")
+            #expect((listed.first?["error"] as? String)?.contains("credentials were not stored") == true, "\(listed)")
+            #expect((listed.first?["url"] as? String)?.contains("me:***@") == true)
+            let database = try Data(contentsOf: URL(fileURLWithPath: home.path + "/haul.sqlite"))
+            #expect(database.range(of: Data("s3cret".utf8)) == nil)
+        }
+    }
+}
