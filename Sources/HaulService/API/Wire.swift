@@ -2,102 +2,102 @@ import Foundation
 import HaulCore
 
 /// The documents of the control API (docs/protocol.md), shared by the service and its clients.
-public enum Wire {
+package enum Wire {
     /// Raised when a change would break what a client of the previous version relies on.
-    public static let protocolVersion = 1
+    package static let protocolVersion = 1
 
     /// `GET /v1/hello`: who answers, so a client knows it speaks to a haul service it understands.
-    public struct Hello: Codable, Sendable, Equatable {
-        public var service = "haul"
-        public var version = HaulVersion.string
-        public var protocolVersion = Wire.protocolVersion
-        public var pid: Int32
+    package struct Hello: Codable, Sendable, Equatable {
+        package var service = "haul"
+        package var version = HaulVersion.string
+        package var protocolVersion = Wire.protocolVersion
+        package var pid: Int32
     }
 
     /// `POST /v1/downloads`.
-    public struct AddRequest: Codable, Sendable {
-        public var jobs: [DownloadJob]
-        public init(jobs: [DownloadJob]) { self.jobs = jobs }
+    package struct AddRequest: Codable, Sendable {
+        package var jobs: [DownloadJob]
+        package init(jobs: [DownloadJob]) { self.jobs = jobs }
     }
 
-    public struct Added: Codable, Sendable, Equatable {
-        public var id: DownloadID
-        public var file: String
+    package struct Added: Codable, Sendable, Equatable {
+        package var id: DownloadID
+        package var file: String
     }
 
-    public struct AddResponse: Codable, Sendable {
-        public var added: [Added]
+    package struct AddResponse: Codable, Sendable {
+        package var added: [Added]
     }
 
     /// The body of `POST /v1/downloads/{pause,resume,cancel,retry,remove}`: some ids, or all.
-    public struct Selection: Codable, Sendable, Equatable {
-        public var ids: [DownloadID]?
-        public var all: Bool?
+    package struct Selection: Codable, Sendable, Equatable {
+        package var ids: [DownloadID]?
+        package var all: Bool?
         /// With pause or cancel: answer once the stopped downloads' tasks have ended (checkpointed, their
         /// `.part` released), not as soon as they are told.
-        public var wait: Bool?
+        package var wait: Bool?
 
-        public init(ids: [DownloadID], wait: Bool? = nil) {
+        package init(ids: [DownloadID], wait: Bool? = nil) {
             self.ids = ids
             self.wait = wait
         }
 
-        public init(all: Bool, wait: Bool? = nil) {
+        package init(all: Bool, wait: Bool? = nil) {
             self.all = all
             self.wait = wait
         }
     }
 
     /// What a command did: the ids it applied to.
-    public struct Applied: Codable, Sendable, Equatable {
-        public var ids: [DownloadID]
+    package struct Applied: Codable, Sendable, Equatable {
+        package var ids: [DownloadID]
 
-        public init(ids: [DownloadID]) { self.ids = ids }
+        package init(ids: [DownloadID]) { self.ids = ids }
     }
 
     /// Every error answer: one line for people, and the ids that were not known when that was the problem.
-    public struct Failure: Codable, Sendable, Equatable, Error {
-        public var error: String
-        public var unknown: [DownloadID]?
+    package struct Failure: Codable, Sendable, Equatable, Error {
+        package var error: String
+        package var unknown: [DownloadID]?
 
-        public init(error: String, unknown: [DownloadID]? = nil) {
+        package init(error: String, unknown: [DownloadID]? = nil) {
             self.error = error
             self.unknown = unknown
         }
     }
 
     /// One download as `haul ls` and `GET /v1/downloads` show it.
-    public struct Download: Codable, Sendable, Equatable {
-        public var id: DownloadID
+    package struct Download: Codable, Sendable, Equatable {
+        package var id: DownloadID
         /// Its password masked.
-        public var url: String
+        package var url: String
         /// Where the file is (or goes, without `.part`); the output directory and the name until the server
         /// has answered.
-        public var file: String
-        public var state: String
-        public var completed: Int64
+        package var file: String
+        package var state: String
+        package var completed: Int64
         /// nil while unknown.
-        public var total: Int64?
+        package var total: Int64?
         /// Bytes per second now; 0 unless downloading.
-        public var speed: Double
+        package var speed: Double
         /// One line, when failed.
-        public var error: String?
-        public var category: String?
+        package var error: String?
+        package var category: String?
         /// ISO 8601.
-        public var added: String
+        package var added: String
         /// Seconds the finished download took.
-        public var seconds: Double?
+        package var seconds: Double?
         /// The last thing that happened to it without stopping it.
-        public var fact: DownloadFact?
+        package var fact: DownloadFact?
         /// The name alone, as the TUI shows it.
-        public var name: String
+        package var name: String
 
         private enum CodingKeys: String, CodingKey {
             case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name
         }
 
         /// Every key, an unknown value as `null` (scripts test `total == null`, not a missing key).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(id, forKey: .id)
             try container.encode(url, forKey: .url)
@@ -116,21 +116,21 @@ public enum Wire {
     }
 
     /// `GET /v1/service/status`, and `haul service status --json`.
-    public struct Status: Codable, Sendable, Equatable {
-        public var running: Bool
-        public var pid: Int32?
-        public var socket: String
-        public var downloads: Int
-        public var active: Int
-        public var attached: Int?
-        public var version: String?
+    package struct Status: Codable, Sendable, Equatable {
+        package var running: Bool
+        package var pid: Int32?
+        package var socket: String
+        package var downloads: Int
+        package var active: Int
+        package var attached: Int?
+        package var version: String?
 
         private enum CodingKeys: String, CodingKey {
             case running, pid, socket, downloads, active, attached, version
         }
 
         /// Every key; `pid` is `null` when no service runs.
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(running, forKey: .running)
             try container.encode(pid, forKey: .pid)
@@ -141,7 +141,7 @@ public enum Wire {
             try container.encode(version, forKey: .version)
         }
 
-        public init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,
+        package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,
                     attached: Int? = nil, version: String? = nil) {
             self.running = running
             self.pid = pid
@@ -155,22 +155,22 @@ public enum Wire {
 
     /// One event of `GET /v1/events`, a server-sent event's `data`: the engine's `ManagerEvent` as a flat
     /// object. `event` says which; the fields that do not belong to it are absent.
-    public struct Event: Codable, Sendable, Equatable {
-        public var event: String
-        public var id: DownloadID
-        public var url: String?
-        public var file: String?
-        public var path: String?
-        public var total: Int64?
-        public var state: String?
-        public var error: HaulError?
-        public var completed: Int64?
-        public var batch: Int64?
-        public var rate: Double?
-        public var fact: DownloadFact?
-        public var bytes: Int64?
-        public var skipped: Bool?
-        public var seconds: Double?
+    package struct Event: Codable, Sendable, Equatable {
+        package var event: String
+        package var id: DownloadID
+        package var url: String?
+        package var file: String?
+        package var path: String?
+        package var total: Int64?
+        package var state: String?
+        package var error: HaulError?
+        package var completed: Int64?
+        package var batch: Int64?
+        package var rate: Double?
+        package var fact: DownloadFact?
+        package var bytes: Int64?
+        package var skipped: Bool?
+        package var seconds: Double?
 
         init(_ event: String, _ id: DownloadID) {
             self.event = event
@@ -178,7 +178,7 @@ public enum Wire {
         }
 
         /// The wire form of a manager event.
-        public init(_ managerEvent: ManagerEvent) {
+        package init(_ managerEvent: ManagerEvent) {
             switch managerEvent {
             case .added(let id, let url, let file):
                 self.init("added", id)
@@ -215,7 +215,7 @@ public enum Wire {
         }
 
         /// The manager event it stands for; nil for one this version does not know (a newer service's).
-        public var managerEvent: ManagerEvent? {
+        package var managerEvent: ManagerEvent? {
             switch event {
             case "added": return .added(id: id, url: url ?? "", file: file ?? "")
             case "state": return state.flatMap { DownloadState(name: $0, error: error) }.map { .state(id: id, $0) }
@@ -240,12 +240,12 @@ public enum Wire {
     }
 
     /// One JSON document, compact.
-    public static func encode<T: Encodable>(_ value: T) -> Data {
+    package static func encode<T: Encodable>(_ value: T) -> Data {
         // Encoding these plain documents cannot fail (no non-finite number is ever put in one).
         (try? encoder().encode(value)) ?? Data("null".utf8)
     }
 
-    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try JSONDecoder().decode(type, from: data)
     }
 }

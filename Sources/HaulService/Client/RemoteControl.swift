@@ -3,14 +3,14 @@ import HaulCore
 /// The service's downloads, driven through its socket: what the TUI holds when it is attached. Commands go
 /// as requests; events come from the service's stream, the snapshot first. A command that fails (the
 /// service went away) is reported on the event stream's end, not per key.
-public struct RemoteControl: DownloadControl {
+package struct RemoteControl: DownloadControl {
     let client: ServiceClient
 
-    public init(client: ServiceClient) {
+    package init(client: ServiceClient) {
         self.client = client
     }
 
-    public func eventStream() -> AsyncStream<ManagerEvent> {
+    package func eventStream() -> AsyncStream<ManagerEvent> {
         let events = client.events()
         return AsyncStream { continuation in
             let reader = Task {
@@ -23,27 +23,27 @@ public struct RemoteControl: DownloadControl {
         }
     }
 
-    public func submit(_ job: DownloadJob) async {
+    package func submit(_ job: DownloadJob) async {
         _ = try? await client.add([job])
     }
 
-    public func cancel(_ id: DownloadID) async { await send("cancel", Wire.Selection(ids: [id])) }
-    public func cancelAll() async { await send("cancel", Wire.Selection(all: true)) }
-    public func pause(_ id: DownloadID) async { await send("pause", Wire.Selection(ids: [id])) }
-    public func resume(_ id: DownloadID) async { await send("resume", Wire.Selection(ids: [id])) }
+    package func cancel(_ id: DownloadID) async { await send("cancel", Wire.Selection(ids: [id])) }
+    package func cancelAll() async { await send("cancel", Wire.Selection(all: true)) }
+    package func pause(_ id: DownloadID) async { await send("pause", Wire.Selection(ids: [id])) }
+    package func resume(_ id: DownloadID) async { await send("resume", Wire.Selection(ids: [id])) }
     /// Returns once every paused download has checkpointed and let go of its `.part` (quitting with `p`).
-    public func pauseAll() async { await send("pause", Wire.Selection(all: true, wait: true)) }
-    public func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
-    public func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
-    public func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
+    package func pauseAll() async { await send("pause", Wire.Selection(all: true, wait: true)) }
+    package func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
+    package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
+    package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
 
     /// The downloads are the service's: nothing of this process to wait for.
-    public func waitUntilIdle() async {}
+    package func waitUntilIdle() async {}
 
     /// Detaching is a success, whatever the downloads did.
-    public var exitCode: Int32 { 0 }
+    package var exitCode: Int32 { 0 }
 
-    public var outlivesFrontEnd: Bool { true }
+    package var outlivesFrontEnd: Bool { true }
 
     private func send(_ verb: String, _ selection: Wire.Selection) async {
         _ = try? await client.perform(verb, selection)

@@ -4,18 +4,18 @@ import HaulCore
 /// A client of the service: the CLI's commands and the attached TUI. It speaks the control API over the
 /// Unix socket through the project's own transport (libcurl, `CURLOPT_UNIX_SOCKET_PATH`), and starts the
 /// service when none answers.
-public struct ServiceClient: Sendable {
-    public let directory: StateDirectory
+package struct ServiceClient: Sendable {
+    package let directory: StateDirectory
     private let driver: CurlDriver
 
-    public init(directory: StateDirectory, driver: CurlDriver = .shared) {
+    package init(directory: StateDirectory, driver: CurlDriver = .shared) {
         self.directory = directory
         self.driver = driver
     }
 
     /// A client of a service that answers: the one running, or one started now (`start` with these
     /// arguments after `haul service run`).
-    public static func connect(_ directory: StateDirectory, starting arguments: [String]? = [])
+    package static func connect(_ directory: StateDirectory, starting arguments: [String]? = [])
         async throws(HaulError) -> ServiceClient
     {
         let client = ServiceClient(directory: directory)
@@ -48,7 +48,7 @@ public struct ServiceClient: Sendable {
 
     // MARK: commands
 
-    public func hello() async throws(HaulError) -> Wire.Hello {
+    package func hello() async throws(HaulError) -> Wire.Hello {
         let hello: Wire.Hello = try await call(.get, "/v1/hello")
         guard hello.service == "haul" else { throw HaulError(.other, "\(directory.socket) is not a haul service") }
         guard hello.protocolVersion == Wire.protocolVersion else {
@@ -58,18 +58,18 @@ public struct ServiceClient: Sendable {
         return hello
     }
 
-    public func add(_ jobs: [DownloadJob]) async throws(HaulError) -> [Wire.Added] {
+    package func add(_ jobs: [DownloadJob]) async throws(HaulError) -> [Wire.Added] {
         let response: Wire.AddResponse = try await call(.post, "/v1/downloads", body: Wire.AddRequest(jobs: jobs))
         return response.added
     }
 
-    public func list() async throws(HaulError) -> [Wire.Download] {
+    package func list() async throws(HaulError) -> [Wire.Download] {
         try await call(.get, "/v1/downloads")
     }
 
     /// Unknown ids and refusals come back as `.failure` (exit 2 for the CLI); a service that cannot be
     /// reached throws.
-    public func perform(_ verb: String, _ selection: Wire.Selection) async throws(HaulError)
+    package func perform(_ verb: String, _ selection: Wire.Selection) async throws(HaulError)
         -> Result<[DownloadID], Wire.Failure>
     {
         let (status, body) = try await exchange(.post, "/v1/downloads/\(verb)", body: Wire.encode(selection))
@@ -77,19 +77,19 @@ public struct ServiceClient: Sendable {
         return .failure(try decode(Wire.Failure.self, body))
     }
 
-    public func status() async throws(HaulError) -> Wire.Status {
+    package func status() async throws(HaulError) -> Wire.Status {
         try await call(.get, "/v1/service/status")
     }
 
     /// Asks the service to stop, and returns once it has (its downloads paused and checkpointed).
-    public func stop() async throws(HaulError) {
+    package func stop() async throws(HaulError) {
         let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))
         try await ServiceLauncher.waitUntilStopped(directory)
     }
 
     /// The events: first what the service holds (a snapshot), then each event as it happens. Ends when
     /// the service goes.
-    public func events() -> AsyncThrowingStream<ManagerEvent, any Error> {
+    package func events() -> AsyncThrowingStream<ManagerEvent, any Error> {
         var request = request(.get, "/v1/events")
         // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
         request.options.stallTimeout = 0

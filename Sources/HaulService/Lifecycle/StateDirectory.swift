@@ -6,20 +6,20 @@ import HaulCore
 ///
 /// `$HAUL_HOME` if set, else `$XDG_STATE_HOME/haul`, else `~/.local/state/haul`. The directory is the
 /// first line of defence: mode 0700, owned by the user, so no other user reaches the socket or the files.
-public struct StateDirectory: Sendable, Equatable {
-    public let path: String
+package struct StateDirectory: Sendable, Equatable {
+    package let path: String
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
     }
 
-    public var database: String { path + "/haul.sqlite" }
-    public var socket: String { path + "/haul.sock" }
-    public var log: String { path + "/service.log" }
-    public var lock: String { path + "/service.lock" }
+    package var database: String { path + "/haul.sqlite" }
+    package var socket: String { path + "/haul.sock" }
+    package var log: String { path + "/service.log" }
+    package var lock: String { path + "/service.lock" }
 
     /// The state directory the environment names.
-    public static func resolve(_ environment: [String: String]) -> StateDirectory {
+    package static func resolve(_ environment: [String: String]) -> StateDirectory {
         if let home = environment["HAUL_HOME"], !home.isEmpty { return StateDirectory(path: home) }
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return StateDirectory(path: state + "/haul") }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/"
@@ -31,7 +31,7 @@ public struct StateDirectory: Sendable, Equatable {
 
     /// Creates the directory (and its parents) with mode 0700, or checks the one that is there: a
     /// directory, not a link, owned by this user; its mode is set to 0700.
-    public func prepare() throws(HaulError) {
+    package func prepare() throws(HaulError) {
         guard socket.utf8.count <= Self.longestSocketPath else {
             throw HaulError(.usage, "the state directory \(path) is too long for a Unix socket path "
                             + "(\(Self.longestSocketPath - "/haul.sock".utf8.count) bytes at most); set HAUL_HOME to a shorter one")

@@ -6,23 +6,23 @@ import ServiceLifecycle
 
 /// `haul service run`: takes the state directory's lock, opens the store, continues what was queued or
 /// running, serves the control socket, and ends when asked to stop or idle for long enough.
-public enum ServiceRunner {
-    public struct Options: Sendable {
-        public var directory: StateDirectory
-        public var concurrency = 4
-        public var idleExit: Duration = .seconds(60)
+package enum ServiceRunner {
+    package struct Options: Sendable {
+        package var directory: StateDirectory
+        package var concurrency = 4
+        package var idleExit: Duration = .seconds(60)
         /// A descriptor to write one byte to (then close) once the socket accepts connections: how the
         /// client that started the service knows it may connect.
-        public var readyDescriptor: Int32?
+        package var readyDescriptor: Int32?
 
-        public init(directory: StateDirectory) {
+        package init(directory: StateDirectory) {
             self.directory = directory
         }
     }
 
     /// Runs the service to its end; returns the exit code (0, or 1 with the reason on stderr).
     /// `stops` yields when a signal asks the service to stop.
-    public static func run(_ options: Options, stops: AsyncStream<Void>) async -> Int32 {
+    package static func run(_ options: Options, stops: AsyncStream<Void>) async -> Int32 {
         do {
             try await serve(options, stops: stops)
             return 0
