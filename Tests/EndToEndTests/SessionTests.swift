@@ -111,7 +111,8 @@ import TestSupport
             let listed = try await Self.list(home, in: dir)
             #expect(listed.map { $0["id"] as? Int } == [1, 2, 3])
             #expect(listed[0]["state"] as? String == "done")
-            #expect(listed[2]["state"] as? String != "done")
+            #expect((listed[2]["url"] as? String)?.hasSuffix("small.bin") == true, "the queued one is still there")
+            #expect(listed[1]["state"] as? String != "failed" && listed[2]["state"] as? String != "failed")
             try await Self.waitFor("all done after the restart", home) { seen in
                 (1...3).allSatisfy { seen[$0]?.state == .done }
             }
