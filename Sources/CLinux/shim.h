@@ -7,7 +7,6 @@
 #endif
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 
 /* open(2)'s O_DIRECT, whose value differs between architectures. */
@@ -26,13 +25,19 @@ static inline int haul_rename_noreplace(int olddirfd, const char *oldpath, int n
 /* pipe2(2) with O_CLOEXEC on both ends. */
 static inline int haul_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
+/* posix_spawn's extensions, declared here rather than by including <spawn.h>: with _GNU_SOURCE, which
+   glibc wants for them, <spawn.h> brings a definition of fd_set that differs from Swift's Glibc module's,
+   and the two modules cannot be used together. `actions` is a posix_spawn_file_actions_t. */
+extern int posix_spawn_file_actions_addclosefrom_np(void *actions, int low);
+
 /* posix_spawn closes every descriptor from `low` up in the child (glibc 2.34): a detached service must not
    hold its starter's pipes open (a reader of `haul add | ...` would never see the end). */
-static inline int haul_spawn_close_from(posix_spawn_file_actions_t *actions, int low) {
+static inline int haul_spawn_close_from(void *actions, int low) {
     return posix_spawn_file_actions_addclosefrom_np(actions, low);
 }
 
-/* posix_spawn's flag that starts the child in a session of its own (setsid), detached from the terminal. */
-static inline short haul_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
+/* POSIX_SPAWN_SETSID (glibc's value, under _GNU_SOURCE in <spawn.h>): the child starts a session of its
+   own (setsid), detached from the terminal. */
+static inline short haul_posix_spawn_setsid(void) { return 0x80; }
 
 #endif
