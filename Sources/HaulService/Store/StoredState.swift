@@ -3,17 +3,8 @@ import HaulCore
 /// How a `DownloadState` is spelled in the `state` column (the words of `haul ls --json`); a failure's
 /// category and message go to `errorCategory` and `errorMessage` beside it.
 extension DownloadState {
-    var storedName: String {
-        switch self {
-        case .queued: "queued"
-        case .connecting: "connecting"
-        case .downloading: "downloading"
-        case .paused: "paused"
-        case .done: "done"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
-    }
+    /// The `state` column is `name`: the words of `haul ls --json`.
+    var storedName: String { name }
 
     /// The states a service re-enqueues when it starts: the ones a stopped service left mid-way.
     static let unfinishedNames = ["queued", "connecting", "downloading"]
@@ -21,18 +12,8 @@ extension DownloadState {
     /// The state a row holds. Only category and message of a failure are stored (not its HTTP status or
     /// Retry-After); an unknown category reads as `.other`. Nil for a name this build does not know.
     init?(storedName: String, errorCategory: String?, errorMessage: String?) {
-        switch storedName {
-        case "queued": self = .queued
-        case "connecting": self = .connecting
-        case "downloading": self = .downloading
-        case "paused": self = .paused
-        case "done": self = .done
-        case "cancelled": self = .cancelled
-        case "failed":
-            let category = errorCategory.flatMap(FailureCategory.init(rawValue:)) ?? .other
-            self = .failed(HaulError(category, errorMessage ?? "failed"))
-        default: return nil
-        }
+        let category = errorCategory.flatMap(FailureCategory.init(rawValue:)) ?? .other
+        self.init(name: storedName, error: HaulError(category, errorMessage ?? "failed"))
     }
 
     /// Done, failed and cancelled end a run: the row gets its `finished` time.

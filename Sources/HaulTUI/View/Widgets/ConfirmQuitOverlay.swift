@@ -2,14 +2,11 @@
 enum ConfirmQuitOverlay {
     static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
         let running = state.rows.count { $0.isRunning }
-        let lines: [(String, Style)] = [
+        QuestionBox.draw(title: "Quit?", lines: [
             ("\(running) download\(running == 1 ? " is" : "s are") running.", .plain),
             ("Quit and pause \(running == 1 ? "it" : "them")? (resumable later)", .plain),
             ("y quit   n stay", .bold),
-        ]
-        let box = Box.centered(width: 50, height: lines.count + 2, in: grid.size)
-        box.draw(title: "Quit?", glyphs: glyphs, into: &grid)
-        box.write(lines, glyphs: glyphs, into: &grid)
+        ], glyphs: glyphs, into: &grid)
     }
 }
 
@@ -17,13 +14,19 @@ enum ConfirmQuitOverlay {
 enum ConfirmDetachOverlay {
     static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
         let running = state.rows.count { $0.isRunning }
-        let lines: [(String, Style)] = [
+        QuestionBox.draw(title: "Detach?", lines: [
             ("\(running) download\(running == 1 ? " is" : "s are") running.", .plain),
             ("Keep \(running == 1 ? "it" : "them") going in the background?", .plain),
             ("Enter keep going   p pause   Esc stay", .bold),
-        ]
+        ], glyphs: glyphs, into: &grid)
+    }
+}
+
+/// A question in a box in the middle of the screen.
+enum QuestionBox {
+    static func draw(title: String, lines: [(String, Style)], glyphs: Glyphs, into grid: inout Grid) {
         let box = Box.centered(width: 50, height: lines.count + 2, in: grid.size)
-        box.draw(title: "Detach?", glyphs: glyphs, into: &grid)
+        box.draw(title: title, glyphs: glyphs, into: &grid)
         box.write(lines, glyphs: glyphs, into: &grid)
     }
 }
