@@ -89,23 +89,25 @@ import TestSupport
     @Test func killNineMidDownloadLosesNothing() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()
-        try await withSampleServer(rate: Self.rate) { server in
+        // 4 MiB/s per connection: medium.bin takes 5 s, so the kill lands mid-file even on a slow (sanitized) run.
+        try await withSampleServer(rate: 4 << 20) { server in
             // History first: a finished download that must outlive the crash.
             #expect(try await Self.haul(["add", "-j", "1", "-o", "out", server.downloadURL("small.bin")], home, in: dir).status == 0)
             try await Self.waitFor("the first done", home) { $0[1]?.state == .done }
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            let pid = try #require(object["pid"] as? Int)
             // One running, one queued behind it (-j 1).
             let add = try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir)
             #expect(add.stdoutLines == ["2 medium.bin"])
             let queued = try await Self.haul(["add", "-o", "out2", server.downloadURL("small.bin")], home, in: dir)
             #expect(queued.stdoutLines == ["3 small.bin"])
             // Past its first checkpoint (a second in): what a crash before that costs is a fresh start.
-            try await Self.waitFor("part of medium.bin", home) { ($0[2]?.completed ?? 0) >= 12 << 20 }
-            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")))
-            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
-            let pid = try #require(object["pid"] as? Int)
-            server.resetStats()
+            try await Self.waitFor("part of medium.bin", home) { ($0[2]?.completed ?? 0) >= 6 << 20 }
             #expect(kill(pid_t(pid), SIGKILL) == 0)
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part.json")))
+            server.setRate(nil)
+            server.resetStats()
 
             // Any client brings it back; the queue is intact and continues.
             let listed = try await Self.list(home, in: dir)
@@ -129,7 +131,8 @@ import TestSupport
     @Test func stopPausesAndTheNextServiceContinues() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()
-        try await withSampleServer(rate: Self.rate) { server in
+        // 4 MiB/s: 5 s for medium.bin, so the stop lands mid-file even on a slow (sanitized) run.
+        try await withSampleServer(rate: 4 << 20) { server in
             #expect(try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir).status == 0)
             try await Self.waitFor("part of medium.bin", home) { ($0[1]?.completed ?? 0) >= 4 << 20 }
             let stop = try await Self.haul(["service", "stop"], home, in: dir)
@@ -140,6 +143,7 @@ import TestSupport
             let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
             #expect(object["running"] as? Bool == false && object["pid"] is NSNull)
 
+            server.setRate(nil)
             server.resetStats()
             _ = try await Self.list(home, in: dir)
             try await Self.waitFor("medium.bin done", home) { $0[1]?.state == .done }
@@ -301,12 +305,10 @@ extension SessionTests {
     @Test func anIdleServiceEndsByItselfOnceItsLastClientHasGone() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()
-        let start = try await Self.haul(["service", "start", "--idle-exit", "0.5"], home, in: dir)
+        // Long enough for the client below to attach first, whatever the machine's load; it is the wait
+        // after the client has gone that ends the service.
+        let start = try await Self.haul(["service", "start", "--idle-exit", "5"], home, in: dir)
         #expect(start.status == 0, "\(start.stderr)")
-        // One download that fails at once (nothing listens on port 1), so that the event stream says something.
-        let add = try await Self.haul(["add", "--retries", "0", "http://127.0.0.1:1/x.bin"], home, in: dir)
-        #expect(add.status == 0, "\(add.stderr)")
-        // A client attached keeps it; the moment it goes, the idle wait starts.
         let client = ServiceClient(directory: StateDirectory(path: home.path))
         let (seen, sink) = AsyncStream.makeStream(of: Void.self)
         let attached = Task {
@@ -314,6 +316,9 @@ extension SessionTests {
                 if case .state(_, .failed) = event { sink.yield() }
             }
         }
+        // One download that fails at once (nothing listens on port 1), so that the event stream says something.
+        let add = try await Self.haul(["add", "--retries", "0", "http://127.0.0.1:1/x.bin"], home, in: dir)
+        #expect(add.status == 0, "\(add.stderr)")
         try await within(30, "the failure on the event stream") {
             var failed = seen.makeAsyncIterator()
             _ = await failed.next()
