@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
@@ -54,16 +55,19 @@ let package = Package(
             ]),
 
         // The per-user service: the queue's store (GRDB/SQLite), the control API on a Unix socket
-        // (Hummingbird), its lifecycle, and the client the CLI and the TUI use.
+        // (Hummingbird), the aria2 JSON-RPC face, its lifecycle, and the client the CLI and the TUI use.
         .target(
             name: "HaulService",
             dependencies: [
                 "HaulCore", "CLinux",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The aria2 JSON-RPC face's WebSocket (notifications).
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
         // The command-line front end.

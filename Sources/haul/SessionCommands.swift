@@ -210,17 +210,95 @@ struct ServiceSettings: ParsableArguments {
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
     var jobs = 4
 
-    @Option(name: .customLong("idle-exit"), help: "Seconds with nothing queued or running and no client attached before the service ends.")
-    var idleExit: Double = 60
+    @Option(name: .customLong("idle-exit"), help: ArgumentHelp(
+        "Seconds with nothing queued or running and no client attached before the service ends (default 60; never while --rpc-listen is on).",
+        valueName: "seconds"))
+    var idleExit: Double?
+
+    @Option(name: .customLong("rpc-listen"), help: ArgumentHelp(
+        "Answer aria2's JSON-RPC (AriaNg, aria2p, browser extensions) on this address, e.g. 127.0.0.1:6800.",
+        valueName: "addr:port"))
+    var rpcListen: String?
+
+    @Option(name: .customLong("rpc-secret-file"), help: ArgumentHelp(
+        "The file holding the RPC secret (default: one made in the state directory, mode 0600).", valueName: "file"))
+    var rpcSecretFile: String?
+
+    @Option(name: .customLong("rpc-allowed-dir"), help: ArgumentHelp(
+        "A directory the RPC's `dir` option may name (repeatable; default: the output directory).", valueName: "dir"))
+    var rpcAllowedDirs: [String] = []
+
+    @Option(name: .customLong("rpc-allowed-origin"), help: ArgumentHelp(
+        "A web origin allowed to call the RPC besides browser extensions, e.g. https://ariang.example (repeatable).",
+        valueName: "origin"))
+    var rpcAllowedOrigins: [String] = []
+
+    @Flag(name: .customLong("rpc-allow-remote"), help: "Allow --rpc-listen on an address other hosts reach (plaintext).")
+    var rpcAllowRemote = false
+
+    @Option(name: .customLong("output-dir"), help: ArgumentHelp(
+        "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
+    var outputDir: String?
+
+    /// Refused with a reason: any local user can read a process's arguments.
+    @Option(name: .customLong("rpc-secret"), help: .hidden)
+    var rpcSecret: String?
 
     func validate() throws {
         try Limits.check("--jobs", jobs, Limits.jobs)
-        if !(idleExit >= 0.1 && idleExit <= TransferOptions.maxSeconds) {
+        if let idleExit, !(idleExit >= 0.1 && idleExit <= TransferOptions.maxSeconds) {
             throw ValidationError("--idle-exit must be from 0.1 to 2592000 seconds, not \(idleExit)")
+        }
+        if rpcSecret != nil {
+            throw ValidationError("--rpc-secret: a secret is never taken on the command line (any local user can read "
+                                  + "a process's arguments); put it in a file of mode 0600 and pass --rpc-secret-file FILE")
+        }
+        if let rpcListen {
+            switch RPCConfiguration.listenAddress(rpcListen) {
+            case .failure(let problem): throw ValidationError(problem.message)
+            case .success(let address):
+                if !RPCConfiguration.isLoopback(address.host) && !rpcAllowRemote {
+                    throw ValidationError("--rpc-listen \(rpcListen) is reachable from other hosts and the transport is "
+                                          + "plaintext; add --rpc-allow-remote to mean it")
+                }
+            }
+        } else if rpcSecretFile != nil || !rpcAllowedDirs.isEmpty || !rpcAllowedOrigins.isEmpty || rpcAllowRemote {
+            throw ValidationError("the --rpc-* options need --rpc-listen ADDR:PORT")
         }
     }
 
-    var arguments: [String] { ["--jobs", String(jobs), "--idle-exit", String(idleExit)] }
+    /// The output directory of RPC downloads, absolute.
+    var downloadDirectory: String {
+        if let outputDir { return FilePath.absolute(outputDir) }
+        return FilePath.join(ProcessInfo.processInfo.environment["HOME"] ?? FileManager.default.currentDirectoryPath,
+                             "Downloads")
+    }
+
+    /// The arguments of `haul service run` for these settings, with every path made absolute.
+    var arguments: [String] {
+        var list = ["--jobs", String(jobs)]
+        if let idleExit { list += ["--idle-exit", String(idleExit)] }
+        if let rpcListen {
+            list += ["--rpc-listen", rpcListen, "--output-dir", downloadDirectory]
+            if let rpcSecretFile { list += ["--rpc-secret-file", FilePath.absolute(rpcSecretFile)] }
+            for dir in rpcAllowedDirs { list += ["--rpc-allowed-dir", FilePath.absolute(dir)] }
+            for origin in rpcAllowedOrigins { list += ["--rpc-allowed-origin", origin] }
+            if rpcAllowRemote { list.append("--rpc-allow-remote") }
+        }
+        return list
+    }
+
+    /// The aria2 face's configuration, when --rpc-listen asks for it.
+    func rpc(_ directory: StateDirectory) -> RPCConfiguration? {
+        guard let rpcListen, case .success(let address) = RPCConfiguration.listenAddress(rpcListen) else { return nil }
+        var rpc = RPCConfiguration(host: address.host, port: address.port,
+                                   secretFile: rpcSecretFile.map(FilePath.absolute) ?? directory.rpcSecret,
+                                   outputDirectory: downloadDirectory)
+        rpc.allowedDirectories = rpcAllowedDirs.map(FilePath.absolute)
+        rpc.allowedOrigins = rpcAllowedOrigins
+        rpc.allowRemote = rpcAllowRemote
+        return rpc
+    }
 }
 
 struct ServiceStart: SessionVerb {
@@ -230,7 +308,13 @@ struct ServiceStart: SessionVerb {
 
     func execute() async throws(HaulError) -> Int32 {
         let client = try await ServiceClient.connect(SessionCommands.directory, starting: settings.arguments)
-        ServiceStatus.show(try await client.status(), json: json)
+        let status = try await client.status()
+        ServiceStatus.show(status, json: json)
+        if settings.rpcListen != nil, status.rpc == nil {
+            TextOutput.standard.err("haul service: it was already running without --rpc-listen; "
+                                    + "`haul service stop`, then start it again with it")
+            return FailureCategory.other.exitCode
+        }
         return 0
     }
 }
@@ -271,6 +355,9 @@ struct ServiceStatus: SessionVerb {
         } else if status.running {
             TextOutput.standard.out("haul service: running, pid \(status.pid.map(String.init) ?? "?"), \(status.socket); "
                                     + "\(status.downloads) download(s), \(status.active) queued or running")
+            if let rpc = status.rpc {
+                TextOutput.standard.out("aria2 JSON-RPC: \(rpc.url) (secret in \(rpc.secretFile))")
+            }
         } else {
             TextOutput.standard.out("haul service: not running (\(status.socket))")
         }
@@ -286,7 +373,10 @@ struct ServiceRun: SessionVerb {
     func execute() async throws(HaulError) -> Int32 {
         var options = ServiceRunner.Options(directory: SessionCommands.directory)
         options.concurrency = settings.jobs
-        options.idleExit = .milliseconds(Int64(settings.idleExit * 1000))
+        options.rpc = settings.rpc(SessionCommands.directory)
+        // While the aria2 face listens, a front end may come at any time: no idle exit unless asked.
+        options.idleExit = settings.idleExit.map { .milliseconds(Int64($0 * 1000)) }
+            ?? (options.rpc == nil ? .seconds(60) : nil)
         options.readyDescriptor = readyDescriptor
         let ready = options
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])

@@ -88,12 +88,22 @@ public actor DownloadManager {
         var file: String
         /// What the user asked of the running task when it was cancelled.
         var stopIntent: DownloadState?
+        /// Its live receive cap, shared by its transfers.
+        let limit: ReceiveLimit
+
+        init(job: DownloadJob, state: DownloadState = .queued, file: String) {
+            self.job = job
+            self.state = state
+            self.file = file
+            limit = ReceiveLimit(job.transfer.maxReceiveRate)
+        }
     }
 
     public nonisolated let events: AsyncStream<ManagerEvent>
     private let continuation: AsyncStream<ManagerEvent>.Continuation
     private let downloader: Downloader
-    public let concurrency: Int
+    /// Downloads at once; `setConcurrency` changes it while the queue runs.
+    public private(set) var concurrency: Int
     private var entries: [DownloadID: Entry] = [:]
     private var order: [DownloadID] = []
     private var waiting: [DownloadID] = []
@@ -117,8 +127,9 @@ public actor DownloadManager {
 
     /// Queues a download and starts it when a slot is free. `id`, when given, is the one a store chose
     /// (it must be new); else the next after every id seen.
+    /// With `paused`, it waits as paused until resumed.
     @discardableResult
-    public func add(_ job: DownloadJob, id given: DownloadID? = nil) -> DownloadID {
+    public func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
         let id = given ?? nextID
         nextID = Swift.max(nextID, id + 1)
         let file = Self.plannedName(of: job)
@@ -126,7 +137,7 @@ public actor DownloadManager {
         order.append(id)
         // Front ends show and keep the URL: never its password.
         continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
-        enqueue(id)
+        if paused { setState(id, .paused) } else { enqueue(id) }
         return id
     }
 
@@ -192,6 +203,62 @@ public actor DownloadManager {
         entries[id] = nil
         order.removeAll { $0 == id }
         continuation.yield(.removed(id: id))
+    }
+
+    /// Changes how many downloads run at once; more start at once when raised, and when lowered the
+    /// running ones finish and no new one starts until fewer run.
+    public func setConcurrency(_ count: Int) {
+        concurrency = Swift.max(1, count)
+        startWaiting()
+    }
+
+    /// Caps the receive rate of all downloads together (bytes per second, nil = none), at once.
+    public func setOverallReceiveLimit(_ bytesPerSecond: Int64?) {
+        downloader.driver.setOverallReceiveRate(bytesPerSecond)
+    }
+
+    /// Sets one download's receive cap (bytes per second, nil = none), at once for its running transfers.
+    /// It lasts for this download's later runs too (resume, retry).
+    public func setReceiveLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) {
+        guard let entry = entries[id] else { return }
+        entry.limit.set(bytesPerSecond)
+        entries[id]?.job.transfer.maxReceiveRate = entry.limit.bytesPerSecond
+        downloader.driver.limitsChanged()
+    }
+
+    /// The job as it will run next (its options, the name it continues under).
+    public func job(of id: DownloadID) -> DownloadJob? {
+        entries[id]?.job
+    }
+
+    /// Changes the options of a download that is not running (queued, paused or finished); false when it
+    /// runs or is unknown.
+    @discardableResult
+    public func updateJob(_ id: DownloadID, _ change: (inout DownloadJob) -> Void) -> Bool {
+        guard entries[id] != nil, running[id] == nil, !(entries[id]?.state.isActive ?? true) else { return false }
+        change(&entries[id]!.job)
+        entries[id]?.limit.set(entries[id]?.job.transfer.maxReceiveRate)
+        return true
+    }
+
+    /// The queued downloads in the order they will start.
+    public var queue: [DownloadID] {
+        var seen = Set<DownloadID>()
+        return waiting[waitingHead...].filter { id in
+            entries[id]?.state == .queued && running[id] == nil && seen.insert(id).inserted
+        }
+    }
+
+    /// Puts the queued downloads in `ids`' order, ahead of any queued one `ids` leaves out.
+    public func reorderQueue(_ ids: [DownloadID]) {
+        let queued = queue
+        let wanted = Set(queued)
+        var placed = Set<DownloadID>()
+        var next = ids.filter { wanted.contains($0) && placed.insert($0).inserted }
+        next += queued.filter { !placed.contains($0) }
+        // Ids still finishing a cancel stay where they were: their task re-queues them when it ends.
+        waiting = next
+        waitingHead = 0
     }
 
     /// Returns when none of `ids` has a task any more (each stopped one has taken its last checkpoint).
@@ -287,10 +354,13 @@ public actor DownloadManager {
         let continuation = self.continuation
         let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
         // File I/O blocks: the download runs on the I/O executor's threads, not the cooperative pool.
+        let limit = entries[id]?.limit
         running[id] = Task(executorPreference: IOExecutor.shared) {
             let began = ContinuousClock.now
             let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
-                await Self.perform(job, id: id, downloader: downloader, events: continuation)
+                await ReceiveLimit.$current.withValue(limit) {
+                    await Self.perform(job, id: id, downloader: downloader, events: continuation)
+                }
             }
             await self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
         }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Path arithmetic on plain strings. (Foundation's NSString path methods crash on some short relative
 /// paths on Linux, such as "o".)
 package enum FilePath {
@@ -19,6 +23,15 @@ package enum FilePath {
     /// "a" + "b" -> "a/b"; "a/" + "b" -> "a/b".
     package static func join(_ directory: String, _ name: String) -> String {
         directory.isEmpty ? name : (directory.hasSuffix("/") ? directory + name : directory + "/" + name)
+    }
+
+    /// `path` against the current directory when relative; as it is when absolute.
+    package static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return path == "." ? cwd : join(cwd, path.hasPrefix("./") ? String(path.dropFirst(2)) : path)
     }
 
     private static func trimmingTrailingSlashes(_ path: String) -> String {

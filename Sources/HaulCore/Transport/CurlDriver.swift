@@ -16,6 +16,7 @@ public final class CurlDriver: Sendable {
         case unpause(TransferCore)
         case remove(TransferCore)
         case overallRate(Int64?)
+        case rebalance
         case shutdown
     }
 
@@ -67,6 +68,11 @@ public final class CurlDriver: Sendable {
         post(.overallRate(bytesPerSecond))
     }
 
+    /// A download's `ReceiveLimit` changed: its running transfers take the new cap.
+    public func limitsChanged() {
+        post(.rebalance)
+    }
+
     /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
     public func start(_ request: HTTPRequest) -> Transfer {
         start(request, clock: ContinuousClock())
@@ -76,7 +82,7 @@ public final class CurlDriver: Sendable {
     /// decides when the transfer has been quiet too long).
     public func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
         let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
-                                activityClock: ActivityClock(clock))
+                                activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
         post(.add(core))
         return Transfer(core: core)
     }
@@ -159,6 +165,8 @@ private final class DriverLoop {
         case .overallRate(let rate):
             overallRate = rate
             rebalance()
+        case .rebalance:
+            rebalance()
         case .shutdown:
             shuttingDown = true
         }
@@ -195,8 +203,8 @@ private final class DriverLoop {
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
         }
-        if let rate = options.maxReceiveRate { haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate)) }
         haul_easy_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        if let proxy = options.proxy { haul_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
         if request.method == .head { haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
         if request.method == .post {
             let body = request.body ?? []
@@ -232,13 +240,29 @@ private final class DriverLoop {
         }
     }
 
-    /// Gives every transfer its share of the overall cap (or its own cap, when lower).
+    /// Gives every transfer the lower of its caps: its share of the overall cap, and its share of its
+    /// download's live cap (split over that download's running transfers) or else its own. 0 lifts the cap.
     private func rebalance() {
-        guard let overallRate, !transfers.isEmpty else { return }
-        let share = Swift.max(1, overallRate / Int64(transfers.count))
+        guard !transfers.isEmpty else { return }
+        let overallShare = overallRate.map { Swift.max(1, $0 / Int64(transfers.count)) } ?? .max
+        var perDownload: [ObjectIdentifier: Int64] = [:]
+        for core in transfers.values {
+            if let limit = core.limit { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
+        }
         for (easy, core) in transfers {
-            let own = core.request.options.maxReceiveRate ?? .max
-            haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(Swift.min(share, own)))
+            var cap = overallShare
+            if let limit = core.limit {
+                // The live cap replaces the one the request started with.
+                if let rate = limit.bytesPerSecond {
+                    cap = Swift.min(cap, Swift.max(1, rate / (perDownload[ObjectIdentifier(limit)] ?? 1)))
+                }
+            } else if let own = core.request.options.maxReceiveRate {
+                cap = Swift.min(cap, own)
+            }
+            let applied = cap == .max ? 0 : cap
+            guard core.appliedRate != applied else { continue }
+            core.appliedRate = applied
+            haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(applied))
         }
     }
 

@@ -45,13 +45,17 @@ public struct TransferOptions: Sendable, Equatable, Codable {
     /// Skip TLS certificate and host verification.
     public var insecure = false
     public var userAgent = "haul/\(HaulVersion.string)"
-    /// Receive cap in bytes per second for this transfer; nil = none.
+    /// Receive cap in bytes per second: for the download, all its connections together, when it runs in a
+    /// `DownloadManager` (its live `ReceiveLimit` starts from it); else for this transfer. nil = none.
     public var maxReceiveRate: Int64?
+    /// The proxy for this download, `[SCHEME://][USER:PASSWORD@]HOST[:PORT]` as curl takes it (http, https,
+    /// socks5h...); nil = the environment's (`http_proxy`...), "" = none.
+    public var proxy: String?
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate
+        case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate, proxy
     }
 
     /// Options missing from a stored or sent job (an older haul's) take their defaults.
@@ -64,6 +68,7 @@ public struct TransferOptions: Sendable, Equatable, Codable {
         insecure = try container.decodeIfPresent(Bool.self, forKey: .insecure) ?? defaults.insecure
         userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent) ?? defaults.userAgent
         maxReceiveRate = try container.decodeIfPresent(Int64.self, forKey: .maxReceiveRate)
+        proxy = try container.decodeIfPresent(String.self, forKey: .proxy)
     }
 
     /// The longest timeout anything takes, 30 days; the command line refuses more.

@@ -34,8 +34,15 @@ final class TransferCore: Sendable {
     /// The head has been handed over (or failed); saves a lock per chunk on the curl thread.
     nonisolated(unsafe) var headSeen = false
 
-    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock) {
+    /// The download's live cap, shared with its other transfers.
+    let limit: ReceiveLimit?
+    /// The receive cap last given to curl (0: none); driver thread only.
+    nonisolated(unsafe) var appliedRate: Int64 = 0
+
+    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock,
+         limit: ReceiveLimit? = nil) {
         self.request = request
+        self.limit = limit
         self.driver = driver
         self.activityClock = activityClock
         self.lastActivity = activityClock.time(at: .now)

@@ -91,9 +91,11 @@ package enum Wire {
         package var fact: DownloadFact?
         /// The name alone, as the TUI shows it.
         package var name: String
+        /// Its aria2 GID (16 hex digits), the name the JSON-RPC face knows it by; nil from an older service.
+        package var gid: String?
 
         private enum CodingKeys: String, CodingKey {
-            case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name
+            case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid
         }
 
         /// Every key, an unknown value as `null` (scripts test `total == null`, not a missing key).
@@ -112,6 +114,7 @@ package enum Wire {
             try container.encode(seconds, forKey: .seconds)
             try container.encode(fact, forKey: .fact)
             try container.encode(name, forKey: .name)
+            try container.encode(gid, forKey: .gid)
         }
     }
 
@@ -124,9 +127,17 @@ package enum Wire {
         package var active: Int
         package var attached: Int?
         package var version: String?
+        /// The aria2 JSON-RPC face, when it listens.
+        package var rpc: RPC?
+
+        /// What to give an aria2 front end: the URL, and the file that holds the secret (never the secret).
+        package struct RPC: Codable, Sendable, Equatable {
+            package var url: String
+            package var secretFile: String
+        }
 
         private enum CodingKeys: String, CodingKey {
-            case running, pid, socket, downloads, active, attached, version
+            case running, pid, socket, downloads, active, attached, version, rpc
         }
 
         /// Every key; `pid` is `null` when no service runs.
@@ -139,6 +150,7 @@ package enum Wire {
             try container.encode(active, forKey: .active)
             try container.encode(attached, forKey: .attached)
             try container.encode(version, forKey: .version)
+            try container.encodeIfPresent(rpc, forKey: .rpc)
         }
 
         package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,

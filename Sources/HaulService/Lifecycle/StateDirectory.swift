@@ -17,6 +17,8 @@ package struct StateDirectory: Sendable, Equatable {
     package var socket: String { path + "/haul.sock" }
     package var log: String { path + "/service.log" }
     package var lock: String { path + "/service.lock" }
+    /// The aria2 JSON-RPC face's secret, made on first use unless `--rpc-secret-file` names another.
+    package var rpcSecret: String { path + "/rpc-secret" }
 
     /// The state directory the environment names.
     package static func resolve(_ environment: [String: String]) -> StateDirectory {

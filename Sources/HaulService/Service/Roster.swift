@@ -17,11 +17,18 @@ struct Roster: Sendable {
         var added: Date
         var seconds: Double?
         var fact: DownloadFact?
+        /// Its aria2 GID.
+        var gid: String
     }
 
     private(set) var entries: [DownloadID: Entry] = [:]
     /// Ids, oldest first.
     private(set) var order: [DownloadID] = []
+    /// Each download's id by its GID.
+    private(set) var ids: [String: DownloadID] = [:]
+    /// aria2's waiting list: the queued and paused downloads, in the order a client arranged them
+    /// (`changePosition`), new ones last.
+    private(set) var waiting: [DownloadID] = []
 
     var count: Int { entries.count }
 
@@ -29,6 +36,8 @@ struct Roster: Sendable {
     var active: Int { entries.values.reduce(0) { $0 + ($1.state.isFinished ? 0 : 1) } }
 
     mutating func insert(_ entry: Entry) {
+        ids[entry.gid] = entry.id
+        if entry.state == .queued || entry.state == .paused, !waiting.contains(entry.id) { waiting.append(entry.id) }
         if entries[entry.id] == nil {
             // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
             if let last = order.last, last > entry.id {
@@ -49,7 +58,13 @@ struct Roster: Sendable {
         case .added:
             break  // inserted by the service with what the event does not carry (directory, time)
         case .state(let id, let state):
+            guard entries[id] != nil else { return }
             entries[id]?.state = state
+            if state == .queued || state == .paused {
+                if !waiting.contains(id) { waiting.append(id) }
+            } else {
+                waiting.removeAll { $0 == id }
+            }
             if state.isFinished || state == .queued || state == .connecting { entries[id]?.rate = 0 }
             if state == .queued || state == .connecting { entries[id]?.seconds = nil }
         case .started(let id, let file, let path, let total):
@@ -73,9 +88,27 @@ struct Roster: Sendable {
             }
             entries[id]?.seconds = seconds
         case .removed(let id):
+            if let gid = entries[id]?.gid { ids[gid] = nil }
             entries[id] = nil
             order.removeAll { $0 == id }
+            waiting.removeAll { $0 == id }
         }
+    }
+
+    /// Changes what the roster knows of one download (its directory or name, after `changeOption`).
+    mutating func modify(_ id: DownloadID, _ change: (inout Entry) -> Void) {
+        guard var entry = entries[id] else { return }
+        change(&entry)
+        entries[id] = entry
+    }
+
+    /// Moves a waiting download to `position` of the waiting list (clamped); returns where it went.
+    mutating func move(_ id: DownloadID, to position: Int) -> Int? {
+        guard let from = waiting.firstIndex(of: id) else { return nil }
+        waiting.remove(at: from)
+        let to = Swift.min(Swift.max(0, position), waiting.count)
+        waiting.insert(id, at: to)
+        return to
     }
 
     /// Every download, oldest first, as `ls` shows it.
@@ -91,7 +124,7 @@ struct Roster: Sendable {
             state: entry.state.name, completed: entry.completed, total: entry.total,
             speed: entry.state == .downloading ? entry.rate : 0, error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
-            fact: entry.fact, name: entry.name)
+            fact: entry.fact, name: entry.name, gid: entry.gid)
     }
 
     /// The events that bring a new client's picture to what the roster holds.

@@ -12,14 +12,29 @@ actor Service {
         var directory: StateDirectory
         /// Downloads at once.
         var concurrency = 4
-        /// With nothing queued or running and no client attached for this long, the service ends.
-        var idleExit: Duration = .seconds(60)
+        /// With nothing queued or running and no client attached for this long, the service ends; nil: never
+        /// (the aria2 face listens: a front end may come at any time).
+        var idleExit: Duration? = .seconds(60)
+        /// The aria2 JSON-RPC face, when on.
+        var rpc: RPCConfiguration?
     }
 
     let configuration: Configuration
     let manager: DownloadManager
     private let store: Store
-    private var roster = Roster()
+    var roster = Roster()
+    /// The aria2 face's global options (`changeGlobalOption`).
+    var aria2Globals = Aria2Globals()
+    /// WebSocket sessions of the aria2 face: they get aria2's notifications.
+    private var aria2Listeners: [Int: AsyncStream<JSON>.Continuation] = [:]
+    /// Set once the aria2 face listens: its URL, for `status`.
+    private(set) var rpcURL: String?
+
+    func setRPCURL(_ url: String) {
+        rpcURL = url
+    }
+    /// aria2's `getSessionInfo`: new for each service process.
+    let sessionID = (0..<5).map { _ in GID.random() }.joined().prefix(40).description
     private var subscribers: [Int: AsyncStream<ManagerEvent>.Continuation] = [:]
     private var nextSubscriber = 0
     private var idleTimer: Task<Void, Never>?
@@ -41,6 +56,7 @@ actor Service {
         self.configuration = configuration
         self.store = store
         manager = DownloadManager(concurrency: configuration.concurrency)
+        aria2Globals.concurrency = configuration.concurrency
     }
 
     var attached: Int { subscribers.count }
@@ -84,7 +100,7 @@ actor Service {
     private func entry(for stored: StoredDownload, job: DownloadJob?, state: DownloadState) -> Roster.Entry {
         Roster.Entry(id: stored.id, url: stored.url, directory: job?.outputDirectory ?? ".", name: stored.file,
                      path: stored.path, state: state, completed: stored.completed, total: stored.total,
-                     added: stored.added, seconds: stored.seconds)
+                     added: stored.added, seconds: stored.seconds, gid: stored.gid)
     }
 
     /// Returns when the service should end, and why.
@@ -126,8 +142,7 @@ actor Service {
             idleTimer = nil
             return
         }
-        guard idleTimer == nil, endReason == nil else { return }
-        let wait = configuration.idleExit
+        guard idleTimer == nil, endReason == nil, let wait = configuration.idleExit else { return }
         idleTimer = Task { [weak self] in
             guard (try? await Task.sleep(for: wait)) != nil else { return }
             await self?.idleTimerFired()
@@ -143,7 +158,14 @@ actor Service {
 
     /// Called for each manager event, in order, by the one task that reads them (after it stored it).
     func apply(_ event: ManagerEvent) {
+        let before: DownloadState? = if case .state(let id, _) = event { roster[id]?.state } else { nil }
         roster.apply(event)
+        if !aria2Listeners.isEmpty, case .state(let id, let state) = event, let gid = roster[id]?.gid,
+            let method = Aria2Status.notification(from: before, to: state)
+        {
+            let message = JSONRPC.notification(method, gid: gid)
+            for listener in aria2Listeners.values { listener.yield(message) }
+        }
         for (key, subscriber) in subscribers {
             if case .dropped = subscriber.yield(event) {
                 // A client that stopped reading: it is let go rather than held in memory; it may attach again.
@@ -182,27 +204,54 @@ actor Service {
         checkIdle()
     }
 
+    /// A WebSocket session of the aria2 face: aria2's notifications (`aria2.onDownloadStart`...) as they
+    /// happen. It does not keep the service from its idle exit (the face's listener does).
+    func listenAria2() -> AsyncStream<JSON> {
+        let (stream, continuation) = AsyncStream.makeStream(of: JSON.self, bufferingPolicy: .bufferingNewest(4096))
+        let key = nextSubscriber
+        nextSubscriber += 1
+        aria2Listeners[key] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.stopListening(key) }
+        }
+        return stream
+    }
+
+    private func stopListening(_ key: Int) {
+        aria2Listeners[key] = nil
+    }
+
     /// Ends every client's stream (the service is going).
     func detachAll() {
         for subscriber in subscribers.values { subscriber.finish() }
         subscribers = [:]
+        for listener in aria2Listeners.values { listener.finish() }
+        aria2Listeners = [:]
     }
 
     // MARK: commands
 
-    /// Stores each job, then queues it under the id the store gave it.
-    func add(_ jobs: [DownloadJob]) async throws(StoreError) -> [Wire.Added] {
+    /// Stores each job, then queues it under the id the store gave it. `gids`: the GIDs an aria2 client
+    /// chose (unique, checked by the caller), else random ones; `paused`: added paused.
+    func add(_ jobs: [DownloadJob], gids given: [String]? = nil, paused: Bool = false) async throws(StoreError)
+        -> [Wire.Added]
+    {
         let now = Date()
         let named = jobs.map { (job: $0, file: DownloadManager.plannedName(of: $0)) }
+        var gids = given ?? []
+        while gids.count < jobs.count {
+            let gid = GID.random()
+            if roster.ids[gid] == nil, !gids.contains(gid) { gids.append(gid) }
+        }
         // One transaction for the lot: a long `-i` list is stored whole or not at all.
-        let ids = try store.insert(named, added: now)
+        let ids = try store.insert(named, gids: gids, added: now)
         var added: [Wire.Added] = []
         added.reserveCapacity(ids.count)
-        for (id, (job, file)) in zip(ids, named) {
+        for (index, (id, (job, file))) in zip(ids, named).enumerated() {
             roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
-                                       name: file, added: now))
+                                       name: file, state: paused ? .paused : .queued, added: now, gid: gids[index]))
             added.append(Wire.Added(id: id, file: file))
-            await manager.add(job, id: id)
+            await manager.add(job, id: id, paused: paused)
         }
         checkIdle()
         return added
@@ -255,7 +304,11 @@ actor Service {
     }
 
     func status(socket: String) -> Wire.Status {
-        Wire.Status(running: true, pid: getpid(), socket: socket, downloads: roster.count, active: roster.active,
-                    attached: subscribers.count, version: HaulVersion.string)
+        var status = Wire.Status(running: true, pid: getpid(), socket: socket, downloads: roster.count,
+                                 active: roster.active, attached: subscribers.count, version: HaulVersion.string)
+        if let rpcURL, let rpc = configuration.rpc {
+            status.rpc = Wire.Status.RPC(url: rpcURL, secretFile: rpc.secretFile)
+        }
+        return status
     }
 }

@@ -10,7 +10,10 @@ package enum ServiceRunner {
     package struct Options: Sendable {
         package var directory: StateDirectory
         package var concurrency = 4
-        package var idleExit: Duration = .seconds(60)
+        /// nil: the service never ends by itself (the default while the aria2 face listens).
+        package var idleExit: Duration? = .seconds(60)
+        /// The aria2 JSON-RPC face, when asked for.
+        package var rpc: RPCConfiguration?
         /// A descriptor to write one byte to (then close) once the socket accepts connections: how the
         /// client that started the service knows it may connect.
         package var readyDescriptor: Int32?
@@ -60,7 +63,13 @@ package enum ServiceRunner {
         var configuration = Service.Configuration(directory: directory)
         configuration.concurrency = options.concurrency
         configuration.idleExit = options.idleExit
+        configuration.rpc = options.rpc
         let service = Service(configuration: configuration, store: store)
+        var rpcFace: Aria2Face?
+        if let rpc = options.rpc {
+            let secret = try RPCSecret.load(rpc.secretFile, create: rpc.secretFile == directory.rpcSecret)
+            rpcFace = Aria2Face(service: service, secret: secret, paths: rpc.paths, gate: SecretGate())
+        }
         let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
         let manager = service.manager
 
@@ -79,8 +88,20 @@ package enum ServiceRunner {
                 runningSink.finish()
             },
             logger: quiet)
+        var services: [any ServiceLifecycle.Service] = [app]
+        let (rpcRunning, rpcRunningSink) = AsyncStream.makeStream(of: Int?.self)
+        if let rpc = options.rpc, let rpcFace {
+            let policy = RPCRequestPolicy(host: rpc.host, port: rpc.port, allowRemote: rpc.allowRemote,
+                                          origins: rpc.allowedOrigins)
+            services.append(RPCServer.application(face: rpcFace, policy: policy, service: service, logger: quiet) { port in
+                rpcRunningSink.yield(port)
+                rpcRunningSink.finish()
+            })
+        } else {
+            rpcRunningSink.finish()
+        }
         let group = ServiceGroup(configuration: .init(
-            services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
+            services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
 
         await withTaskGroup(of: Void.self) { tasks in
             // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
@@ -94,22 +115,45 @@ package enum ServiceRunner {
                 await recorder.close()
             }
             tasks.addTask {
-                do { try await group.run() } catch { log("haul service: the control socket failed: \(error)") }
+                do { try await group.run() } catch { log("haul service: a socket failed: \(error)") }
                 runningSink.finish()
+                rpcRunningSink.finish()
                 await service.requestStop()
             }
             tasks.addTask {
                 for await _ in stops { await service.requestStop() }
             }
             var listening = running.makeAsyncIterator()
-            if await listening.next() == true {
+            var rpcListening = rpcRunning.makeAsyncIterator()
+            var rpcPort: Int?? = nil
+            if let rpc = options.rpc {
+                rpcPort = await rpcListening.next()
+                if let port = rpcPort ?? nil {
+                    let host = rpc.host.contains(":") ? "[\(rpc.host)]" : rpc.host
+                    await service.setRPCURL("http://\(host):\(port)/jsonrpc")
+                }
+            }
+            if await listening.next() == true, options.rpc == nil || rpcPort != nil {
                 if let fd = options.readyDescriptor {
                     _ = write(fd, "1", 1)
                     close(fd)
                 }
                 log("haul service: pid \(getpid()) listening on \(socket); \(continued.count) download(s) continued")
+                if let url = await service.rpcURL {
+                    log("haul service: aria2 JSON-RPC on \(url)" + (options.rpc?.allowRemote == true
+                        && !RPCConfiguration.isLoopback(options.rpc?.host ?? "") ? " (plaintext: reachable from other hosts)" : ""))
+                }
             } else {
-                log("haul service: cannot listen on \(socket)")
+                var problem = "cannot listen on \(socket)"
+                if let rpc = options.rpc, rpcPort == nil {
+                    problem = "cannot listen for aria2 JSON-RPC on \(rpc.host):\(rpc.port) (in use, or not an address of this host)"
+                }
+                log("haul service: \(problem)")
+                if let fd = options.readyDescriptor {
+                    let line = Array(("!" + problem).utf8)
+                    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    close(fd)
+                }
                 await service.requestStop()
             }
 

@@ -52,23 +52,26 @@ final class Store: Sendable {
         try insert([(job, file)], added: added)[0]
     }
 
-    /// Stores several new downloads in one transaction (all or none), in order; their ids.
-    func insert(_ jobs: [(job: DownloadJob, file: String)], added: Date) throws(StoreError) -> [DownloadID] {
-        var rows: [(withheld: WithheldJob, json: String, file: String)] = []
+    /// Stores several new downloads in one transaction (all or none), in order; their ids. `gids` (one per
+    /// job, unique) are their aria2 GIDs; random ones when nil.
+    func insert(_ jobs: [(job: DownloadJob, file: String)], gids: [String]? = nil,
+                added: Date) throws(StoreError) -> [DownloadID] {
+        var rows: [(withheld: WithheldJob, json: String, file: String, gid: String)] = []
         rows.reserveCapacity(jobs.count)
-        for (job, file) in jobs {
+        for (index, (job, file)) in jobs.enumerated() {
             let withheld = WithheldJob(job)
-            rows.append((withheld, try withheld.encoded(), file))
+            rows.append((withheld, try withheld.encoded(), file, gids?[index] ?? GID.random()))
         }
         return try write { db in
             let statement = try db.cachedStatement(sql: """
-                INSERT INTO download (url, job, secretsWithheld, state, file, added) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO download (url, job, secretsWithheld, state, file, added, gid) VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
             var ids: [DownloadID] = []
             ids.reserveCapacity(rows.count)
             for row in rows {
                 try statement.execute(arguments: [row.withheld.job.url, row.json, row.withheld.secretsWithheld,
-                                                  DownloadState.queued.storedName, row.file, added.unixMilliseconds])
+                                                  DownloadState.queued.storedName, row.file, added.unixMilliseconds,
+                                                  row.gid])
                 ids.append(DownloadID(db.lastInsertedRowID))
             }
             return ids

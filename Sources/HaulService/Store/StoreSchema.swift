@@ -36,6 +36,15 @@ enum StoreSchema {
                 )
                 """)
         }
+        migrator.registerMigration("v2") { db in
+            // The aria2 JSON-RPC face names each download by a GID (16 lower-case hex digits), kept here so
+            // that it survives a restart. Rows stored before get a random one.
+            try db.execute(sql: """
+                ALTER TABLE download ADD COLUMN gid TEXT;
+                UPDATE download SET gid = lower(hex(randomblob(8))) WHERE gid IS NULL;
+                CREATE UNIQUE INDEX download_gid ON download(gid);
+                """)
+        }
         return migrator
     }()
 

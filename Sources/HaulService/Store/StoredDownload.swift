@@ -30,6 +30,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
     var finished: Date?
     /// How long the finished run took.
     var seconds: Double?
+    /// Its aria2 GID: 16 lower-case hex digits, unique, for the JSON-RPC face.
+    var gid: String
 
     /// The job to run again, without the secrets that were withheld.
     var job: DownloadJob {
@@ -52,6 +54,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let started = Column("started")
         static let finished = Column("finished")
         static let seconds = Column("seconds")
+        static let gid = Column("gid")
     }
 
     init(row: Row) throws {
@@ -76,6 +79,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         started = try row.decode(Int64?.self, forColumn: C.started).map(Date.init(unixMilliseconds:))
         finished = try row.decode(Int64?.self, forColumn: C.finished).map(Date.init(unixMilliseconds:))
         seconds = try row.decode(forColumn: C.seconds)
+        gid = try row.decode(forColumn: C.gid)
     }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
 import HaulCore
 
-/// A `DownloadJob` as it may be written to disk: the URL's password masked (`URLRedaction.masked`) and the
+/// A `DownloadJob` as it may be written to disk: the URL's and the proxy's passwords masked (`URLRedaction.masked`) and the
 /// request headers that carry credentials (`Authorization`, `Proxy-Authorization`, `Cookie`, any case)
 /// dropped. Secrets live only in the memory of the service that was given them.
 ///
@@ -20,6 +20,11 @@ struct WithheldJob: Equatable {
         var kept = job
         kept.url = URLRedaction.masked(job.url)
         kept.headers = job.headers.filter { !Self.isSecret(header: $0) }
+        if let proxy = job.transfer.proxy {
+            // curl takes a proxy without a scheme too (`user:pw@host:3128`).
+            kept.transfer.proxy = proxy.contains("://") ? URLRedaction.masked(proxy)
+                : String(URLRedaction.masked("http://" + proxy).dropFirst("http://".count))
+        }
         self.job = kept
         secretsWithheld = kept != job
     }

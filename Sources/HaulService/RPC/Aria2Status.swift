@@ -1,0 +1,138 @@
+import Foundation
+import HaulCore
+
+/// A download as aria2's `tellStatus` shows it, and aria2's words for haul's states and failures.
+enum Aria2Status {
+    /// The size of aria2's "pieces", for the clients that show `numPieces` (haul keeps ranges, not pieces).
+    static let pieceLength: Int64 = 1 << 20
+
+    /// active (connecting, downloading), waiting (queued), paused, error (failed), complete (done),
+    /// removed (cancelled).
+    static func name(of state: DownloadState) -> String {
+        switch state {
+        case .queued: "waiting"
+        case .connecting, .downloading: "active"
+        case .paused: "paused"
+        case .done: "complete"
+        case .failed: "error"
+        case .cancelled: "removed"
+        }
+    }
+
+    /// In aria2's lists: active, waiting (with paused), or stopped.
+    enum List { case active, waiting, stopped }
+
+    static func list(of state: DownloadState) -> List {
+        switch state {
+        case .connecting, .downloading: .active
+        case .queued, .paused: .waiting
+        case .done, .failed, .cancelled: .stopped
+        }
+    }
+
+    /// The notification a WebSocket client gets when a download goes from `before` to `after`.
+    static func notification(from before: DownloadState?, to after: DownloadState) -> String? {
+        switch after {
+        case .connecting: before?.isActive == true ? nil : "aria2.onDownloadStart"
+        case .downloading: before?.isActive == true ? nil : "aria2.onDownloadStart"
+        case .paused: "aria2.onDownloadPause"
+        case .cancelled: "aria2.onDownloadStop"
+        case .done: "aria2.onDownloadComplete"
+        case .failed: "aria2.onDownloadError"
+        case .queued: nil
+        }
+    }
+
+    /// aria2's exit code for a failure ("1"-"32"): what its clients show and test.
+    static func errorCode(_ error: HaulError) -> Int {
+        let message = error.message.lowercased()
+        switch error.category {
+        case .network: return message.contains("timed out") || message.contains("stalled") ? 2 : 6
+        case .server:
+            if message.contains("404") || message.contains("410") { return 3 }
+            if message.contains("503") { return 29 }
+            return 22
+        case .protocol: return 22
+        case .authentication: return 24
+        case .checksum: return 32
+        case .fileIO: return message.contains("no space") || message.contains("disk full") ? 9 : 17
+        case .usage: return 28
+        case .cancelled, .interrupted, .terminated, .hangUp: return 31
+        case .tls, .other: return 1
+        }
+    }
+
+    /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some.
+    static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?) -> JSON {
+        var members: [(String, JSON)] = []
+        func put(_ key: String, _ value: @autoclosure () -> JSON) {
+            if keys == nil || keys!.contains(key) { members.append((key, value())) }
+        }
+        let total = entry.total ?? 0
+        let completed = entry.state == .done ? Swift.max(entry.completed, total) : entry.completed
+        let active = entry.state.isActive
+        let segments = job?.segments ?? 1
+        put("gid", .string(entry.gid))
+        put("status", .string(name(of: entry.state)))
+        put("totalLength", .number(total))
+        put("completedLength", .number(completed))
+        put("uploadLength", "0")
+        put("downloadSpeed", .number(entry.state == .downloading ? Int64(entry.rate.rounded()) : 0))
+        put("uploadSpeed", "0")
+        put("connections", .number(active ? segments : 0))
+        put("numPieces", .number(total > 0 ? (total + pieceLength - 1) / pieceLength : 0))
+        put("pieceLength", .number(pieceLength))
+        put("dir", .string(entry.directory))
+        put("files", files(of: entry))
+        switch entry.state {
+        case .done:
+            put("errorCode", "0")
+            put("errorMessage", "")
+        case .failed(let error):
+            put("errorCode", .number(errorCode(error)))
+            put("errorMessage", .string(error.message))
+        case .cancelled:
+            put("errorCode", "31")
+            put("errorMessage", "removed by the user")
+        default:
+            break
+        }
+        return .object(members)
+    }
+
+    static func path(of entry: Roster.Entry) -> String {
+        entry.path ?? FilePath.join(entry.directory, entry.name)
+    }
+
+    /// `getFiles`: one file per download.
+    static func files(of entry: Roster.Entry) -> JSON {
+        let total = entry.total ?? 0
+        let completed = entry.state == .done ? Swift.max(entry.completed, total) : entry.completed
+        return [[
+            "index": "1",
+            "path": .string(path(of: entry)),
+            "length": .number(total),
+            "completedLength": .number(completed),
+            "selected": "true",
+            "uris": uris(of: entry),
+        ]]
+    }
+
+    /// `getUris`: the URL (its password masked), "used".
+    static func uris(of entry: Roster.Entry) -> JSON {
+        [["uri": .string(entry.url), "status": "used"]]
+    }
+}
+
+/// The aria2 face's global options: what `changeGlobalOption` changes and `getGlobalOption` shows. The
+/// defaults are aria2's (one connection per server unless a client asks for more).
+struct Aria2Globals: Sendable, Equatable {
+    var split = 5
+    var connectionsPerServer = 1
+    /// `max-download-limit`: each new download's own cap.
+    var downloadLimit: Int64?
+    /// `max-overall-download-limit`.
+    var overallLimit: Int64?
+    /// `max-concurrent-downloads`.
+    var concurrency = 4
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HaulCore
+
+/// How the aria2 JSON-RPC face listens and what it allows (`haul service start --rpc-listen ...`).
+package struct RPCConfiguration: Sendable, Equatable {
+    /// A loopback address unless `allowRemote`.
+    package var host: String
+    /// 0: the kernel picks one (tests); `haul service status` shows the real one.
+    package var port: Int
+    /// The file that holds the secret; `STATE/rpc-secret` (made on first use) unless given.
+    package var secretFile: String
+    /// Where a download without `dir` goes.
+    package var outputDirectory: String
+    /// `dir` must lie under one of these; the output directory when empty.
+    package var allowedDirectories: [String] = []
+    /// Web origins (`https://ariang.example`, `null`) allowed besides none and browser extensions.
+    package var allowedOrigins: [String] = []
+    /// Listening on other than loopback: the transport is plaintext.
+    package var allowRemote = false
+
+    package init(host: String, port: Int, secretFile: String, outputDirectory: String) {
+        self.host = host
+        self.port = port
+        self.secretFile = secretFile
+        self.outputDirectory = outputDirectory
+    }
+
+    /// Parses `ADDR:PORT` (`127.0.0.1:6800`, `[::1]:6800`, `localhost:6800`); nil with the reason.
+    package static func listenAddress(_ text: String) -> Result<(host: String, port: Int), HaulError> {
+        let problem = HaulError(.usage, "--rpc-listen wants ADDRESS:PORT such as 127.0.0.1:6800, not '\(text)'")
+        guard let colon = text.lastIndex(of: ":") else { return .failure(problem) }
+        var host = String(text[..<colon])
+        guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port), !host.isEmpty else {
+            return .failure(problem)
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return .success((host, port))
+    }
+
+    /// 127.0.0.0/8, ::1 and localhost.
+    package static func isLoopback(_ host: String) -> Bool {
+        let lower = host.lowercased()
+        if lower == "localhost" || lower == "::1" { return true }
+        let parts = lower.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Where to download and what `dir` may name.
+    var paths: Aria2Paths {
+        Aria2Paths(base: outputDirectory, roots: allowedDirectories)
+    }
+}
+
+/// The aria2 face's secret: read from its file, or made once (random, hex) and kept 0600. Compared in
+/// constant time.
+struct RPCSecret: Sendable {
+    private let bytes: [UInt8]
+
+    init(_ text: String) {
+        bytes = Array(text.utf8)
+    }
+
+    /// Reads `path`; when it is the state directory's own file and absent, makes it. The file must be a
+    /// regular file (a link is not followed) and not empty.
+    static func load(_ path: String, create: Bool) throws(HaulError) -> RPCSecret {
+        if create {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 {
+                var generator = SystemRandomNumberGenerator()
+                let secret = (0..<4).map { _ in
+                    let hex = String(generator.next() as UInt64, radix: 16)
+                    return String(repeating: "0", count: 16 - hex.count) + hex
+                }.joined() + "\n"
+                let written = secret.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, secret.utf8.count) }
+                let synced = fsync(fd) == 0
+                close(fd)
+                guard written == secret.utf8.count, synced else {
+                    unlink(path)
+                    throw HaulError(.fileIO, "cannot write the RPC secret to \(path)")
+                }
+            } else if errno != EEXIST {
+                throw HaulError(.fileIO, "cannot create the RPC secret file \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw HaulError(.fileIO, "cannot read the RPC secret file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 4096 else {
+            throw HaulError(.usage, "the RPC secret file \(path) is not a small regular file")
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { throw HaulError(.usage, "the RPC secret file \(path) is empty") }
+        let text = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw HaulError(.usage, "the RPC secret file \(path) is empty") }
+        return RPCSecret(text)
+    }
+
+    /// Constant time in the length of the secret: every byte is compared, whatever differs first.
+    func matches(_ candidate: String) -> Bool {
+        let given = Array(candidate.utf8)
+        var difference = UInt8(given.count == bytes.count ? 0 : 1)
+        for index in 0..<bytes.count {
+            difference |= bytes[index] ^ (index < given.count ? given[index] : 0)
+        }
+        return difference == 0
+    }
+}
