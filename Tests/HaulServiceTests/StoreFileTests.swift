@@ -89,15 +89,15 @@ import TestSupport
         let store = try Store(directory: directory.path)
         _ = try store.insert(F.job("a"), file: "a", added: F.time(0))
         try store.pool.write { db in
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2'), ('v3')")
-            try db.execute(sql: "ALTER TABLE download ADD COLUMN gid TEXT")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3'), ('v4')")
+            try db.execute(sql: "ALTER TABLE download ADD COLUMN priority INTEGER")
         }
         try store.close()
         let before = try #require(directory.contents("haul.sqlite"))
 
         let error = #expect(throws: StoreError.self) { try Store(directory: directory.path) }
         #expect(error?.kind == .newerSchema)
-        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v3; this haul knows v1); not touching it")
+        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v4; this haul knows v2); not touching it")
         #expect(directory.contents("haul.sqlite") == before)
     }
 
@@ -161,5 +161,44 @@ import TestSupport
 
         let reopened = try Store(directory: copy.path)
         #expect(try reopened.all() == rows)
+    }
+}
+
+/// Schema v2 gives every download an aria2 GID, kept across restarts.
+struct StoreGIDTests {
+    typealias F = StoreFixtures
+
+    @Test func aVersionOneQueueGetsAGIDForEveryRowAndKeepsIt() throws {
+        let directory = TempDirectory()
+        // A queue as the first release wrote it: the v1 table, two rows.
+        let path = directory.path + "/haul.sqlite"
+        let old = try DatabaseQueue(path: path)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE download (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, job TEXT NOT NULL,
+                    secretsWithheld BOOLEAN NOT NULL, state TEXT NOT NULL, errorCategory TEXT, errorMessage TEXT,
+                    file TEXT NOT NULL, path TEXT, completed INTEGER NOT NULL DEFAULT 0, total INTEGER,
+                    added INTEGER NOT NULL, started INTEGER, finished INTEGER, seconds REAL);
+                INSERT INTO download (url, job, secretsWithheld, state, file, added) VALUES
+                    ('https://example.com/a', '{"url":"https://example.com/a","outputDirectory":"/tmp"}', 0, 'done', 'a', 1),
+                    ('https://example.com/b', '{"url":"https://example.com/b","outputDirectory":"/tmp"}', 0, 'queued', 'b', 2);
+                """)
+        }
+        try migrator.migrate(old)
+        try old.close()
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+
+        let store = try Store(directory: directory.path)
+        let gids = try store.all().map(\.gid)
+        #expect(gids.count == 2 && Set(gids).count == 2)
+        #expect(gids.allSatisfy { GID.isValid($0) && $0 == $0.lowercased() })
+        let added = try store.insert([(F.job("c"), "c")], gids: ["00000000000000cc"], added: F.time(0))
+        try store.close()
+
+        let reopened = try Store(directory: directory.path)
+        #expect(try reopened.all().map(\.gid) == gids + ["00000000000000cc"])
+        #expect(try reopened.find(added[0])?.gid == "00000000000000cc")
+        try reopened.close()
     }
 }

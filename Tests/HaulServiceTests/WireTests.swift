@@ -58,15 +58,15 @@ import Testing
     @Test func theRosterSnapshotRebuildsWhatItHolds() {
         var roster = Roster()
         let added = Date(timeIntervalSince1970: 1_800_000_000)
-        roster.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added))
-        roster.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added))
+        roster.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added, gid: "00000000000000a1"))
+        roster.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added, gid: "00000000000000b2"))
         for event in Self.events.prefix(5) { roster.apply(event) }
         roster.apply(.fact(id: 2, .previewSaved(path: "/d/b.partial.jpg")))
         roster.apply(.state(id: 2, .cancelled))
 
         var copy = Roster()
-        copy.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added))
-        copy.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added))
+        copy.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: added, gid: "00000000000000a1"))
+        copy.insert(Roster.Entry(id: 2, url: "http://h/b.jpg", directory: "/d", name: "b.jpg", added: added, gid: "00000000000000b2"))
         for event in roster.snapshot() { copy.apply(event) }
         #expect(copy.list() == roster.list())
 

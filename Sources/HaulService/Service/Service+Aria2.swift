@@ -138,7 +138,7 @@ extension Service {
     private func lookup(_ p: Parameters) -> Result<Roster.Entry, JSONRPC.Failure> {
         guard let text = p[0]?.string else { return .failure(.aria2("the first parameter must be a GID")) }
         let gid = text.lowercased()
-        guard GID.isPrefix(gid) else { return .failure(.aria2("Bad GID \(Aria2Options.quoted(text))")) }
+        guard GID.isPrefix(gid) else { return .failure(.aria2("Invalid GID \(Aria2Options.quoted(text))")) }
         if let id = roster.ids[gid], let entry = roster[id] { return .success(entry) }
         // A unique prefix, as aria2 accepts.
         if gid.count < 16 {

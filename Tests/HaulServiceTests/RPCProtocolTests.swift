@@ -1,0 +1,215 @@
+import Foundation
+@testable import HaulCore
+@testable import HaulService
+import Testing
+import TestSupport
+
+/// The aria2 JSON-RPC face's pieces without a socket: the JSON it reads and writes, requests, options,
+/// paths, the Host and Origin policy, the secret and the wrong-secret limiter.
+struct RPCProtocolTests {
+    // MARK: JSON
+
+    @Test func idsComeBackInTheirOwnType() {
+        for (id, text) in [(JSON.int(0), "0"), (.string("q1"), "\"q1\""), (.double(1.5), "1.5"), (.null, "null")] {
+            let body = #"{"jsonrpc":"2.0","id":\#(text),"method":"system.listMethods"}"#
+            guard case .single(.success(let call)) = JSONRPC.request(body: Array(body.utf8)) else {
+                Issue.record("not a call: \(body)")
+                continue
+            }
+            #expect(call.id == id)
+            #expect(JSONRPC.reply(.success("OK"), id: call.id).text == #"{"id":\#(text),"jsonrpc":"2.0","result":"OK"}"#)
+        }
+    }
+
+    @Test func stringsAreEscaped() {
+        let value: JSON = ["a\"b": .string("line\nnext\ttab\\ \u{1} é")]
+        #expect(value.text == #"{"a\"b":"line\nnext\ttab\\ \u0001 é"}"#)
+        #expect(JSON.parse(Array(value.text.utf8)) == value)
+    }
+
+    @Test func malformedRequestsGetJSONRPCErrors() {
+        func single(_ body: String) -> JSONRPC.Failure? {
+            if case .single(.failure(let failure)) = JSONRPC.request(body: Array(body.utf8)) { return failure }
+            return nil
+        }
+        #expect(single("{not json") == .parse)
+        #expect(single("{not json")?.httpStatus == 400)
+        #expect(single(#"{"id":1}"#) == .invalidRequest)
+        #expect(single(#"{"method":"aria2.tellActive","params":{"a":1}}"#) == .invalidRequest)
+        #expect(single("[]") == .invalidRequest)
+        let tooMany = "[" + Array(repeating: #"{"method":"system.listMethods"}"#, count: 101).joined(separator: ",") + "]"
+        #expect(single(tooMany) == .invalidRequest)
+        #expect(JSONRPC.Failure.methodNotFound.httpStatus == 404)
+        // No "jsonrpc" key, or a numeric one: accepted, as aria2 accepts them.
+        guard case .single(.success(let call)) = JSONRPC.request(body: Array(#"{"jsonrpc":2,"method":"m"}"#.utf8)) else {
+            Issue.record("a numeric jsonrpc key is refused")
+            return
+        }
+        #expect(call.method == "m" && call.params.isEmpty && call.id == .null)
+    }
+
+    @Test func aBatchKeepsEachCallOnItsOwn() {
+        let body = #"[{"method":"a","id":1},{"id":2},{"method":"b","params":["x"],"id":"3"}]"#
+        guard case .batch(let calls) = JSONRPC.request(body: Array(body.utf8)) else {
+            Issue.record("not a batch")
+            return
+        }
+        #expect(calls.count == 3)
+        #expect((try? calls[0].get())?.method == "a")
+        #expect(calls[1].failure == .invalidRequest)
+        #expect((try? calls[2].get())?.params == [.string("x")])
+    }
+
+    @Test func getRequestsCarryBase64Params() throws {
+        let params = Data(#"["token:s",["http://h/x"]]"#.utf8).base64EncodedString()
+        let query = RPCServer.query(of: "method=aria2.addUri&id=7&params=\(params.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+        let call = try JSONRPC.request(query: query).get()
+        #expect(call.method == "aria2.addUri" && call.id == .int(7))
+        #expect(call.params == [.string("token:s"), .array([.string("http://h/x")])])
+        #expect(JSONRPC.request(query: ["method": "m", "params": "!!!"]).failure == .parse)
+        #expect(JSONRPC.request(query: [:]).failure == .invalidRequest)
+    }
+
+    // MARK: options and paths
+
+    @Test func optionsMapOntoTheJob() throws {
+        let dir = TempDirectory()
+        let paths = Aria2Paths(base: dir.path, roots: [])
+        let sent: JSON = [
+            "dir": .string(dir.path + "/sub"), "out": "file.iso", "split": "8", "max-connection-per-server": "4",
+            "header": ["X-A: 1"], "referer": "https://ref.example/", "user-agent": "agent/1",
+            "checksum": .string("sha-256=" + String(repeating: "AB", count: 32)), "max-download-limit": "2M",
+            "all-proxy": "http://proxy:3128", "pause": "true", "gid": "0123456789ABCDEF",
+            // What a front end sends back from getOption, and what haul does not do: ignored.
+            "bt-max-peers": "55", "log": "/tmp/x.log", "on-download-complete": "/bin/sh", "continue": .null,
+        ]
+        let options = try Aria2Options.parse(sent, paths: paths).get()
+        var job = DownloadJob(url: "http://h/x", outputDirectory: paths.base)
+        options.apply(to: &job, split: 5, connectionsPerServer: 1)
+        #expect(job.outputDirectory == paths.base + "/sub")
+        #expect(job.outputName == "file.iso")
+        #expect(job.segments == 4)
+        #expect(job.headers == ["X-A: 1", "Referer: https://ref.example/"])
+        #expect(job.transfer.userAgent == "agent/1")
+        #expect(job.checksum == Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
+        #expect(job.transfer.maxReceiveRate == 2 << 20)
+        #expect(job.transfer.proxy == "http://proxy:3128")
+        #expect(options.pause == true && options.gid == "0123456789abcdef")
+
+        // aria2's defaults: one connection per server unless asked.
+        var plain = DownloadJob(url: "http://h/x", outputDirectory: paths.base)
+        try Aria2Options.parse(["split": "16"], paths: paths).get().apply(to: &plain, split: 5, connectionsPerServer: 1)
+        #expect(plain.segments == 1)
+        try Aria2Options.parse(["max-connection-per-server": "16"], paths: paths).get()
+            .apply(to: &plain, split: 5, connectionsPerServer: 1)
+        #expect(plain.segments == 5)
+    }
+
+    @Test func outIsOneName() {
+        let paths = Aria2Paths(base: "/tmp", roots: [])
+        for bad in ["../x", "a/b", "..", ".", "", "a\\b", "x\0y", "..."] {
+            #expect(Aria2Options.parse(["out": .string(bad)], paths: paths).failure != nil, "out \(bad.debugDescription)")
+        }
+        #expect((try? Aria2Options.parse(["out": "x.bin"], paths: paths).get())?.out == "x.bin")
+        #expect(Aria2Options.parse(["header": ["X: a\r\nY: b"]], paths: paths).failure != nil)
+        #expect(Aria2Options.parse(["max-download-limit": "fast"], paths: paths).failure != nil)
+        #expect(Aria2Options.parse(["checksum": "adler32=1"], paths: paths).failure != nil)
+    }
+
+    @Test func dirMustLieUnderAnAllowedRoot() throws {
+        let dir = TempDirectory()
+        let root = dir.path + "/downloads"
+        try FileManager.default.createDirectory(atPath: root + "/music", withIntermediateDirectories: true)
+        // A link inside the root that leads out of it.
+        try FileManager.default.createSymbolicLink(atPath: root + "/escape", withDestinationPath: "/etc")
+        let paths = Aria2Paths(base: root, roots: [])
+        #expect(try paths.allowedDirectory(root + "/music").get() == paths.base + "/music")
+        #expect(try paths.allowedDirectory("music/new/deeper").get() == paths.base + "/music/new/deeper")
+        #expect(try paths.allowedDirectory(root).get() == paths.base)
+        for bad in ["/etc", "/", dir.path, root + "/../", root + "/music/../../x", root + "/escape", root + "/escape/cron.d",
+                    root + "x", "/home/user/.bashrc"] {
+            #expect(paths.allowedDirectory(bad).failure != nil, "dir \(bad)")
+        }
+        // More roots when configured.
+        let other = Aria2Paths(base: root, roots: [root, dir.path + "/media"])
+        #expect(try other.allowedDirectory(dir.path + "/media/tv").get().hasSuffix("/media/tv"))
+    }
+
+    // MARK: who may call
+
+    @Test func onlyLoopbackNamesOfThisPortAreTakenAsHost() {
+        let policy = RPCRequestPolicy(host: "127.0.0.1", port: 6800, allowRemote: false, origins: [])
+        for good in ["127.0.0.1:6800", "localhost:6800", "LOCALHOST", "[::1]:6800", "127.0.0.1"] {
+            #expect(policy.allowsHost(good), "\(good)")
+        }
+        for bad in ["evil.example", "evil.example:6800", "127.0.0.1:80", "127.0.0.1.evil.example:6800", "[::1]:1", "", nil] {
+            #expect(!policy.allowsHost(bad), "\(bad ?? "nil")")
+        }
+        let bound = RPCRequestPolicy(host: "127.0.0.1", port: 0, allowRemote: false, origins: [])
+        bound.bound(to: 41234)
+        #expect(bound.allowsHost("127.0.0.1:41234") && !bound.allowsHost("127.0.0.1:0"))
+    }
+
+    @Test func originsAreAllowListed() {
+        let policy = RPCRequestPolicy(host: "127.0.0.1", port: 6800, allowRemote: false,
+                                      origins: ["https://ariang.example"])
+        for good in [nil, "chrome-extension://abcdefgh", "moz-extension://1234-5678", "https://ariang.example",
+                     "https://AriaNg.example/"] {
+            #expect(policy.allowsOrigin(good), "\(good ?? "nil")")
+        }
+        for bad in ["https://evil.example", "null", "http://ariang.example", "chrome-extension://", "file://"] {
+            #expect(!policy.allowsOrigin(bad), "\(bad)")
+        }
+        let withNull = RPCRequestPolicy(host: "127.0.0.1", port: 6800, allowRemote: false, origins: ["null"])
+        #expect(withNull.allowsOrigin("null"))
+    }
+
+    // MARK: the secret
+
+    @Test func theSecretIsMadeOnceAndPrivate() throws {
+        let dir = TempDirectory()
+        let path = dir.path + "/rpc-secret"
+        let secret = try RPCSecret.load(path, create: true)
+        let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .newlines)
+        #expect(text.count == 64 && text.allSatisfy(\.isHexDigit))
+        #expect(secret.matches(text) && !secret.matches(text + "0") && !secret.matches(String(text.dropLast())) && !secret.matches(""))
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+        // Made once: the second service reads the same.
+        #expect(try RPCSecret.load(path, create: true).matches(text))
+        // A link is not followed.
+        try FileManager.default.createSymbolicLink(atPath: dir.path + "/link", withDestinationPath: path)
+        #expect(throws: HaulError.self) { try RPCSecret.load(dir.path + "/link", create: false) }
+        #expect(throws: HaulError.self) { try RPCSecret.load(dir.path + "/missing", create: false) }
+    }
+
+    @Test func wrongSecretsFromOnePeerAreLimited() async {
+        let clock = ManualClock()
+        let gate = SecretGate(clock: clock)
+        for _ in 0..<SecretGate.limit {
+            #expect(await !gate.isBlocked("10.0.0.1"))
+            await gate.failed("10.0.0.1")
+        }
+        #expect(await gate.isBlocked("10.0.0.1"))
+        #expect(await !gate.isBlocked("10.0.0.2"), "another peer is not affected")
+        clock.advance(by: .seconds(61))
+        #expect(await !gate.isBlocked("10.0.0.1"), "a minute later the peer may try again")
+    }
+
+    @Test func notificationsFollowTheStates() {
+        #expect(Aria2Status.notification(from: .queued, to: .connecting) == "aria2.onDownloadStart")
+        #expect(Aria2Status.notification(from: .connecting, to: .downloading) == nil)
+        #expect(Aria2Status.notification(from: .downloading, to: .paused) == "aria2.onDownloadPause")
+        #expect(Aria2Status.notification(from: .downloading, to: .cancelled) == "aria2.onDownloadStop")
+        #expect(Aria2Status.notification(from: .downloading, to: .done) == "aria2.onDownloadComplete")
+        #expect(Aria2Status.notification(from: .downloading, to: .failed(HaulError(.network, "x"))) == "aria2.onDownloadError")
+        #expect(Aria2Status.errorCode(HaulError(.server, "server answered 404 Not Found")) == 3)
+        #expect(Aria2Status.errorCode(HaulError(.checksum, "mismatch")) == 32)
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}
