@@ -1,0 +1,218 @@
+import Foundation
+import HaulCore
+import HaulService
+import SampleServer
+import Testing
+import TestSupport
+
+/// A haul service with its aria2 JSON-RPC face on, for one test: its URL and secret.
+struct RPCService {
+    let home = ServiceHome()
+    let dir = TempDirectory()
+    var url = ""
+    var secret = ""
+    var pid = 0
+
+    /// Downloads go to `dir/dl`; `dir/more` is a second allowed root.
+    static func start(_ extra: [String] = []) async throws -> RPCService {
+        var service = RPCService()
+        try FileManager.default.createDirectory(atPath: service.dir.file("dl"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: service.dir.file("more"), withIntermediateDirectories: true)
+        let start = try await HaulProcess.run(
+            ["service", "start", "--json", "--rpc-listen", "127.0.0.1:0", "--output-dir", service.dir.file("dl"),
+             "--rpc-allowed-dir", service.dir.file("dl"), "--rpc-allowed-dir", service.dir.file("more")] + extra,
+            in: service.dir.path, environment: service.home.environment)
+        #expect(start.status == 0, "\(start.stderr)")
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(start.stdout.utf8)) as? [String: Any])
+        let rpc = try #require(status["rpc"] as? [String: Any], "\(start.stdout)")
+        service.url = try #require(rpc["url"] as? String)
+        service.pid = try #require(status["pid"] as? Int)
+        let secretFile = try #require(rpc["secretFile"] as? String)
+        service.secret = try String(contentsOfFile: secretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return service
+    }
+
+    struct Answer {
+        var status: Int
+        var body: [String: Any]
+        var headers: String
+
+        var result: Any? { body["result"] }
+        var errorCode: Int? { (body["error"] as? [String: Any])?["code"] as? Int }
+        var errorMessage: String? { (body["error"] as? [String: Any])?["message"] as? String }
+    }
+
+    /// POSTs `body` with curl (a real HTTP client, so the headers are what a client sends).
+    func post(_ body: String, headers: [String] = [], method: String = "POST") async throws -> Answer {
+        let bodyFile = dir.file("body-\(UUID().uuidString)")
+        try Data(body.utf8).write(to: URL(fileURLWithPath: bodyFile))
+        return try await curl(["-X", method, "--data-binary", "@" + bodyFile] + headers.flatMap { ["-H", $0] }, url)
+    }
+
+    func curl(_ arguments: [String], _ target: String) async throws -> Answer {
+        let out = dir.file("reply-\(UUID().uuidString)")
+        let head = out + ".headers"
+        let run = try await runProcess(["/usr/bin/curl", "-s", "-o", out, "-D", head, "-w", "%{http_code}"] + arguments + [target])
+        let body = (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data()
+        let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        let headers = (try? String(contentsOfFile: head, encoding: .utf8)) ?? ""
+        return Answer(status: Int(run.output.suffix(3)) ?? 0, body: object, headers: headers)
+    }
+
+    /// One call with the secret.
+    func call(_ method: String, _ params: [Any] = [], id: Any = 1) async throws -> Answer {
+        let document: [String: Any] = ["jsonrpc": "2.0", "id": id, "method": method, "params": ["token:" + secret] + params]
+        return try await post(String(decoding: try JSONSerialization.data(withJSONObject: document), as: UTF8.self))
+    }
+
+    /// The service still answers, with the secret.
+    func stillAnswers() async throws -> Bool {
+        let version = try await call("aria2.getVersion")
+        return version.status == 200 && (version.result as? [String: Any])?["version"] != nil
+    }
+
+    func haul(_ arguments: [String]) async throws -> HaulProcess.Exit {
+        try await HaulProcess.run(arguments, in: dir.path, environment: home.environment)
+    }
+}
+
+@Suite(.serialized) struct RPCTests {
+    @Test func hostileRequestsAreRefusedAndTheServiceGoesOn() async throws {
+        let rpc = try await RPCService.start()
+        try await withSampleServer { server in
+            let add = { (options: String) in
+                #"{"jsonrpc":"2.0","id":"x","method":"aria2.addUri","params":["token:\#(rpc.secret)",["\#(server.downloadURL("small.bin"))"],\#(options)]}"#
+            }
+            // DNS rebinding: the right secret from a page whose name points here.
+            let rebound = try await rpc.post(add("{}"), headers: ["Host: evil.example"])
+            #expect(rebound.status == 403)
+            #expect(try await rpc.stillAnswers())
+            // A web page, even one that learned the secret.
+            let page = try await rpc.post(add("{}"), headers: ["Origin: https://evil.example"])
+            #expect(page.status == 403)
+            let preflight = try await rpc.post("", headers: ["Origin: https://evil.example",
+                                                             "Access-Control-Request-Method: POST"], method: "OPTIONS")
+            #expect(preflight.status == 403)
+            // A browser extension is let in, with the CORS answer aria2 gives.
+            let extensionPreflight = try await rpc.post("", headers: [
+                "Origin: chrome-extension://abcdef", "Access-Control-Request-Method: POST",
+                "Access-Control-Request-Headers: content-type"], method: "OPTIONS")
+            #expect(extensionPreflight.status == 200)
+            let lowered = extensionPreflight.headers.lowercased()
+            #expect(lowered.contains("access-control-allow-origin: chrome-extension://abcdef"))
+            #expect(lowered.contains("access-control-allow-methods: post, get, options"))
+            #expect(lowered.contains("access-control-allow-headers: content-type"))
+            #expect(lowered.contains("vary: origin"))
+
+            // Paths: `out` is one name, `dir` lies under an allowed root.
+            for options in [#"{"out":"../x"}"#, #"{"out":"a/b"}"#, #"{"dir":"/etc"}"#, #"{"dir":"\#(rpc.dir.path)"}"#,
+                            #"{"dir":"\#(rpc.dir.file("dl"))/../.."}"#] {
+                let refused = try await rpc.post(add(options))
+                #expect(refused.status == 400 && refused.errorCode == 1, "\(options): \(refused.body)")
+                #expect(try await rpc.stillAnswers())
+            }
+            // Bounded bodies and batches.
+            let huge = try await rpc.post(String(repeating: " ", count: 10 << 20) + "{}")
+            #expect(huge.status == 413)
+            #expect(try await rpc.stillAnswers())
+            let batch = "[" + Array(repeating: #"{"method":"system.listMethods","id":1}"#, count: 101).joined(separator: ",") + "]"
+            #expect(try await rpc.post(batch).errorCode == -32600)
+            // Malformed, unknown, no secret.
+            let garbage = try await rpc.post("{\"method\":")
+            #expect(garbage.status == 400 && garbage.errorCode == -32700)
+            let unknown = try await rpc.call("aria2.noSuchThing")
+            #expect(unknown.status == 404 && unknown.errorCode == -32601)
+            let anonymous = try await rpc.post(#"{"jsonrpc":"2.0","id":1,"method":"aria2.tellActive","params":[]}"#)
+            #expect(anonymous.status == 400 && anonymous.errorMessage == "Unauthorized")
+            let torrent = try await rpc.call("aria2.addTorrent", ["ZGF0YQ=="])
+            #expect(torrent.status == 400 && torrent.errorCode == 1)
+            #expect(try await rpc.stillAnswers())
+
+            // Nothing of the above was added or written.
+            let listed = try await rpc.haul(["ls", "--json"])
+            #expect(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(listed.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: rpc.dir.file("x")))
+
+            // No secret in any process's arguments.
+            for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc") where Int(entry) != nil {
+                guard let arguments = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+                #expect(!String(decoding: arguments, as: UTF8.self).contains(rpc.secret), "process \(entry)")
+            }
+            let refusedOnCommandLine = try await rpc.haul(["service", "start", "--rpc-listen", "127.0.0.1:0",
+                                                           "--rpc-secret", "s3cret"])
+            #expect(refusedOnCommandLine.status == 2 && refusedOnCommandLine.stderr.contains("--rpc-secret-file"))
+            let remote = try await rpc.haul(["service", "start", "--rpc-listen", "0.0.0.0:0"])
+            #expect(remote.status == 2 && remote.stderr.contains("--rpc-allow-remote"))
+        }
+    }
+
+    @Test func wrongSecretsAreLimitedPerPeer() async throws {
+        let rpc = try await RPCService.start()
+        var statuses: [Int] = []
+        for _ in 0..<11 {
+            statuses.append(try await rpc.post(#"{"jsonrpc":"2.0","id":1,"method":"aria2.getVersion","params":["token:wrong"]}"#).status)
+        }
+        #expect(statuses.prefix(10).allSatisfy { $0 == 400 })
+        #expect(statuses.last == 429)
+        // The limit is per peer and per minute: listing methods needs no secret, as in aria2.
+        #expect(try await rpc.post(#"{"jsonrpc":"2.0","id":1,"method":"system.listMethods"}"#).status == 200)
+    }
+
+    @Test func bothFacesShowOneQueueAndTheGIDSurvivesARestart() async throws {
+        let rpc = try await RPCService.start()
+        try await withSampleServer(rate: 1 << 20) { server in
+            // Added over RPC: in `haul ls`, with its GID.
+            let added = try await rpc.call("aria2.addUri", [[server.downloadURL("medium.bin")],
+                                                            ["out": "rpc.bin", "dir": rpc.dir.file("more"),
+                                                             "max-download-limit": "512K"]])
+            let gid = try #require(added.result as? String)
+            #expect(gid.count == 16 && gid.allSatisfy(\.isHexDigit))
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(try await rpc.haul(["ls", "--json"]).stdout.utf8)) as? [[String: Any]])
+            #expect(listed.first?["gid"] as? String == gid)
+            #expect(listed.first?["file"] as? String == rpc.dir.file("more") + "/rpc.bin")
+
+            // Added with `haul add`: in tellStatus and tellActive/tellWaiting under its own GID.
+            let cli = try await rpc.haul(["add", "-o", "cli", server.downloadURL("small.bin")])
+            #expect(cli.status == 0, "\(cli.stderr)")
+            let both = try #require(try JSONSerialization.jsonObject(with: Data(try await rpc.haul(["ls", "--json"]).stdout.utf8)) as? [[String: Any]])
+            let cliGID = try #require(both.last?["gid"] as? String)
+            let status = try await rpc.call("aria2.tellStatus", [cliGID, ["gid", "status", "files"]])
+            let fields = try #require(status.result as? [String: Any])
+            #expect(fields["gid"] as? String == cliGID)
+            #expect(Set(fields.keys) == ["gid", "status", "files"])
+            #expect(((fields["files"] as? [[String: Any]])?.first?["path"] as? String)?.hasSuffix("/cli/small.bin") == true)
+
+            // Options: the live limit, read back.
+            let options = try #require(try await rpc.call("aria2.getOption", [gid]).result as? [String: Any])
+            #expect(options["max-download-limit"] as? String == "524288")
+            #expect(try await rpc.call("aria2.changeOption", [gid, ["max-download-limit": "0"]]).result as? String == "OK")
+            let lifted = try #require(try await rpc.call("aria2.getOption", [gid]).result as? [String: Any])
+            #expect(lifted["max-download-limit"] as? String == "0")
+
+            // A unique prefix of a GID is enough, as in aria2.
+            let prefix = try await rpc.call("aria2.tellStatus", [String(gid.prefix(6)), ["gid"]])
+            #expect((prefix.result as? [String: Any])?["gid"] as? String == gid)
+
+            // The GID is stored: after a restart the same call finds it.
+            #expect(try await rpc.haul(["service", "stop"]).status == 0)
+            let again = try await RPCService.restart(rpc)
+            let after = try await again.call("aria2.tellStatus", [gid, ["gid", "status"]])
+            #expect((after.result as? [String: Any])?["gid"] as? String == gid, "\(after.body)")
+            _ = try await again.call("aria2.forceRemove", [gid])
+            _ = try await again.call("aria2.forceRemove", [cliGID])
+        }
+    }
+}
+
+extension RPCService {
+    /// The same home, started again (a new port).
+    static func restart(_ old: RPCService) async throws -> RPCService {
+        var service = old
+        let start = try await old.haul(["service", "start", "--json", "--rpc-listen", "127.0.0.1:0",
+                                        "--output-dir", old.dir.file("dl"), "--rpc-allowed-dir", old.dir.file("dl"),
+                                        "--rpc-allowed-dir", old.dir.file("more")])
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(start.stdout.utf8)) as? [String: Any])
+        service.url = try #require((status["rpc"] as? [String: Any])?["url"] as? String)
+        return service
+    }
+}
