@@ -5,8 +5,11 @@ SWIFT ?= swift
 # libsqlite3-dev is the SQLite that GRDB (the service's store) links.
 APT_PACKAGES := libcurl4-openssl-dev libncurses-dev libjpeg-dev libsqlite3-dev tmux curl wget2 aria2 time
 TSAN_SCRATCH := .build-tsan
+# The real aria2 clients the aria2 JSON-RPC tests drive (from PyPI, pinned), in a venv of their own.
+VENV := .build-venv
+PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7
 
-.PHONY: deps build release test test-tsan demo bench clean
+.PHONY: deps pydeps build release test test-tsan demo bench clean
 
 deps:
 	@missing=""; \
@@ -22,18 +25,24 @@ deps:
 	  fi; \
 	fi
 
+pydeps:
+	@if ! $(VENV)/bin/python -c "import aria2p, aioaria2, asciimatics" 2>/dev/null; then \
+	  echo "Installing into $(VENV): $(PY_CLIENTS)"; \
+	  python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_CLIENTS); \
+	fi
+
 build: deps
 	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
 
-test: deps
+test: deps pydeps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
 # The whole suite under the thread sanitizer, in its own build folder.
-test-tsan: deps
+test-tsan: deps pydeps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
