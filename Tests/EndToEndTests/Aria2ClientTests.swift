@@ -82,6 +82,27 @@ import TestSupport
         return (run?.output ?? "000") != "000"
     }
 
+    /// aria2p's `top`, its full-screen interface, shows haul's downloads.
+    @Test func aria2pTopShowsHaulsDownloads() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.venv + "aria2p"),
+                     "the aria2 clients are not installed: run `make pydeps`")
+        let rpc = try await RPCService.start()
+        let port = try #require(URLComponents(string: rpc.url)?.port)
+        try await withSampleServer(rate: 256 << 10) { server in
+            let added = try await rpc.call("aria2.addUri", [[server.downloadURL("medium.bin")], ["out": "seen-in-top.bin"]])
+            let gid = try #require(added.result as? String)
+            let top = try TmuxSession(["--host", "http://127.0.0.1", "--port", String(port), "--secret", rpc.secret, "top"],
+                                      in: rpc.dir.path, executable: Self.venv + "aria2p")
+            let screen = try await top.waitFor("aria2p top to list the download", within: .seconds(60)) { lines in
+                lines.contains { $0.contains("seen-in-top.bin") && $0.contains(String(gid.prefix(6))) }
+            }
+            #expect(screen.contains { $0.contains("seen-in-top.bin") && $0.contains("active") }, "\(screen)")
+            try top.send("q")
+            _ = try await rpc.call("aria2.forceRemove", [gid])
+            _ = try await rpc.haul(["service", "stop"])
+        }
+    }
+
     @Test(arguments: Peer.allCases) func realClientsDriveIt(peer: Peer) async throws {
         let python = Self.venv + "python"
         try #require(FileManager.default.isExecutableFile(atPath: python),

@@ -22,7 +22,8 @@ final class TmuxSession: Sendable {
     /// line-discipline modes (`modes: icanon echo` when haul restored them), then sleeps, so the pane and its
     /// terminal state can still be read.
     init(_ arguments: [String], in directory: String, columns: Int = 120, rows: Int = 30,
-         environment: [String: String] = [:], home: ServiceHome = ServiceHome()) throws {
+         environment: [String: String] = [:], home: ServiceHome = ServiceHome(),
+         executable: String = HaulProcess.binary) throws {
         self.home = home
         socket = "haul-e2e-\(UUID().uuidString.prefix(8))"
         configPath = NSTemporaryDirectory() + socket + ".conf"
@@ -30,7 +31,7 @@ final class TmuxSession: Sendable {
             .write(toFile: configPath, atomically: true, encoding: .utf8)
         let variables = environment.merging(home.environment) { mine, _ in mine }.sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value)" }
-        let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"] + variables + [HaulProcess.binary] + arguments)
+        let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"] + variables + [executable] + arguments)
             .map(Self.quoted)
             .joined(separator: " ")
         let modes = "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '"
