@@ -104,6 +104,14 @@ struct RPCService {
             #expect(lowered.contains("access-control-allow-headers: content-type"))
             #expect(lowered.contains("vary: origin"))
 
+            // The WebSocket upgrade: refused for a page, taken for a script (101, Switching Protocols).
+            let upgrade = ["-m", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                           "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+            // (A declined upgrade is answered 400 by the WebSocket upgrader, before any route.)
+            #expect(try await rpc.curl(upgrade + ["-H", "Origin: https://evil.example"], rpc.url).status == 400)
+            #expect(try await rpc.curl(upgrade + ["-H", "Host: evil.example"], rpc.url).status == 400)
+            #expect(try await rpc.curl(upgrade + ["-H", "Origin: moz-extension://1234"], rpc.url).status == 101)
+
             // Paths: `out` is one name, `dir` lies under an allowed root.
             for options in [#"{"out":"../x"}"#, #"{"out":"a/b"}"#, #"{"dir":"/etc"}"#, #"{"dir":"\#(rpc.dir.path)"}"#,
                             #"{"dir":"\#(rpc.dir.file("dl"))/../.."}"#] {
