@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
@@ -80,6 +81,8 @@ let package = Package(
                 "SampleServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // The config file, $XDG_CONFIG_HOME/haul/config.toml.
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ]),
 
         // The SuperStorage-API sample server, used by `--demo` and by the tests.

@@ -9,15 +9,28 @@ import NIOConcurrencyHelpers
 @main
 enum Entry {
     static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let config: ConfigFile?
+        do {
+            let selection: ConfigFile.Selection
+            (selection, arguments) = try ConfigFile.select(arguments)
+            config = try ConfigFile.load(selection, environment: ProcessInfo.processInfo.environment)
+            try config?.check()
+        } catch {
+            TextOutput.standard.err("haul: " + error.message)
+            exit(FailureCategory.usage.exitCode)
+        }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
-            exit(await SessionCommands.run(arguments))
+            exit(await SessionCommands.run(arguments, config: config))
         }
         // `haul` alone or `haul attach` on a terminal: the TUI, attached to the service's queue.
         let attaching = arguments.isEmpty || arguments == ["attach"]
         let command: HaulCommand
         do {
-            command = try HaulCommand.parse(attaching ? ["--attach"] : arguments)
+            command = try parse(HaulCommand.self, attaching ? ["--attach"] : arguments, config: config)
+        } catch let problem as ConfigFile.Problem {
+            TextOutput.standard.err("haul: " + problem.message)
+            exit(FailureCategory.usage.exitCode)
         } catch {
             let code = HaulCommand.exitCode(for: error)
             if code == .success {
@@ -28,6 +41,12 @@ enum Entry {
             exit(FailureCategory.usage.exitCode)
         }
         exit(await run(command))
+    }
+
+    /// `arguments` parsed after the config file's download options.
+    static func parse(_ type: HaulCommand.Type, _ arguments: [String], config: ConfigFile?) throws -> HaulCommand {
+        guard let config else { return try HaulCommand.parse(arguments) }
+        return try config.parse(.download, arguments) { try HaulCommand.parse($0) }
     }
 
     /// The URLs of `-i FILE`; on a problem, the exit code after its line on stderr.

@@ -10,6 +10,8 @@ struct HaulCommand: ParsableCommand {
         discussion: """
             URLs are separate downloads, --jobs of them at once. Without a terminal on stdout (or with \
             --plain) progress is printed as lines; --json prints one JSON object per event.
+            Settings come from $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml) when it exists: \
+            its keys are the long option names (jobs = 8, output-dir = "~/Downloads"); the command line wins.
             Exit codes: 0 all done, 1 other, 2 usage, 3 local file I/O, 4 network, 5 TLS, 6 authentication, \
             7 protocol, 8 server error answer, 9 checksum mismatch, 10 cancelled, 129 stopped by SIGHUP, \
             130 interrupted (SIGINT), 143 stopped by SIGTERM.
@@ -93,6 +95,15 @@ struct HaulCommand: ParsableCommand {
 
     @Option(name: .customLong("max-redirs"), help: "Most redirects to follow, \(Limits.redirects).")
     var maxRedirects = 10
+
+    // Taken out of the arguments before they are parsed (`ConfigFile.select`): here for the help only.
+    @Option(name: .customLong("config"), help: ArgumentHelp(
+        "Read settings from FILE instead of $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml).",
+        valueName: "file"))
+    var configFile: String?
+
+    @Flag(name: .customLong("no-config"), help: "Read no config file.")
+    var noConfig = false
 
     /// Every number from the command line is checked here, before anything converts it: a value out of
     /// range is a one-line usage error that names the option and the range, never a trap further down.

@@ -12,11 +12,20 @@ enum SessionCommands {
     static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
 
     /// Runs `arguments` (the verb first) and returns the exit code.
-    static func run(_ arguments: [String]) async -> Int32 {
-        if arguments.first == "add" { return await add(Array(arguments.dropFirst())) }
+    static func run(_ arguments: [String], config: ConfigFile?) async -> Int32 {
+        if arguments.first == "add" { return await add(Array(arguments.dropFirst()), config: config) }
         let command: any ParsableCommand
         do {
-            command = try Sessions.parseAsRoot(arguments)
+            // `service start|run` take the service's keys of the config file, after the verbs.
+            if let config, arguments.count >= 2, arguments[0] == "service", ["start", "run"].contains(arguments[1]) {
+                let verbs = Array(arguments.prefix(2))
+                command = try config.parse(.service, Array(arguments.dropFirst(2))) { try Sessions.parseAsRoot(verbs + $0) }
+            } else {
+                command = try Sessions.parseAsRoot(arguments)
+            }
+        } catch let problem as ConfigFile.Problem {
+            TextOutput.standard.err("haul: " + problem.message)
+            return FailureCategory.usage.exitCode
         } catch {
             let code = Sessions.exitCode(for: error)
             if code == .success {
@@ -39,10 +48,13 @@ enum SessionCommands {
     }
 
     /// `haul add [OPTIONS] URL...`: the download options of `haul`, then each added download's `ID NAME`.
-    static func add(_ arguments: [String]) async -> Int32 {
+    static func add(_ arguments: [String], config: ConfigFile?) async -> Int32 {
         let command: HaulCommand
         do {
-            command = try HaulCommand.parse(arguments)
+            command = try Entry.parse(HaulCommand.self, arguments, config: config)
+        } catch let problem as ConfigFile.Problem {
+            TextOutput.standard.err("haul: add: " + problem.message)
+            return FailureCategory.usage.exitCode
         } catch {
             if HaulCommand.exitCode(for: error) == .success {
                 print(HaulCommand.fullMessage(for: error))
@@ -57,7 +69,7 @@ enum SessionCommands {
         case .failure(let code): return code
         }
         do {
-            let client = try await ServiceClient.connect(directory, starting: ["--jobs", String(command.jobs)])
+            let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.jobs))
             let added = try await client.add(command.downloads(extraURLs: urls, absolute: true))
             if command.json {
                 TextOutput.standard.out(String(decoding: Wire.encode(added), as: UTF8.self))
@@ -267,6 +279,11 @@ struct ServiceSettings: ParsableArguments {
         }
     }
 
+    private static func unique(_ list: [String]) -> [String] {
+        var seen = Set<String>()
+        return list.filter { seen.insert($0).inserted }
+    }
+
     /// The output directory of RPC downloads, absolute.
     var downloadDirectory: String {
         if let outputDir { return FilePath.absolute(outputDir) }
@@ -288,14 +305,20 @@ struct ServiceSettings: ParsableArguments {
         return list
     }
 
+    /// What a client starts the service with when it is not running: the same config file, and its `--jobs`.
+    static func starting(jobs: Int) -> [String] {
+        ConfigFile.Selection.current.arguments + ["--jobs", String(jobs)]
+    }
+
     /// The aria2 face's configuration, when --rpc-listen asks for it.
     func rpc(_ directory: StateDirectory) -> RPCConfiguration? {
         guard let rpcListen, case .success(let address) = RPCConfiguration.listenAddress(rpcListen) else { return nil }
         var rpc = RPCConfiguration(host: address.host, port: address.port,
                                    secretFile: rpcSecretFile.map(FilePath.absolute) ?? directory.rpcSecret,
                                    outputDirectory: downloadDirectory)
-        rpc.allowedDirectories = rpcAllowedDirs.map(FilePath.absolute)
-        rpc.allowedOrigins = rpcAllowedOrigins
+        // The config file's lists and a start's own (passed on to the service) may name the same entries.
+        rpc.allowedDirectories = Self.unique(rpcAllowedDirs.map(FilePath.absolute))
+        rpc.allowedOrigins = Self.unique(rpcAllowedOrigins)
         rpc.allowRemote = rpcAllowRemote
         return rpc
     }
@@ -307,7 +330,8 @@ struct ServiceStart: SessionVerb {
     @Flag(help: "Print the status as JSON.") var json = false
 
     func execute() async throws(HaulError) -> Int32 {
-        let client = try await ServiceClient.connect(SessionCommands.directory, starting: settings.arguments)
+        let client = try await ServiceClient.connect(SessionCommands.directory,
+                                                  starting: ConfigFile.Selection.current.arguments + settings.arguments)
         let status = try await client.status()
         ServiceStatus.show(status, json: json)
         if settings.rpcListen != nil, status.rpc == nil {

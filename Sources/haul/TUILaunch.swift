@@ -50,7 +50,7 @@ enum TUILaunch {
         } else {
             do {
                 let client = try await ServiceClient.connect(SessionCommands.directory,
-                                                             starting: ["--jobs", String(command.jobs)])
+                                                             starting: ServiceSettings.starting(jobs: command.jobs))
                 control = RemoteControl(client: client)
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")

@@ -64,6 +64,8 @@ public final class HaulProcess: Sendable {
         defer { argv.forEach { free($0) } }
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "dumb"
+        // The user's own config file stays out of the tests; a test that wants one sets XDG_CONFIG_HOME.
+        environment["XDG_CONFIG_HOME"] = "/nonexistent/haul-tests"
         environment.merge(extra) { $1 }
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }

@@ -19,7 +19,7 @@ public final class ServiceHome: Sendable {
     deinit {
         let stop = Process()
         stop.executableURL = URL(fileURLWithPath: HaulProcess.binary)
-        stop.arguments = ["service", "stop"]
+        stop.arguments = ["service", "stop", "--no-config"]
         stop.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         stop.standardOutput = FileHandle.nullDevice
         stop.standardError = FileHandle.nullDevice
