@@ -64,7 +64,7 @@ struct ConfigFile: Sendable {
     /// The plural spellings the aria2 face's keys also go by.
     static let aliases = ["rpc-allowed-dirs": "rpc-allowed-dir", "rpc-allowed-origins": "rpc-allowed-origin"]
     /// Keys whose value is a path: `~` is the home directory, and a relative path is taken from it.
-    static let pathKeys: Set<String> = ["output-dir", "rpc-secret-file", "rpc-allowed-dir"]
+    static let pathKeys: Set<String> = ["output-dir", "rpc-secret-file", "rpc-allowed-dir", "rpc-certificate", "rpc-private-key"]
     /// More than this is not a config file.
     static let largestSize = 1 << 20
 

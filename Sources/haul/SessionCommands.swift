@@ -245,8 +245,16 @@ struct ServiceSettings: ParsableArguments {
         valueName: "origin"))
     var rpcAllowedOrigins: [String] = []
 
-    @Flag(name: .customLong("rpc-allow-remote"), help: "Allow --rpc-listen on an address other hosts reach (plaintext).")
+    @Flag(name: .customLong("rpc-allow-remote"), help: "Allow --rpc-listen on an address other hosts reach.")
     var rpcAllowRemote = false
+
+    @Option(name: .customLong("rpc-certificate"), help: ArgumentHelp(
+        "A PEM certificate (chain): the RPC speaks HTTPS and WSS (with --rpc-private-key).", valueName: "file"))
+    var rpcCertificate: String?
+
+    @Option(name: .customLong("rpc-private-key"), help: ArgumentHelp(
+        "The PEM private key of --rpc-certificate, readable by you alone.", valueName: "file"))
+    var rpcPrivateKey: String?
 
     @Option(name: .customLong("output-dir"), help: ArgumentHelp(
         "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
@@ -270,11 +278,19 @@ struct ServiceSettings: ParsableArguments {
             case .failure(let problem): throw ValidationError(problem.message)
             case .success(let address):
                 if !RPCConfiguration.isLoopback(address.host) && !rpcAllowRemote {
-                    throw ValidationError("--rpc-listen \(rpcListen) is reachable from other hosts and the transport is "
-                                          + "plaintext; add --rpc-allow-remote to mean it")
+                    throw ValidationError("--rpc-listen \(rpcListen) is reachable from other hosts"
+                                          + (rpcCertificate == nil ? " and the transport is plaintext" : "")
+                                          + "; add --rpc-allow-remote to mean it")
                 }
             }
-        } else if rpcSecretFile != nil || !rpcAllowedDirs.isEmpty || !rpcAllowedOrigins.isEmpty || rpcAllowRemote {
+            if (rpcCertificate == nil) != (rpcPrivateKey == nil) {
+                throw ValidationError("--rpc-certificate and --rpc-private-key go together")
+            }
+            if let rpc = rpc(SessionCommands.directory) {
+                do { _ = try rpc.tls() } catch { throw ValidationError(error.message) }
+            }
+        } else if rpcSecretFile != nil || !rpcAllowedDirs.isEmpty || !rpcAllowedOrigins.isEmpty || rpcAllowRemote
+                    || rpcCertificate != nil || rpcPrivateKey != nil {
             throw ValidationError("the --rpc-* options need --rpc-listen ADDR:PORT")
         }
     }
@@ -301,6 +317,10 @@ struct ServiceSettings: ParsableArguments {
             for dir in rpcAllowedDirs { list += ["--rpc-allowed-dir", FilePath.absolute(dir)] }
             for origin in rpcAllowedOrigins { list += ["--rpc-allowed-origin", origin] }
             if rpcAllowRemote { list.append("--rpc-allow-remote") }
+            if let rpcCertificate, let rpcPrivateKey {
+                list += ["--rpc-certificate", FilePath.absolute(rpcCertificate),
+                         "--rpc-private-key", FilePath.absolute(rpcPrivateKey)]
+            }
         }
         return list
     }
@@ -320,6 +340,8 @@ struct ServiceSettings: ParsableArguments {
         rpc.allowedDirectories = Self.unique(rpcAllowedDirs.map(FilePath.absolute))
         rpc.allowedOrigins = Self.unique(rpcAllowedOrigins)
         rpc.allowRemote = rpcAllowRemote
+        rpc.certificateFile = rpcCertificate.map(FilePath.absolute)
+        rpc.privateKeyFile = rpcPrivateKey.map(FilePath.absolute)
         return rpc
     }
 }

@@ -154,6 +154,56 @@ struct RPCService {
         }
     }
 
+    /// `--rpc-certificate`/`--rpc-private-key`: HTTPS and WSS (aria2's `--rpc-secure`), driven by aria2p's
+    /// client (over `requests`) and by aiohttp's WebSocket (aioaria2's transport); plain HTTP gets nothing.
+    @Test func aCertificateMakesItHTTPSAndWSS() async throws {
+        let keys = TempDirectory()
+        let (cert, key) = (keys.file("cert.pem"), keys.file("key.pem"))
+        let made = try await runProcess(["/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                                         "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                                         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        try #require(made.status == 0, "\(made.output)")
+        chmod(key, 0o644)
+        let open = try await RPCService().haul(["service", "start", "--rpc-listen", "127.0.0.1:0",
+                                                "--rpc-certificate", cert, "--rpc-private-key", key])
+        #expect(open.status == 2)
+        #expect(open.stderr == "haul: --rpc-private-key \(key) may be read by other users; `chmod 600` it\n")
+        chmod(key, 0o600)
+
+        let rpc = try await RPCService.start(["--rpc-certificate", cert, "--rpc-private-key", key])
+        #expect(rpc.url.hasPrefix("https://127.0.0.1:"), "\(rpc.url)")
+        let body = #"{"jsonrpc":"2.0","id":7,"method":"aria2.getVersion","params":["token:\#(rpc.secret)"]}"#
+        let https = try await rpc.curl(["--cacert", cert, "--data-binary", body], rpc.url)
+        #expect(https.status == 200 && (https.result as? [String: Any])?["version"] != nil)
+        let plain = try await rpc.curl(["--data-binary", body], rpc.url.replacingOccurrences(of: "https://", with: "http://"))
+        #expect(plain.status == 0, "no HTTP answer on the TLS port")
+
+        let python = Aria2ClientTests.venv + "python"
+        try #require(FileManager.default.isExecutableFile(atPath: python), "make pydeps")
+        let port = rpc.url.split(separator: ":")[2].split(separator: "/")[0]
+        let script = """
+            import asyncio, json, ssl, sys, aiohttp, aria2p
+            url, cafile, secret, port = sys.argv[1:5]
+            api = aria2p.API(aria2p.Client(host="https://127.0.0.1", port=int(port), secret=secret))
+            print("aria2p", api.client.get_version()["version"])
+            async def ws():
+                context = ssl.create_default_context(cafile=cafile)
+                async with aiohttp.ClientSession() as session:
+                    async with session.ws_connect(url.replace("https://", "wss://"), ssl=context) as socket:
+                        await socket.send_str(json.dumps({"jsonrpc": "2.0", "id": "w", "method": "aria2.getVersion",
+                                                          "params": ["token:" + secret]}))
+                        reply = json.loads((await socket.receive(timeout=60)).data)
+                        print("wss", reply["id"], reply["result"]["version"])
+            asyncio.run(ws())
+            """
+        let run = try await runProcess([python, "-c", script, rpc.url, cert, rpc.secret, String(port)],
+                                       environment: ["REQUESTS_CA_BUNDLE": cert])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("aria2p 1.36.0"), "\(run.output)")
+        #expect(run.output.contains("wss w 1.36.0"), "\(run.output)")
+        #expect(try await rpc.haul(["service", "stop"]).status == 0)
+    }
+
     @Test func wrongSecretsAreLimitedPerPeer() async throws {
         let rpc = try await RPCService.start()
         var statuses: [Int] = []

@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import NIOSSL
 
 /// How the aria2 JSON-RPC face listens and what it allows (`haul service start --rpc-listen ...`).
 package struct RPCConfiguration: Sendable, Equatable {
@@ -15,8 +16,56 @@ package struct RPCConfiguration: Sendable, Equatable {
     package var allowedDirectories: [String] = []
     /// Web origins (`https://ariang.example`, `null`) allowed besides none and browser extensions.
     package var allowedOrigins: [String] = []
-    /// Listening on other than loopback: the transport is plaintext.
+    /// Listening on other than loopback needs this.
     package var allowRemote = false
+    /// PEM files of a certificate chain and its private key: the face speaks HTTPS and WSS (aria2's
+    /// `--rpc-secure`). Without them the transport is plaintext.
+    package var certificateFile: String?
+    package var privateKeyFile: String?
+
+    /// `http` or `https`.
+    package var scheme: String { certificateFile == nil ? "http" : "https" }
+
+    /// The TLS configuration of the certificate and key, read and checked now; nil without them.
+    package func tls() throws(HaulError) -> TLSConfiguration? {
+        guard let certificateFile, let privateKeyFile else { return nil }
+        try Self.checkPrivateKeyFile(privateKeyFile)
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
+        } catch {
+            throw HaulError(.usage, "--rpc-certificate \(certificateFile): not a PEM certificate (\(error))")
+        }
+        guard !chain.isEmpty else { throw HaulError(.usage, "--rpc-certificate \(certificateFile): no certificate in it") }
+        do {
+            key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
+        } catch {
+            throw HaulError(.usage, "--rpc-private-key \(privateKeyFile): not a PEM private key (\(error))")
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        // A key that is not the certificate's is found now, not at the first client's handshake.
+        do {
+            _ = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw HaulError(.usage, "--rpc-private-key \(privateKeyFile) does not go with --rpc-certificate \(certificateFile) (\(error))")
+        }
+        return configuration
+    }
+
+    /// The private key must be the user's alone, as ssh wants its keys: a regular file no one else may read.
+    private static func checkPrivateKeyFile(_ path: String) throws(HaulError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw HaulError(.usage, "--rpc-private-key \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw HaulError(.usage, "--rpc-private-key \(path): not a regular file") }
+        if info.st_mode & 0o077 != 0 {
+            throw HaulError(.usage, "--rpc-private-key \(path) may be read by other users; `chmod 600` it")
+        }
+    }
 
     package init(host: String, port: Int, secretFile: String, outputDirectory: String) {
         self.host = host

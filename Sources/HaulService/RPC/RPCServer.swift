@@ -1,10 +1,13 @@
 import Foundation
 import HaulCore
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOSSL
 
 /// Who may talk to the aria2 face: the checks that aria2 itself lacks (it checks neither `Host` nor
 /// `Origin`, so any web page can drive it).
@@ -105,8 +108,8 @@ struct RPCGuard: RouterMiddleware {
 enum RPCServer {
     static let maxBody = 1 << 20
 
-    static func application(face: Aria2Face, policy: RPCRequestPolicy, service: Service, logger: Logger,
-                            onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+    static func application(face: Aria2Face, policy: RPCRequestPolicy, tls: TLSConfiguration?, service: Service,
+                            logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) throws -> some ApplicationProtocol {
         let router = Router(context: RPCContext.self)
         router.add(middleware: RPCGuard(policy: policy))
         router.post("jsonrpc") { request, context in
@@ -137,9 +140,7 @@ enum RPCServer {
             return Response(status: .ok, headers: headers)
         }
         let host = policy.host
-        return Application(
-            router: router,
-            server: .http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: maxBody))) { head, channel, _ in
+        let plain = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: maxBody))) { head, channel, _ in
                 guard head.path?.split(separator: "?").first == "/jsonrpc", policy.allowsHost(head.authority),
                     policy.allowsOrigin(head.headerFields[.origin])
                 else {
@@ -150,7 +151,11 @@ enum RPCServer {
                 return .upgrade([:]) { inbound, outbound, _ in
                     await session(inbound: inbound, outbound: outbound, face: face, service: service, peer: peer)
                 }
-            },
+            }
+        return Application(
+            router: router,
+            // With a certificate: the same HTTP and WebSocket, inside TLS (HTTPS and WSS).
+            server: try tls.map { try HTTPServerBuilder.tls(plain, tlsConfiguration: $0) } ?? plain,
             configuration: .init(address: .hostname(host, port: policy.port), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? policy.port

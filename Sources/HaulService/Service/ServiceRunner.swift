@@ -66,6 +66,7 @@ package enum ServiceRunner {
         configuration.rpc = options.rpc
         let service = Service(configuration: configuration, store: store)
         var rpcFace: Aria2Face?
+        let rpcTLS = try options.rpc?.tls()
         if let rpc = options.rpc {
             let secret = try RPCSecret.load(rpc.secretFile, create: rpc.secretFile == directory.rpcSecret)
             rpcFace = Aria2Face(service: service, secret: secret, paths: rpc.paths, gate: SecretGate())
@@ -93,10 +94,15 @@ package enum ServiceRunner {
         if let rpc = options.rpc, let rpcFace {
             let policy = RPCRequestPolicy(host: rpc.host, port: rpc.port, allowRemote: rpc.allowRemote,
                                           origins: rpc.allowedOrigins)
-            services.append(RPCServer.application(face: rpcFace, policy: policy, service: service, logger: quiet) { port in
-                rpcRunningSink.yield(port)
-                rpcRunningSink.finish()
-            })
+            do {
+                services.append(try RPCServer.application(face: rpcFace, policy: policy, tls: rpcTLS, service: service,
+                                                          logger: quiet) { port in
+                    rpcRunningSink.yield(port)
+                    rpcRunningSink.finish()
+                })
+            } catch {
+                throw HaulError(.usage, "cannot set up TLS for the aria2 JSON-RPC: \(error)")
+            }
         } else {
             rpcRunningSink.finish()
         }
@@ -130,7 +136,7 @@ package enum ServiceRunner {
                 rpcPort = await rpcListening.next()
                 if let port = rpcPort ?? nil {
                     let host = rpc.host.contains(":") ? "[\(rpc.host)]" : rpc.host
-                    await service.setRPCURL("http://\(host):\(port)/jsonrpc")
+                    await service.setRPCURL("\(rpc.scheme)://\(host):\(port)/jsonrpc")
                 }
             }
             if await listening.next() == true, options.rpc == nil || rpcPort != nil {
@@ -140,8 +146,9 @@ package enum ServiceRunner {
                 }
                 log("haul service: pid \(getpid()) listening on \(socket); \(continued.count) download(s) continued")
                 if let url = await service.rpcURL {
-                    log("haul service: aria2 JSON-RPC on \(url)" + (options.rpc?.allowRemote == true
-                        && !RPCConfiguration.isLoopback(options.rpc?.host ?? "") ? " (plaintext: reachable from other hosts)" : ""))
+                    let plaintext = options.rpc?.certificateFile == nil && options.rpc?.allowRemote == true
+                        && !RPCConfiguration.isLoopback(options.rpc?.host ?? "")
+                    log("haul service: aria2 JSON-RPC on \(url)" + (plaintext ? " (plaintext: reachable from other hosts)" : ""))
                 }
             } else {
                 var problem = "cannot listen on \(socket)"
