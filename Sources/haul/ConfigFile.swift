@@ -118,8 +118,9 @@ struct ConfigFile: Sendable {
         case .standard:
             guard let standard = standardPath(environment) else { return nil }
             var info = stat()
-            // No file in the standard place: no config, as for every peer's rc file.
-            if stat(standard, &info) != 0 && errno == ENOENT { return nil }
+            // No file in the standard place, or none this user can reach (another user's home: a
+            // command run through setpriv or sudo -u): no config, as for every peer's rc file.
+            if stat(standard, &info) != 0 { return nil }
             path = standard
         }
         let text = try read(path)
