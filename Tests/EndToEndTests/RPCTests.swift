@@ -204,6 +204,32 @@ struct RPCService {
         #expect(try await rpc.haul(["service", "stop"]).status == 0)
     }
 
+    /// One model, two faces: what a front end does over the RPC shows in an attached `haul` screen, and
+    /// what the screen does shows over the RPC.
+    @Test func anAttachedScreenAndTheRPCSeeEachOther() async throws {
+        let rpc = try await RPCService.start()
+        try await withSampleServer(rate: TUITests.slowRate) { server in
+            let tmux = try TmuxSession([], in: rpc.dir.path, home: rpc.home)
+            try await tmux.waitFor("the screen") { $0.contains { $0.contains("Downloads") } }
+            let added = try await rpc.call("aria2.addUri", [[server.downloadURL("medium.bin")], ["out": "from-rpc.bin"]])
+            let gid = try #require(added.result as? String, "\(added.body)")
+            try await tmux.waitFor("the download added over the RPC") {
+                TUITests.row($0, "from-rpc.bin")?.contains("downloading") == true
+            }
+            #expect(try await rpc.call("aria2.pause", [gid]).result as? String == gid)
+            try await tmux.waitFor("the pause over the RPC") { TUITests.row($0, "from-rpc.bin")?.hasSuffix(" paused") == true }
+            try tmux.send("p")
+            try await tmux.waitFor("the resume from the screen") {
+                TUITests.row($0, "from-rpc.bin")?.contains("downloading") == true
+            }
+            let status = try await rpc.call("aria2.tellStatus", [gid, ["status"]])
+            #expect((status.result as? [String: Any])?["status"] as? String == "active", "\(status.body)")
+            try tmux.send("q", "p")
+            try await TUITests.expectExit(tmux, 0)
+            _ = try await rpc.call("aria2.forceRemove", [gid])
+        }
+    }
+
     @Test func wrongSecretsAreLimitedPerPeer() async throws {
         let rpc = try await RPCService.start()
         var statuses: [Int] = []
