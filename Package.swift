@@ -96,6 +96,10 @@ let package = Package(
             dependencies: [
                 "CJPEG",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // HTTPS with a test's own certificate authority (`--cacert` tests).
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // To stop with a graceful shutdown rather than by cancelling (see SampleServer.stop).
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

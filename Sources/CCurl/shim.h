@@ -25,6 +25,9 @@ static inline CURLcode haul_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { re
 
 static inline CURLMcode haul_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 
+// CURLAUTH_* are macros of unsigned long casts, which Swift does not import.
+static inline long haul_curlauth_basic(void) { return (long)CURLAUTH_BASIC; }
+
 // The write callback's "pause me" answer is a macro.
 static inline size_t haul_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
 

@@ -60,6 +60,8 @@ struct ConfigFile: Sendable {
     /// Keys that are options of one run, never settings: a single file's name or checksum, a URL list.
     static let excludedKeys: Set<String> = [
         "output", "checksum", "input-file", "demo", "server", "config", "no-config", "help", "version",
+        // A login's password belongs in ~/.netrc (`netrc = true`), not here.
+        "user",
     ]
     /// The plural spellings the aria2 face's keys also go by.
     static let aliases = ["rpc-allowed-dirs": "rpc-allowed-dir", "rpc-allowed-origins": "rpc-allowed-origin"]

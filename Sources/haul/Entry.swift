@@ -9,6 +9,8 @@ import NIOConcurrencyHelpers
 @main
 enum Entry {
     static func main() async {
+        // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
+        ArgumentScrub.hidePasswords()
         var arguments = Array(CommandLine.arguments.dropFirst())
         let config: ConfigFile?
         do {
@@ -40,7 +42,12 @@ enum Entry {
             TextOutput.standard.err("haul: " + HaulCommand.message(for: error))
             exit(FailureCategory.usage.exitCode)
         }
-        exit(await run(command))
+        var ready = command
+        do { try ready.askForPassword() } catch {
+            TextOutput.standard.err("haul: " + error.message)
+            exit(error.category.exitCode)
+        }
+        exit(await run(ready))
     }
 
     /// `arguments` parsed after the config file's download options.

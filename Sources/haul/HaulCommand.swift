@@ -96,6 +96,55 @@ struct HaulCommand: ParsableCommand {
     @Option(name: .customLong("max-redirs"), help: "Most redirects to follow, \(Limits.redirects).")
     var maxRedirects = 10
 
+    @Option(help: ArgumentHelp("PEM file of the certificate authorities to trust instead of the system's.", valueName: "file"))
+    var cacert: String?
+
+    @Option(help: ArgumentHelp("Directory of hashed CA certificates (c_rehash) to trust instead of the system's.", valueName: "dir"))
+    var capath: String?
+
+    @Option(help: ArgumentHelp(
+        "Proxy [SCHEME://][USER:PASSWORD@]HOST[:PORT], SCHEME http, https, socks4(a) or socks5(h); \"\" for none. Default: http_proxy, https_proxy... from the environment.",
+        valueName: "url"))
+    var proxy: String?
+
+    @Option(help: ArgumentHelp("Hosts reached without the proxy, comma-separated (* for all).", valueName: "list"))
+    var noproxy: String?
+
+    @Option(help: ArgumentHelp("Send from this interface, address or host name.", valueName: "name"))
+    var interface: String?
+
+    @Flag(name: [.customShort("4"), .customLong("ipv4")], help: "Resolve names to IPv4 addresses only.")
+    var ipv4 = false
+
+    @Flag(name: [.customShort("6"), .customLong("ipv6")], help: "Resolve names to IPv6 addresses only.")
+    var ipv6 = false
+
+    @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 only.")
+    var http1 = false
+
+    @Flag(name: .customLong("http2"), help: "Use HTTP/2 (over TLS as negotiated, and h2c on http://).")
+    var http2 = false
+
+    @Option(name: [.customShort("u"), .customLong("user")], help: ArgumentHelp(
+        "Login for HTTP Basic authentication; without :PASSWORD it is asked for on the terminal, unechoed.",
+        valueName: "user[:password]"))
+    var user: String?
+
+    @Flag(help: "Look the login for each host up in ~/.netrc.")
+    var netrc = false
+
+    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Look logins up in FILE (implies --netrc).", valueName: "file"))
+    var netrcFile: String?
+
+    @Option(name: .customLong("load-cookies"), help: ArgumentHelp("Send cookies from FILE (Netscape cookies.txt, as browsers export it).", valueName: "file"))
+    var loadCookies: String?
+
+    @Option(name: .customLong("save-cookies"), help: ArgumentHelp("Write the cookies (loaded and received) to FILE when a download ends.", valueName: "file"))
+    var saveCookies: String?
+
+    /// `--user`'s password, asked for on the terminal once (`askForPassword`); never an argument.
+    var password: String?
+
     // Taken out of the arguments before they are parsed (`ConfigFile.select`): here for the help only.
     @Option(name: .customLong("config"), help: ArgumentHelp(
         "Read settings from FILE instead of $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml).",
@@ -133,7 +182,46 @@ struct HaulCommand: ParsableCommand {
         for header in headers where !header.contains(":") {
             throw ValidationError("--header '\(header)' is not \"Name: value\"")
         }
+        if ipv4 && ipv6 { throw ValidationError("-4 and -6 exclude each other") }
+        if http1 && http2 { throw ValidationError("--http1.1 and --http2 exclude each other") }
+        try Self.checkReadable("--cacert", cacert, directory: false)
+        try Self.checkReadable("--capath", capath, directory: true)
+        try Self.checkReadable("--netrc-file", netrcFile, directory: false)
+        try Self.checkReadable("--load-cookies", loadCookies, directory: false)
+        if let proxy, !proxy.isEmpty, let scheme = proxy.range(of: "://").map({ proxy[..<$0.lowerBound].lowercased() }),
+           !["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) {
+            throw ValidationError("--proxy \(URLRedaction.masked(proxy)): the scheme must be http, https, socks4, socks4a, socks5 or socks5h")
+        }
+        if let user, user.isEmpty || user.hasPrefix(":") { throw ValidationError("--user needs a USER name") }
         if urls.isEmpty && inputFile == nil && !demo && server == nil && !attach { throw ValidationError("no URL given") }
+    }
+
+    /// `--cacert` and the like name a file (or directory) that must be there now: one line, exit 2,
+    /// before anything starts, rather than a TLS failure per download.
+    static func checkReadable(_ option: String, _ path: String?, directory: Bool) throws {
+        guard let path else { return }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ValidationError("\(option) \(path): no such \(directory ? "directory" : "file")")
+        }
+        if isDirectory.boolValue != directory {
+            throw ValidationError("\(option) \(path): \(directory ? "not a directory" : "a directory, not a file")")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ValidationError("\(option) \(path): not readable")
+        }
+    }
+
+    /// The login of `--user`: `USER:PASSWORD` splits at the first colon; `USER` alone gets its password
+    /// from the terminal (unechoed), as curl asks. Called once, before any download is made.
+    mutating func askForPassword() throws(HaulError) {
+        guard let user, password == nil else { return }
+        if let colon = user.firstIndex(of: ":") {
+            password = String(user[user.index(after: colon)...])
+            self.user = String(user[..<colon])
+            return
+        }
+        password = try PasswordPrompt.read(prompt: "Enter host password for user '\(user)': ")
     }
 
     /// Where `-O` puts the file: `-O` names a file. With `-o DIR` it must be a plain name (no `/`, not `.`
@@ -167,6 +255,20 @@ struct HaulCommand: ParsableCommand {
         options.maxRedirects = maxRedirects
         options.insecure = insecure
         if let userAgent { options.userAgent = userAgent }
+        // Paths go to the service, whose current directory is not this one.
+        options.proxy = proxy
+        options.noProxy = noproxy
+        options.caCertificates = cacert.map(FilePath.absolute)
+        options.caDirectory = capath.map(FilePath.absolute)
+        options.interface = interface
+        options.ipVersion = ipv4 ? .v4 : (ipv6 ? .v6 : nil)
+        options.httpVersion = http1 ? .http1_1 : (http2 ? .http2 : nil)
+        options.user = user.map { $0.split(separator: ":", maxSplits: 1).first.map(String.init) ?? $0 }
+        options.password = password
+        options.netrc = netrc || netrcFile != nil
+        options.netrcFile = netrcFile.map(FilePath.absolute)
+        options.cookieFile = loadCookies.map(FilePath.absolute)
+        options.cookieJar = saveCookies.map(FilePath.absolute)
         let policy: ExistingFilePolicy = overwrite ? .overwrite : (skipExisting ? .skip : .rename)
         // `validate` has refused an `-O` that `placement` throws for.
         let placed = output.flatMap { try? Self.placement(output: $0, outputDirectory: outputDirectory) }

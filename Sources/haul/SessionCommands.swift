@@ -49,12 +49,16 @@ enum SessionCommands {
 
     /// `haul add [OPTIONS] URL...`: the download options of `haul`, then each added download's `ID NAME`.
     static func add(_ arguments: [String], config: ConfigFile?) async -> Int32 {
-        let command: HaulCommand
+        var command: HaulCommand
         do {
             command = try Entry.parse(HaulCommand.self, arguments, config: config)
+            try command.askForPassword()
         } catch let problem as ConfigFile.Problem {
             TextOutput.standard.err("haul: add: " + problem.message)
             return FailureCategory.usage.exitCode
+        } catch let problem as HaulError {
+            TextOutput.standard.err("haul: add: " + problem.message)
+            return problem.category.exitCode
         } catch {
             if HaulCommand.exitCode(for: error) == .success {
                 print(HaulCommand.fullMessage(for: error))

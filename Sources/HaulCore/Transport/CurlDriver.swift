@@ -205,6 +205,35 @@ private final class DriverLoop {
         }
         haul_easy_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
         if let proxy = options.proxy { haul_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
+        if let noProxy = options.noProxy { haul_easy_setopt_string(easy, CURLOPT_NOPROXY, noProxy) }
+        if let file = options.caCertificates { haul_easy_setopt_string(easy, CURLOPT_CAINFO, file) }
+        if let directory = options.caDirectory { haul_easy_setopt_string(easy, CURLOPT_CAPATH, directory) }
+        if let interface = options.interface { haul_easy_setopt_string(easy, CURLOPT_INTERFACE, interface) }
+        switch options.ipVersion {
+        case .v4: haul_easy_setopt_long(easy, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
+        case .v6: haul_easy_setopt_long(easy, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
+        case nil: break
+        }
+        switch options.httpVersion {
+        case .http1_1: haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        case .http2: haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
+        case nil: break
+        }
+        if let user = options.user {
+            haul_easy_setopt_string(easy, CURLOPT_USERNAME, user)
+            haul_easy_setopt_string(easy, CURLOPT_PASSWORD, options.password ?? "")
+            haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, haul_curlauth_basic())
+        }
+        if options.netrc || options.netrcFile != nil {
+            haul_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+            if let file = options.netrcFile { haul_easy_setopt_string(easy, CURLOPT_NETRC_FILE, file) }
+        }
+        if let file = options.cookieFile { haul_easy_setopt_string(easy, CURLOPT_COOKIEFILE, file) }
+        if let jar = options.cookieJar {
+            // A jar also starts the cookie engine, so cookies set during redirects are sent on.
+            if options.cookieFile == nil { haul_easy_setopt_string(easy, CURLOPT_COOKIEFILE, "") }
+            haul_easy_setopt_string(easy, CURLOPT_COOKIEJAR, jar)
+        }
         if request.method == .head { haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
         if request.method == .post {
             let body = request.body ?? []

@@ -51,11 +51,39 @@ public struct TransferOptions: Sendable, Equatable, Codable {
     /// The proxy for this download, `[SCHEME://][USER:PASSWORD@]HOST[:PORT]` as curl takes it (http, https,
     /// socks5h...); nil = the environment's (`http_proxy`...), "" = none.
     public var proxy: String?
+    /// Hosts reached without the proxy: a comma-separated list, `*` for all (`--noproxy`).
+    public var noProxy: String?
+    /// PEM file of the certificate authorities to trust instead of the system's (`--cacert`).
+    public var caCertificates: String?
+    /// Directory of hashed CA certificates (`--capath`).
+    public var caDirectory: String?
+    /// The interface name, address or host name to send from (`--interface`).
+    public var interface: String?
+    public var ipVersion: IPVersion?
+    public var httpVersion: HTTPVersion?
+    /// The login of `--user USER[:PASSWORD]`, sent with HTTP Basic authentication (to the URL's host only:
+    /// never to another host after a redirect).
+    public var user: String?
+    /// Its password. Never stored: the service's queue withholds it (a restarted service cannot go on and
+    /// says so), and it is in no file, line or event haul writes.
+    public var password: String?
+    /// Look the login up in a netrc file (`--netrc`: `~/.netrc`; `--netrc-file FILE`).
+    public var netrc = false
+    public var netrcFile: String?
+    /// Netscape cookies.txt to send cookies from (`--load-cookies`), and to write the cookies to when a
+    /// transfer ends (`--save-cookies`).
+    public var cookieFile: String?
+    public var cookieJar: String?
+
+    public enum IPVersion: String, Sendable, Codable { case v4, v6 }
+    public enum HTTPVersion: String, Sendable, Codable { case http1_1, http2 }
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate, proxy
+        case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate, proxy, noProxy,
+            caCertificates, caDirectory, interface, ipVersion, httpVersion, user, password, netrc, netrcFile,
+            cookieFile, cookieJar
     }
 
     /// Options missing from a stored or sent job (an older haul's) take their defaults.
@@ -69,6 +97,18 @@ public struct TransferOptions: Sendable, Equatable, Codable {
         userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent) ?? defaults.userAgent
         maxReceiveRate = try container.decodeIfPresent(Int64.self, forKey: .maxReceiveRate)
         proxy = try container.decodeIfPresent(String.self, forKey: .proxy)
+        noProxy = try container.decodeIfPresent(String.self, forKey: .noProxy)
+        caCertificates = try container.decodeIfPresent(String.self, forKey: .caCertificates)
+        caDirectory = try container.decodeIfPresent(String.self, forKey: .caDirectory)
+        interface = try container.decodeIfPresent(String.self, forKey: .interface)
+        ipVersion = try container.decodeIfPresent(IPVersion.self, forKey: .ipVersion)
+        httpVersion = try container.decodeIfPresent(HTTPVersion.self, forKey: .httpVersion)
+        user = try container.decodeIfPresent(String.self, forKey: .user)
+        password = try container.decodeIfPresent(String.self, forKey: .password)
+        netrc = try container.decodeIfPresent(Bool.self, forKey: .netrc) ?? false
+        netrcFile = try container.decodeIfPresent(String.self, forKey: .netrcFile)
+        cookieFile = try container.decodeIfPresent(String.self, forKey: .cookieFile)
+        cookieJar = try container.decodeIfPresent(String.self, forKey: .cookieJar)
     }
 
     /// The longest timeout anything takes, 30 days; the command line refuses more.

@@ -25,6 +25,8 @@ struct WithheldJob: Equatable {
             kept.transfer.proxy = proxy.contains("://") ? URLRedaction.masked(proxy)
                 : String(URLRedaction.masked("http://" + proxy).dropFirst("http://".count))
         }
+        // The login name stays (it is shown as `user:***@` would be); its password does not.
+        if kept.transfer.password != nil { kept.transfer.password = nil }
         self.job = kept
         secretsWithheld = kept != job
     }

@@ -1,4 +1,7 @@
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import Logging
 import ServiceLifecycle
 
@@ -18,15 +21,17 @@ public final class SampleServer: Sendable {
     /// The port the server listens on (the real one when the configuration asked for port 0).
     public let port: Int
     private let host: String
+    private let scheme: String
     private let controller: ServerController
     private let catalogSnapshot: Catalog
     private let runTask: Task<Void, any Error>
     private let group: ServiceGroup
 
-    private init(port: Int, host: String, controller: ServerController, catalog: Catalog,
+    private init(port: Int, host: String, scheme: String, controller: ServerController, catalog: Catalog,
                  runTask: Task<Void, any Error>, group: ServiceGroup) {
         self.port = port
         self.host = host
+        self.scheme = scheme
         self.controller = controller
         self.catalogSnapshot = catalog
         self.runTask = runTask
@@ -45,6 +50,9 @@ public final class SampleServer: Sendable {
         let log = RequestLog(sink: configuration.requestLog)
 
         let router = Router(context: SampleRequestContext.self)
+        if configuration.login != nil || configuration.cookie != nil {
+            router.add(middleware: AccessMiddleware(login: configuration.login, cookie: configuration.cookie, log: log))
+        }
         let download = DownloadRoute(catalog: catalog, controller: controller, log: log)
         let listing = CatalogRoutes(catalog: catalog, controller: controller)
         router.get("/files/list", use: listing.list)
@@ -53,8 +61,18 @@ public final class SampleServer: Sendable {
         router.head("/files/download", use: download.respond)
 
         let (boundPorts, boundPortSink) = AsyncStream.makeStream(of: Int.self)
+        let server: HTTPServerBuilder
+        if let tls = configuration.tls {
+            let chain = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
+            let key = try NIOSSLPrivateKey(file: tls.privateKey, format: .pem)
+            server = try .tls(.http1(), tlsConfiguration: .makeServerConfiguration(certificateChain: chain,
+                                                                                  privateKey: .privateKey(key)))
+        } else {
+            server = .http1()
+        }
         let app = Application(
             router: router,
+            server: server,
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "SuperStorage-Sample"),
@@ -76,13 +94,13 @@ public final class SampleServer: Sendable {
             try await runTask.value
             throw SampleServerError("could not listen on \(configuration.host):\(configuration.port)")
         }
-        return SampleServer(port: port, host: configuration.host, controller: controller, catalog: catalog,
-                            runTask: runTask, group: group)
+        return SampleServer(port: port, host: configuration.host, scheme: configuration.tls == nil ? "http" : "https",
+                            controller: controller, catalog: catalog, runTask: runTask, group: group)
     }
 
     /// `http://HOST:PORT`, with IPv6 hosts in brackets.
     public var baseURL: String {
-        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+        host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
 
     /// The URL that downloads `name`: `baseURL/files/download?NAME`, percent-encoded.

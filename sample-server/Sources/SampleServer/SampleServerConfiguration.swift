@@ -14,6 +14,13 @@ public struct SampleServerConfiguration: Sendable {
     public var jpegs: Bool
     /// Receives one line per download request and per injected fault, for an access log. `nil` logs nothing.
     public var requestLog: (@Sendable (String) -> Void)?
+    /// `USER:PASSWORD`: downloads need HTTP Basic authentication with it (401 otherwise).
+    public var login: String?
+    /// `NAME=VALUE`: downloads need this cookie (403 otherwise), and every download answer sets
+    /// `sample-visits=N` (so a client's cookie jar has something to save).
+    public var cookie: String?
+    /// PEM certificate (chain) and private key files: the server speaks HTTPS only.
+    public var tls: (certificate: String, privateKey: String)?
 
     /// Creates a configuration; the defaults serve ``GeneratedFile/standardSet`` and the JPEGs on 127.0.0.1:8080.
     public init(
