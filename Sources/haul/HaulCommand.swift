@@ -142,6 +142,18 @@ struct HaulCommand: ParsableCommand {
     @Option(name: .customLong("save-cookies"), help: ArgumentHelp("Write the cookies (loaded and received) to FILE when a download ends.", valueName: "file"))
     var saveCookies: String?
 
+    @Option(name: .customLong("on-complete"), help: ArgumentHelp(
+        "Run CMD when a download is done, with HAUL_FILE, HAUL_URL, HAUL_SIZE... in its environment (no shell unless --hook-shell).",
+        valueName: "cmd"))
+    var onComplete: String?
+
+    @Option(name: .customLong("on-error"), help: ArgumentHelp(
+        "Run CMD when a download fails (not when cancelled), with HAUL_ERROR and HAUL_EXIT_CODE too.", valueName: "cmd"))
+    var onError: String?
+
+    @Flag(name: .customLong("hook-shell"), help: "Run --on-complete and --on-error with /bin/sh -c.")
+    var hookShell = false
+
     /// `--user`'s password, asked for on the terminal once (`askForPassword`); never an argument.
     var password: String?
 
@@ -183,6 +195,11 @@ struct HaulCommand: ParsableCommand {
             throw ValidationError("--header '\(header)' is not \"Name: value\"")
         }
         if ipv4 && ipv6 { throw ValidationError("-4 and -6 exclude each other") }
+        for (option, command) in [("--on-complete", onComplete), ("--on-error", onError)] {
+            if let command, Hook(command: command, shell: hookShell).argv == nil {
+                throw ValidationError("\(option) '\(command)': an unclosed quote, or no command")
+            }
+        }
         if http1 && http2 { throw ValidationError("--http1.1 and --http2 exclude each other") }
         try Self.checkReadable("--cacert", cacert, directory: false)
         try Self.checkReadable("--capath", capath, directory: true)
@@ -287,6 +304,8 @@ struct HaulCommand: ParsableCommand {
             job.partialPreview = !noPartialPreview
             job.segments = segments
             job.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
+            job.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
+            job.onError = onError.map { Hook(command: $0, shell: hookShell) }
             return job
         }
     }

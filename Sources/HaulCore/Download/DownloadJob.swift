@@ -20,6 +20,9 @@ public struct DownloadJob: Sendable, Equatable, Codable {
     public var partialPreview = true
     /// Verify the finished file before it takes its name.
     public var checksum: Checksum?
+    /// Run when the download is done (`--on-complete`), or has failed (`--on-error`; not when cancelled).
+    public var onComplete: Hook?
+    public var onError: Hook?
 
     public init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
@@ -29,7 +32,7 @@ public struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
-            partialPreview, checksum
+            partialPreview, checksum, onComplete, onError
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -48,6 +51,8 @@ public struct DownloadJob: Sendable, Equatable, Codable {
         resume = try container.decodeIfPresent(Bool.self, forKey: .resume) ?? defaults.resume
         partialPreview = try container.decodeIfPresent(Bool.self, forKey: .partialPreview) ?? defaults.partialPreview
         checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
+        onComplete = try container.decodeIfPresent(Hook.self, forKey: .onComplete)
+        onError = try container.decodeIfPresent(Hook.self, forKey: .onError)
     }
 }
 

@@ -100,6 +100,7 @@ public actor DownloadManager {
     }
 
     public nonisolated let events: AsyncStream<ManagerEvent>
+    private let hooks = HookRunner()
     private let continuation: AsyncStream<ManagerEvent>.Continuation
     private let downloader: Downloader
     /// Downloads at once; `setConcurrency` changes it while the queue runs.
@@ -407,16 +408,48 @@ public actor DownloadManager {
             entries[id]?.file = value.file
             continuation.yield(.finished(id: id, value, seconds: seconds))
             setState(id, .done)
+            if let hook = entry.job.onComplete {
+                hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
+                    id: id, job: entry.job, path: value.path, bytes: value.bytes, error: nil))
+            }
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
                 waiting.append(id)
             } else if entry.stopIntent == nil {
                 setState(id, error.category == .cancelled ? .cancelled : .failed(error))
+                if error.category != .cancelled, let hook = entry.job.onError {
+                    let planned = path ?? FilePath.join(entry.job.outputDirectory, entry.file)
+                    hooks.run(hook, name: "--on-error", environment: Self.hookEnvironment(
+                        id: id, job: entry.job, path: planned, bytes: nil, error: error))
+                }
             }
         }
         entries[id]?.stopIntent = nil
         startWaiting()
+    }
+
+    /// What a hook is told, in its environment: nothing secret (the URL's password is masked).
+    static func hookEnvironment(id: DownloadID, job: DownloadJob, path: String, bytes: Int64?,
+                                error: HaulError?) -> [String: String] {
+        let absolute = FilePath.absolute(path)
+        return [
+            "HAUL_ID": String(id),
+            "HAUL_URL": URLRedaction.masked(job.url),
+            "HAUL_FILE": absolute,
+            "HAUL_NAME": FilePath.baseName(of: absolute),
+            "HAUL_DIR": FilePath.absolute(job.outputDirectory),
+            "HAUL_SIZE": bytes.map(String.init) ?? "",
+            "HAUL_STATUS": error == nil ? "done" : "failed",
+            "HAUL_EXIT_CODE": String(error?.category.exitCode ?? 0),
+            "HAUL_ERROR": error?.message ?? "",
+        ]
+    }
+
+    /// Returns once every `--on-complete`/`--on-error` command started so far has ended (a run waits for
+    /// them before it exits; they never hold a download slot).
+    public func waitForHooks() async {
+        await hooks.waitForAll()
     }
 
     private func resumeIdleWaitersIfIdle() {

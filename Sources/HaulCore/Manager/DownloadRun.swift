@@ -20,6 +20,7 @@ public struct DownloadRun: Sendable {
         async let reported = report(manager.events)
         for job in jobs { await manager.add(job) }
         await manager.waitUntilIdle()
+        await manager.waitForHooks()
         await manager.finishEvents()
         var summary = await reported
         summary.seconds = (ContinuousClock.now - start).seconds
