@@ -10,7 +10,13 @@ TSAN_SCRATCH := .build-tsan
 VENV := .build-venv
 PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7
 
-.PHONY: deps pydeps build release test test-tsan demo bench clean
+# `make install PREFIX=~/.local`: the binary, its man page (generated from the argument parser by
+# swift-argument-parser's generate-manual plugin) and bash, zsh and fish completions. CONFIG=debug skips
+# the release build (for trying it out).
+PREFIX ?= /usr/local
+CONFIG ?= release
+
+.PHONY: deps pydeps build release test test-tsan demo bench clean install
 
 deps:
 	@missing=""; \
@@ -52,6 +58,19 @@ demo: build
 
 bench: deps
 	bench/run
+
+install: deps
+	$(SWIFT) build -c $(CONFIG) --product haul
+	$(SWIFT) package generate-manual --configuration $(CONFIG)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
+	install -m 644 .build/plugins/GenerateManual/outputs/haul/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
+	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/haul
+	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_haul
+	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/haul.fish
+	@echo "Installed haul in $(DESTDIR)$(PREFIX)/bin, its man page and completions."
 
 clean:
 	rm -rf .build $(TSAN_SCRATCH)

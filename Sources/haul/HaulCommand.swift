@@ -10,6 +10,8 @@ struct HaulCommand: ParsableCommand {
         discussion: """
             URLs are separate downloads, --jobs of them at once. Without a terminal on stdout (or with \
             --plain) progress is printed as lines; --json prints one JSON object per event.
+            The queue: haul add|ls|pause|resume|cancel|retry|rm|attach, and haul service start|stop|status \
+            (each with --help); haul alone attaches the full-screen interface to the queue.
             Settings come from $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml) when it exists: \
             its keys are the long option names (jobs = 8, output-dir = "~/Downloads"); the command line wins.
             Exit codes: 0 all done, 1 other, 2 usage, 3 local file I/O, 4 network, 5 TLS, 6 authentication, \

@@ -57,6 +57,11 @@ final class TmuxSession: Sendable {
         return lines
     }
 
+    /// The pane's lines with their SGR escape sequences (colours, bold, reverse).
+    func screenWithEscapes() throws -> String {
+        try run(["capture-pane", "-p", "-e", "-t", name])
+    }
+
     /// Types keys: tmux key names (`Enter`, `Tab`, `Down`, `Escape`) or single characters.
     func send(_ keys: String...) throws {
         try send(contentsOf: keys)

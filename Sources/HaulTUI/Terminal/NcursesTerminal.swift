@@ -142,7 +142,9 @@ private final class CursesSession {
         _ = set_escdelay(25)
         var colors = false
         var defaults = false
-        if has_colors(), start_color() == OK {
+        // NO_COLOR (no-color.org), set and not empty: bold and reverse only.
+        let noColor = !(getenv("NO_COLOR").map { String(cString: $0) } ?? "").isEmpty
+        if !noColor, has_colors(), start_color() == OK {
             colors = true
             defaults = use_default_colors() == OK
         }
