@@ -56,10 +56,10 @@ enum Entry {
         return try config.parse(.download, arguments) { try HaulCommand.parse($0) }
     }
 
-    /// The URLs of `-i FILE`; on a problem, the exit code after its line on stderr.
+    /// The URLs of `-i FILE` and their options; on a problem, the exit code after its line on stderr.
     static func inputURLs(_ command: HaulCommand) -> InputURLs {
         guard let input = command.inputFile else { return .success([]) }
-        switch InputFile.urls(from: input) {
+        switch InputFile.entries(from: input) {
         case .success(let urls):
             if command.urls.isEmpty && urls.isEmpty {
                 TextOutput.standard.err("haul: \(input): no URL in the input")
@@ -73,13 +73,13 @@ enum Entry {
     }
 
     enum InputURLs {
-        case success([String])
+        case success([InputEntry])
         case failure(Int32)
     }
 
     static func run(_ command: HaulCommand) async -> Int32 {
         CurlDriver.shared.setOverallReceiveRate(command.overallRate)
-        var extra: [String] = []
+        var extra: [InputEntry] = []
         switch inputURLs(command) {
         case .success(let urls): extra = urls
         case .failure(let code): return code
@@ -101,7 +101,7 @@ enum Entry {
             do {
                 let server = try await Demo.start()
                 demoServer = server
-                extra += Demo.files.map(server.downloadURL)
+                extra += Demo.files.map { InputEntry(url: server.downloadURL($0)) }
                 if !command.json && !command.quiet {
                     TextOutput.standard.out("Sample server on \(server.baseURL): \(server.statusLine)")
                 }
@@ -116,7 +116,7 @@ enum Entry {
         let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
         let run = DownloadRun(concurrency: command.jobs, reporter: reporter,
                               interrupted: { stoppedBy.withLockedValue { $0 } })
-        let jobs = command.downloads(extraURLs: extra)
+        let jobs = command.downloads(extra: extra)
 
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let summary = await withTaskGroup(of: RunSummary?.self) { group in

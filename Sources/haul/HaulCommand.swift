@@ -267,7 +267,7 @@ struct HaulCommand: ParsableCommand {
 
     /// The downloads this command line asks for, in order. With `absolute`, the output directory is made
     /// absolute against the current one (for the service, whose current directory is not the client's).
-    func downloads(extraURLs: [String], absolute: Bool = false) -> [DownloadJob] {
+    func downloads(extra: [InputEntry], absolute: Bool = false) -> [DownloadJob] {
         var options = TransferOptions()
         options.stallTimeout = timeout
         options.connectTimeout = connectTimeout
@@ -296,8 +296,8 @@ struct HaulCommand: ParsableCommand {
             let here = FileManager.default.currentDirectoryPath
             directory = directory == "." ? here : FilePath.join(here, directory)
         }
-        return (urls + extraURLs).map { url in
-            var job = DownloadJob(url: url, outputDirectory: directory, outputName: placed?.name)
+        return (urls.map { InputEntry(url: $0) } + extra).map { entry in
+            var job = DownloadJob(url: entry.url, outputDirectory: directory, outputName: placed?.name)
             job.existingFile = policy
             job.headers = headers
             job.transfer = options
@@ -308,6 +308,7 @@ struct HaulCommand: ParsableCommand {
             job.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
             job.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
             job.onError = onError.map { Hook(command: $0, shell: hookShell) }
+            entry.options.apply(to: &job, absolute: absolute)
             return job
         }
     }

@@ -1,7 +1,11 @@
+import Foundation
 import Glibc
 import HaulCore
 
-/// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin.
+/// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin. As in aria2's
+/// input files, the indented `key=value` lines under a URL are options of that download alone (`out=`,
+/// `dir=`, `segments=`, `header=`, `checksum=`, `limit-rate=`, `user-agent=`, `referer=`), and a tab ends
+/// the URL (aria2 lists mirrors after it; haul uses the first).
 ///
 /// Read with `read(2)` in chunks and split into lines as it goes, so a FIFO (`-i <(command)`) and stdin
 /// work, and memory holds the URLs found plus one chunk and one unfinished line, whatever the input: a
@@ -12,7 +16,7 @@ enum InputFile {
     static let maxLineBytes = 65536
     static let chunkBytes = 65536
 
-    static func urls(from path: String) -> Result<[String], HaulError> {
+    static func entries(from path: String) -> Result<[InputEntry], HaulError> {
         let fd: Int32
         if path == "-" {
             fd = 0
@@ -35,10 +39,10 @@ enum InputFile {
                 return .failure(unreadable(path, errno))
             }
             if count == 0 { break }
-            if let tooLong = lines.add(chunk[..<count]) { return .failure(tooLongLine(tooLong)) }
+            if let problem = lines.add(chunk[..<count]) { return .failure(problem) }
         }
-        if let tooLong = lines.finish() { return .failure(tooLongLine(tooLong)) }
-        return .success(lines.urls)
+        if let problem = lines.finish() { return .failure(problem) }
+        return .success(lines.entries)
     }
 
     private static func unreadable(_ path: String, _ code: Int32) -> HaulError {
@@ -46,16 +50,14 @@ enum InputFile {
         return HaulError(.fileIO, "cannot read the input file \(path): \(reason)")
     }
 
-    private static func tooLongLine(_ number: Int) -> HaulError {
-        HaulError(.usage, "line \(number) is longer than \(maxLineBytes) bytes")
-    }
 }
 
-/// Splits bytes into lines as they come and keeps the URLs among them: only the unfinished last line is
-/// held, never more than `maxLineBytes` of it.
+/// Splits bytes into lines as they come and keeps the URLs and their options: only the unfinished last
+/// line is held, never more than `maxLineBytes` of it.
 struct LineSplitter {
     let maxLineBytes: Int
-    private(set) var urls: [String] = []
+    private(set) var entries: [InputEntry] = []
+    var urls: [String] { entries.map(\.url) }
     private var pending: [UInt8] = []
     private var lineNumber = 1
 
@@ -63,34 +65,137 @@ struct LineSplitter {
         self.maxLineBytes = maxLineBytes
     }
 
-    /// Takes the next bytes; returns the number of a line that is too long, if one is.
-    mutating func add(_ bytes: ArraySlice<UInt8>) -> Int? {
+    /// Takes the next bytes; returns the problem of a line (too long, a bad option), if one has one.
+    mutating func add(_ bytes: ArraySlice<UInt8>) -> HaulError? {
         var start = bytes.startIndex
         while let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
-            if pending.count + (newline - start) > maxLineBytes + 1 { return lineNumber }
+            if pending.count + (newline - start) > maxLineBytes + 1 { return tooLong() }
             pending += bytes[start..<newline]
-            if let tooLong = endLine() { return tooLong }
+            if let problem = endLine() { return problem }
             start = newline + 1
         }
         pending += bytes[start...]
         // One byte of slack: the `\r` of a CRLF line may arrive before its `\n`.
-        return pending.count > maxLineBytes + 1 ? lineNumber : nil
+        return pending.count > maxLineBytes + 1 ? tooLong() : nil
     }
 
     /// The input has ended: the last line may lack its newline.
-    mutating func finish() -> Int? {
+    mutating func finish() -> HaulError? {
         pending.isEmpty ? nil : endLine()
     }
 
-    private mutating func endLine() -> Int? {
+    private func tooLong() -> HaulError {
+        HaulError(.usage, "line \(lineNumber) is longer than \(maxLineBytes) bytes")
+    }
+
+    private mutating func endLine() -> HaulError? {
         if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
-        if pending.count > maxLineBytes { return lineNumber }
-        var line = Substring(String(decoding: pending, as: UTF8.self))
+        if pending.count > maxLineBytes { return tooLong() }
+        let raw = Substring(String(decoding: pending, as: UTF8.self))
+        let indented = raw.first == " " || raw.first == "\t"
+        var line = raw
         while line.first?.isWhitespace == true { line.removeFirst() }
         while line.last?.isWhitespace == true { line.removeLast() }
-        if !line.isEmpty && !line.hasPrefix("#") { urls.append(String(line)) }
-        pending.removeAll(keepingCapacity: true)
-        lineNumber += 1
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            lineNumber += 1
+        }
+        guard !line.isEmpty, !line.hasPrefix("#") else { return nil }
+        // An indented URL (`://` before any `=`) is still a URL, as it was before options existed.
+        let scheme = line.range(of: "://")?.lowerBound
+        let equals = line.firstIndex(of: "=")
+        let looksLikeURL = scheme != nil && (equals == nil || scheme! < equals!)
+        if indented && !looksLikeURL {
+            guard !entries.isEmpty else {
+                return HaulError(.usage, "line \(lineNumber): an option (an indented line) before any URL")
+            }
+            do {
+                try entries[entries.count - 1].options.set(String(line))
+            } catch {
+                return HaulError(.usage, "line \(lineNumber): \(error.message)")
+            }
+            return nil
+        }
+        // aria2 puts a download's mirrors on its line after tabs: the first is the URL.
+        let url = line.split(separator: "\t", maxSplits: 1).first.map(String.init) ?? String(line)
+        entries.append(InputEntry(url: url))
         return nil
+    }
+}
+
+/// One URL of an input file, with the options of the indented lines under it.
+struct InputEntry: Equatable {
+    var url: String
+    var options = InputOptions()
+}
+
+/// The options an input file may give one download; nil keeps the command line's.
+struct InputOptions: Equatable {
+    var outputName: String?
+    var directory: String?
+    var segments: Int?
+    var headers: [String] = []
+    var checksum: Checksum?
+    var limitRate: Int64?
+    var userAgent: String?
+
+    /// Takes `key=value`, checked now: a bad one stops the run before anything starts.
+    mutating func set(_ line: String) throws(HaulError) {
+        guard let equals = line.firstIndex(of: "=") else {
+            throw HaulError(.usage, "'\(line)' is not key=value")
+        }
+        let key = line[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        switch key {
+        case "out":
+            if let problem = FileNaming.problem(withPlainName: value) { throw HaulError(.usage, "out=\(value): \(problem)") }
+            if value.contains("/") { throw HaulError(.usage, "out=\(value): a file name, not a path") }
+            outputName = value
+        case "dir":
+            guard !value.isEmpty else { throw HaulError(.usage, "dir= needs a directory") }
+            directory = value
+        case "segments", "split", "max-connection-per-server":
+            guard let count = Int(value), Limits.segments.contains(count) else {
+                throw HaulError(.usage, "\(key)=\(value): from \(Limits.segments.lowerBound) to \(Limits.segments.upperBound)")
+            }
+            segments = min(segments ?? count, count)
+        case "header":
+            guard value.contains(":"), !value.contains("\r"), !value.contains("\n") else {
+                throw HaulError(.usage, "header=\(value) is not \"Name: value\"")
+            }
+            headers.append(value)
+        case "checksum":
+            // aria2 spells the algorithms sha-256, sha-1.
+            let spelled = value.replacingOccurrences(of: "sha-", with: "sha", options: [.caseInsensitive, .anchored])
+            switch Checksum.parse(spelled) {
+            case .success(let parsed): checksum = parsed
+            case .failure(let error): throw HaulError(.usage, "checksum=\(value): " + error.message.replacingOccurrences(of: "--checksum", with: "it"))
+            }
+        case "limit-rate", "max-download-limit":
+            guard let rate = RateLimit.parse(value) else {
+                throw HaulError(.usage, "\(key)=\(value) is not a rate such as 500K or 2M")
+            }
+            limitRate = rate
+        case "user-agent":
+            userAgent = value
+        case "referer":
+            headers.append("Referer: \(value)")
+        default:
+            throw HaulError(.usage, "unknown option '\(key)' (out, dir, segments, header, checksum, limit-rate, user-agent, referer)")
+        }
+    }
+
+    /// This download's job: the command line's, with these options over it.
+    func apply(to job: inout DownloadJob, absolute: Bool) {
+        if let outputName { job.outputName = outputName }
+        if let directory {
+            job.outputDirectory = directory.hasPrefix("/") || !absolute ? directory
+                : FilePath.join(FileManager.default.currentDirectoryPath, directory)
+        }
+        if let segments { job.segments = segments }
+        job.headers += headers
+        if let checksum { job.checksum = checksum }
+        if let limitRate { job.transfer.maxReceiveRate = limitRate }
+        if let userAgent { job.transfer.userAgent = userAgent }
     }
 }

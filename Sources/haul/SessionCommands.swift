@@ -67,14 +67,14 @@ enum SessionCommands {
             TextOutput.standard.err("haul: add: " + HaulCommand.message(for: error))
             return FailureCategory.usage.exitCode
         }
-        let urls: [String]
+        let urls: [InputEntry]
         switch Entry.inputURLs(command) {
         case .success(let extra): urls = extra
         case .failure(let code): return code
         }
         do {
             let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.jobs))
-            let added = try await client.add(command.downloads(extraURLs: urls, absolute: true))
+            let added = try await client.add(command.downloads(extra: urls, absolute: true))
             if command.json {
                 TextOutput.standard.out(String(decoding: Wire.encode(added), as: UTF8.self))
             } else if !command.quiet {

@@ -16,7 +16,7 @@ enum TUILaunch {
 
     /// Runs the TUI until the user quits and returns the exit code; nil when the terminal could not be
     /// taken over (the caller falls back to line output).
-    static func run(_ command: HaulCommand, extraURLs: [String]) async -> Int32? {
+    static func run(_ command: HaulCommand, extraURLs: [InputEntry]) async -> Int32? {
         var server = command.server
         var demo: SampleServer?
         if command.demo {
@@ -29,7 +29,9 @@ enum TUILaunch {
                 return FailureCategory.other.exitCode
             }
         }
-        let urls = command.urls + extraURLs
+        let urls = command.urls + extraURLs.map(\.url)
+        // The options of an input file's lines, by URL (the first line of a URL wins).
+        let inputOptions = Dictionary(extraURLs.map { ($0.url, $0.options) }, uniquingKeysWith: { first, _ in first })
         let template = command
         let options = FullScreenOptions(
             urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
@@ -39,7 +41,8 @@ enum TUILaunch {
                 // -O names the one URL of the command line, not the ones added later.
                 if template.urls != [url] { single.output = nil }
                 // The service's current directory is not this one.
-                var job = single.downloads(extraURLs: [url], absolute: true)[0]
+                var job = single.downloads(extra: [InputEntry(url: url, options: inputOptions[url] ?? InputOptions())],
+                                           absolute: true)[0]
                 job.segments = segments
                 return job
             })
