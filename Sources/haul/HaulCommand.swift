@@ -144,6 +144,13 @@ struct HaulCommand: ParsableCommand {
     @Option(name: .customLong("save-cookies"), help: ArgumentHelp("Write the cookies (loaded and received) to FILE when a download ends.", valueName: "file"))
     var saveCookies: String?
 
+    @Flag(name: [.customShort("N"), .customLong("timestamping")],
+          help: "Fetch a file that exists only if the server's is newer (If-Modified-Since its mtime); replace it then.")
+    var timestamping = false
+
+    @Flag(name: .customLong("no-remote-time"), help: "Leave a downloaded file's mtime at now, not the server's Last-Modified.")
+    var noRemoteTime = false
+
     @Option(name: .customLong("on-complete"), help: ArgumentHelp(
         "Run CMD when a download is done, with HAUL_FILE, HAUL_URL, HAUL_SIZE... in its environment (no shell unless --hook-shell).",
         valueName: "cmd"))
@@ -188,6 +195,7 @@ struct HaulCommand: ParsableCommand {
             throw ValidationError("--limit-rate: '\(limitRate)' is not a rate such as 500K or 2M, from 1 (byte/s) to 1024G")
         }
         if overwrite && skipExisting { throw ValidationError("--overwrite and --skip-existing exclude each other") }
+        if timestamping && skipExisting { throw ValidationError("-N and --skip-existing exclude each other") }
         if let output { _ = try Self.placement(output: output, outputDirectory: outputDirectory) }
         if let checksum {
             if case .failure(let error) = Checksum.parse(checksum) { throw ValidationError(error.message) }
@@ -308,6 +316,8 @@ struct HaulCommand: ParsableCommand {
             job.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
             job.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
             job.onError = onError.map { Hook(command: $0, shell: hookShell) }
+            job.timestamping = timestamping
+            job.remoteTime = !noRemoteTime
             entry.options.apply(to: &job, absolute: absolute)
             return job
         }

@@ -23,6 +23,11 @@ public struct DownloadJob: Sendable, Equatable, Codable {
     /// Run when the download is done (`--on-complete`), or has failed (`--on-error`; not when cancelled).
     public var onComplete: Hook?
     public var onError: Hook?
+    /// `-N`: when the file exists, ask the server only for a newer one (`If-Modified-Since` its mtime), and
+    /// replace it with that; a `304` keeps it.
+    public var timestamping = false
+    /// The finished file takes the server's `Last-Modified` as its mtime (`--no-remote-time` turns it off).
+    public var remoteTime = true
 
     public init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
@@ -32,7 +37,7 @@ public struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
-            partialPreview, checksum, onComplete, onError
+            partialPreview, checksum, onComplete, onError, timestamping, remoteTime
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -53,6 +58,8 @@ public struct DownloadJob: Sendable, Equatable, Codable {
         checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
         onComplete = try container.decodeIfPresent(Hook.self, forKey: .onComplete)
         onError = try container.decodeIfPresent(Hook.self, forKey: .onError)
+        timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
+        remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
     }
 }
 
@@ -71,14 +78,17 @@ public struct DownloadResult: Sendable, Equatable, Codable {
     public var file: String
     public var path: String
     public var bytes: Int64
-    /// The target existed and `--skip-existing` left it alone.
+    /// The target existed and `--skip-existing` left it alone, or (`notModified`) `-N` found it current.
     public var skipped: Bool
+    /// `-N`: the server answered `304 Not Modified`, so the file was kept.
+    public var notModified: Bool
 
-    public init(file: String, path: String, bytes: Int64, skipped: Bool) {
+    public init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
         self.file = file
         self.path = path
         self.bytes = bytes
         self.skipped = skipped
+        self.notModified = notModified
     }
 }
 

@@ -49,6 +49,13 @@ public struct Downloader: Sendable {
         }
         let directory = try OutputDirectory(job.outputDirectory)
         let guessed = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+        // -N: an existing file is asked about (If-Modified-Since its mtime) and replaced only by a newer one.
+        var job = job
+        var modifiedSince: String?
+        if job.timestamping, let mtime = directory.modificationTime(guessed) {
+            modifiedSince = HTTPDate.format(mtime)
+            job.existingFile = .overwrite
+        }
         guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
                                          resume: job.resume, notice: { events(.fact($0)) })
         else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
@@ -62,8 +69,8 @@ public struct Downloader: Sendable {
         while true {
             let step: Step
             do {
-                step = try await perform(next, job: job, claim: &claim, machine: &machine, transfer: &transfer,
-                                         clock: clock, events: events)
+                step = try await perform(next, job: job, modifiedSince: modifiedSince, claim: &claim,
+                                         machine: &machine, transfer: &transfer, clock: clock, events: events)
             } catch {
                 transfer?.cancel()
                 transfer = nil
@@ -86,7 +93,7 @@ public struct Downloader: Sendable {
     /// Carries out one action of the machine and reports to it what came of it. Throws what ends the attempt
     /// (the caller tells the machine, which retries or gives up).
     private func perform<C: Clock<Duration>>(
-        _ action: DownloadStateMachine.Action, job: DownloadJob, claim: inout Claim,
+        _ action: DownloadStateMachine.Action, job: DownloadJob, modifiedSince: String?, claim: inout Claim,
         machine: inout DownloadStateMachine, transfer: inout Transfer?, clock: C, events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
         switch action {
@@ -95,11 +102,21 @@ public struct Downloader: Sendable {
             request.headers = job.headers
             request.range = asked.range.map { ($0.first, $0.last) }
             request.ifRange = asked.ifRange
+            // Only on a request for the whole file: a range of the part is never conditional on the date.
+            if let modifiedSince, asked.range == nil { request.headers.append("If-Modified-Since: \(modifiedSince)") }
             transfer?.cancel()
             let started = driver.start(request, clock: clock)
             transfer = started
             let head: ResponseHead
             do { head = try await started.head() } catch { throw HaulError.from(error) }
+            if head.status == 304, modifiedSince != nil, asked.range == nil {
+                // -N, and the server's copy is no newer: the file stays as it is.
+                started.cancel()
+                transfer = nil
+                claim.discardIfEmpty()
+                return .end(.success(DownloadResult(file: claim.name, path: claim.path, bytes: 0, skipped: true,
+                                                    notModified: true)))
+            }
             // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
             if (200..<300).contains(head.status) { claim.contentType = head["Content-Type"] }
             return .next(try machine.headArrived(head))
@@ -243,6 +260,15 @@ public struct Downloader: Sendable {
                 claim.removeState()
                 throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
+            }
+        }
+        if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
+            // The server's Last-Modified as the file's mtime (as wget does), set before it takes its name.
+            try? claim.part.withDescriptor { fd in
+                // Access and modification time both, as wget sets them.
+                let seconds = Int(stamp.timeIntervalSince1970)
+                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+                _ = futimens(fd, &times)
             }
         }
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })

@@ -38,12 +38,32 @@ enum HTTPStatus {
         // An HTTP date is printable ASCII. Anything else stays away from DateFormatter: swift-corelibs-foundation
         // traps ("Incorrect range CFRange") when its parse stops inside a grapheme cluster, as in "Mo\u{200D}" or a
         // date followed by a combining mark, so one header from a server would end the whole process.
-        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        guard let date = HTTPDate.parse(value) else { return nil }
+        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+    }
+}
+
+/// HTTP dates (`Sun, 06 Nov 1994 08:49:37 GMT`), whatever the process's locale.
+enum HTTPDate {
+    private static func formatter() -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int(date.timeIntervalSince(now) * 1000)))
+        return formatter
+    }
+
+    static func parse(_ value: String) -> Date? {
+        // An HTTP date is printable ASCII. Anything else stays away from DateFormatter: swift-corelibs-foundation
+        // traps ("Incorrect range CFRange") when its parse stops inside a grapheme cluster, as in "Mo\u{200D}" or a
+        // date followed by a combining mark, so one header from a server would end the whole process.
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        return formatter().date(from: value.trimmingCharacters(in: .whitespaces))
+    }
+
+    static func format(_ date: Date) -> String {
+        let formatter = formatter()
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
     }
 }

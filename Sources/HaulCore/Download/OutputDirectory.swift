@@ -34,6 +34,13 @@ final class OutputDirectory: Sendable {
         return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0
     }
 
+    /// The modification time of the regular file `name` (not through a link); nil when there is none.
+    func modificationTime(_ name: String) -> Date? {
+        var info = stat()
+        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+
     /// What `claimPart` found at a part file's name.
     enum PartClaim {
         /// Nothing was there: a new, empty file, created by this call and locked.

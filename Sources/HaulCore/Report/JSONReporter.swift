@@ -26,7 +26,7 @@ public struct JSONReporter: Reporter {
                 .add("kind", fact.kind).add("message", fact.sentence).adding("fact", Self.json(fact))
         case .done(let id, let url, let result, let seconds):
             line = JSONLine().add("event", "done").add("id", id).add("url", url).add("file", result.file).add("path", result.path)
-                .add("state", result.skipped ? "skipped" : "done").add("bytes", result.bytes)
+                .add("state", result.notModified ? "not-modified" : (result.skipped ? "skipped" : "done")).add("bytes", result.bytes)
                 .add("seconds", seconds)
         case .failed(let id, let url, let file, let error):
             output.err(failureLine(file: file, url: url, error: error))

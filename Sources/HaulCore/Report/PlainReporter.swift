@@ -48,7 +48,9 @@ public final class PlainReporter: Reporter {
             if due { output.out(Self.progressLine(file: file, progress)) }
         case .done(let id, _, let result, let seconds):
             lastPrinted.withLockedValue { $0[id] = nil }
-            if result.skipped {
+            if result.notModified {
+                output.out("\(result.file): not modified on the server, kept (\(result.path))")
+            } else if result.skipped {
                 output.out("\(result.file): exists, skipped (\(result.path))")
             } else {
                 output.out("\(result.file): done, \(ByteFormat.size(result.bytes)) in \(Self.seconds(seconds))"

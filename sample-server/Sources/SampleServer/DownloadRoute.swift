@@ -42,6 +42,15 @@ struct DownloadRoute: Sendable {
         }
         headers[.contentType] = file.contentType
         headers[.contentDisposition] = faults.contentDisposition ?? Self.contentDisposition(for: file.name)
+        // A conditional GET of the whole file: 304 when it has not changed since.
+        if rangeHeader == nil, !faults.omitValidators, let since = request.headers[.ifModifiedSince],
+           let seconds = HTTPDate.parse(since), validators.modifiedSeconds <= seconds {
+            log.write("\(method) \(name) If-Modified-Since: \(since) -> 304")
+            var unchanged = HTTPFields()
+            unchanged[.eTag] = validators.etag
+            unchanged[.lastModified] = validators.lastModified
+            return Response(status: .notModified, headers: unchanged)
+        }
 
         let range = resolveRange(request: request, size: file.size, validators: validators, faults: faults)
         let status: HTTPResponse.Status

@@ -11,6 +11,25 @@ enum HTTPDate {
             + "\(pad(parts.hour)):\(pad(parts.minute)):\(pad(parts.second)) GMT"
     }
 
+    /// Seconds since 1970 of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`); nil for anything else.
+    static func parse(_ text: String) -> Int? {
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let words = text.split(separator: " ")
+        guard words.count == 6, words[5] == "GMT", let day = Int(words[1]), let month = months.firstIndex(of: String(words[2])),
+            let year = Int(words[3]) else { return nil }
+        let clock = words[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3 else { return nil }
+        // days_from_civil (Howard Hinnant), the inverse of `CivilTime`.
+        let y = month < 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let shiftedMonth = month < 2 ? month + 10 : month - 2
+        let dayOfYear = (153 * shiftedMonth + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return days * 86_400 + clock[0] * 3_600 + clock[1] * 60 + clock[2]
+    }
+
     /// `1994-11-06T08:49:37Z`.
     static func iso8601(_ seconds: Int) -> String {
         let parts = CivilTime(seconds)

@@ -32,7 +32,7 @@ struct ServedFile: Sendable {
         let tag = String(hash, radix: 16)
         return Validators(
             etag: "\"\(String(repeating: "0", count: 16 - tag.count))\(tag)-\(String(size, radix: 16))\"",
-            lastModified: HTTPDate.imfFixdate(lastModified))
+            lastModified: HTTPDate.imfFixdate(lastModified), modifiedSeconds: lastModified)
     }
 }
 
@@ -40,6 +40,8 @@ struct ServedFile: Sendable {
 struct Validators: Sendable, Equatable {
     let etag: String
     let lastModified: String
+    /// `lastModified` as seconds since 1970, for `If-Modified-Since`.
+    var modifiedSeconds = 0
 
     /// Whether an `If-Range` value still names this representation: a strong ETag that matches exactly, or the
     /// exact `Last-Modified` date. Weak tags never match (RFC 9110, section 13.1.5).
