@@ -13,6 +13,8 @@ public struct FullScreenOptions: Sendable {
     public var startInFiles: Bool
     /// A job for `url` over `segments` connections, with the command line's other options.
     public var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+    /// Tell the desktop (OSC 9 / 777) when a long download is done (`--no-notify` turns it off).
+    public var notify = true
 
     public init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -38,6 +40,7 @@ public enum FullScreen {
     public static func run(_ options: FullScreenOptions, manager: any DownloadControl) async throws -> Int32 {
         var state = AppState(size: Size(columns: 80, rows: 24))
         state.attached = manager.outlivesFrontEnd
+        state.notify = options.notify
         state.files.server = options.server
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)

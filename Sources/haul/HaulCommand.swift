@@ -163,6 +163,9 @@ struct HaulCommand: ParsableCommand {
     @Flag(name: .customLong("hook-shell"), help: "Run --on-complete and --on-error with /bin/sh -c.")
     var hookShell = false
 
+    @Flag(name: .customLong("no-notify"), help: "No desktop notification (OSC 9/777) when a long download is done in the full screen.")
+    var noNotify = false
+
     /// `--user`'s password, asked for on the terminal once (`askForPassword`); never an argument.
     var password: String?
 

@@ -60,9 +60,13 @@ enum TUILaunch {
                 return FailureCategory.other.exitCode
             }
         }
+        // --limit-rate caps what this screen's downloads share: the service's when attached.
+        if let rate = command.overallRate { await control.setOverallLimit(rate) }
+        var screen = options
+        screen.notify = !command.noNotify
         let code: Int32?
         do {
-            code = try await FullScreen.run(options, manager: control)
+            code = try await FullScreen.run(screen, manager: control)
         } catch {
             TextOutput.standard.err("haul: \(error); using line output")
             code = nil

@@ -7,6 +7,7 @@ final class FakeScreen: Screen {
         var events: (@Sendable (TerminalEvent) -> Void)?
         var latest: Grid?
         var frames = 0
+        var notices: [String] = []
         var stopped = false
         var waiters: [(id: Int, condition: @Sendable ([String]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var nextWaiter = 0
@@ -35,6 +36,12 @@ final class FakeScreen: Screen {
         }
         for continuation in ready { continuation.resume() }
     }
+
+    func notify(_ text: String) {
+        state.withLockedValue { $0.notices.append(text) }
+    }
+
+    var notices: [String] { state.withLockedValue(\.notices) }
 
     func stop() async {
         state.withLockedValue { $0.stopped = true }

@@ -13,6 +13,10 @@ public protocol DownloadControl: Sendable {
     func resumeAll() async
     func retry(_ id: DownloadID) async
     func remove(_ id: DownloadID) async
+    /// The overall receive cap (bytes per second, nil = none), at once for what runs.
+    func setOverallLimit(_ bytesPerSecond: Int64?) async
+    /// The overall receive cap now.
+    var overallLimit: Int64? { get async }
     /// Returns when what this front end is responsible for has stopped: every task of an in-process
     /// manager; nothing for a client of the service, whose downloads are the service's.
     func waitUntilIdle() async
@@ -27,6 +31,10 @@ extension DownloadManager: DownloadControl {
 
     public func submit(_ job: DownloadJob) async {
         add(job)
+    }
+
+    public func setOverallLimit(_ bytesPerSecond: Int64?) async {
+        setOverallReceiveLimit(bytesPerSecond)
     }
 
     public nonisolated var outlivesFrontEnd: Bool { false }

@@ -215,8 +215,12 @@ public actor DownloadManager {
 
     /// Caps the receive rate of all downloads together (bytes per second, nil = none), at once.
     public func setOverallReceiveLimit(_ bytesPerSecond: Int64?) {
-        downloader.driver.setOverallReceiveRate(bytesPerSecond)
+        overallLimit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+        downloader.driver.setOverallReceiveRate(overallLimit)
     }
+
+    /// The cap `setOverallReceiveLimit` set last.
+    public private(set) var overallLimit: Int64?
 
     /// Sets one download's receive cap (bytes per second, nil = none), at once for its running transfers.
     /// It lasts for this download's later runs too (resume, retry).

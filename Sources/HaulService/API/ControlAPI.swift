@@ -112,6 +112,14 @@ enum ControlAPI {
             })
         }
         v1.get("service/status") { _, _ in json(await service.status(socket: socket)) }
+        v1.post("limit") { request, context in
+            let body: Wire.Limit
+            do { body = try await request.decode(as: Wire.Limit.self, context: context) } catch {
+                return failure(.badRequest, "the body is not {\"overall\": BYTES_PER_SECOND or null}")
+            }
+            await service.setOverallLimit(body.overall)
+            return json(body)
+        }
         v1.post("service/stop") { _, _ in
             // Answered at once; the service pauses what runs and ends after it.
             await service.requestStop()

@@ -129,6 +129,8 @@ package enum Wire {
         package var version: String?
         /// The aria2 JSON-RPC face, when it listens.
         package var rpc: RPC?
+        /// The overall receive cap in bytes per second, when there is one.
+        package var limit: Int64?
 
         /// What to give an aria2 front end: the URL, and the file that holds the secret (never the secret).
         package struct RPC: Codable, Sendable, Equatable {
@@ -137,7 +139,7 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case running, pid, socket, downloads, active, attached, version, rpc
+            case running, pid, socket, downloads, active, attached, version, rpc, limit
         }
 
         /// Every key; `pid` is `null` when no service runs.
@@ -151,6 +153,7 @@ package enum Wire {
             try container.encode(attached, forKey: .attached)
             try container.encode(version, forKey: .version)
             try container.encodeIfPresent(rpc, forKey: .rpc)
+            try container.encodeIfPresent(limit, forKey: .limit)
         }
 
         package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,
@@ -163,6 +166,22 @@ package enum Wire {
             self.attached = attached
             self.version = version
         }
+    }
+
+    /// `POST /v1/limit`: the overall receive cap, bytes per second; `null` lifts it.
+    package struct Limit: Codable, Sendable, Equatable {
+        package var overall: Int64?
+
+        package init(overall: Int64?) {
+            self.overall = overall
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(overall, forKey: .overall)
+        }
+
+        private enum CodingKeys: String, CodingKey { case overall }
     }
 
     /// One event of `GET /v1/events`, a server-sent event's `data`: the engine's `ManagerEvent` as a flat

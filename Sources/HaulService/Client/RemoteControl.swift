@@ -37,6 +37,14 @@ package struct RemoteControl: DownloadControl {
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
 
+    package func setOverallLimit(_ bytesPerSecond: Int64?) async {
+        try? await client.setLimit(bytesPerSecond)
+    }
+
+    package var overallLimit: Int64? {
+        get async { (try? await client.status())?.limit }
+    }
+
     /// The downloads are the service's: nothing of this process to wait for.
     package func waitUntilIdle() async {}
 

@@ -81,6 +81,10 @@ package struct ServiceClient: Sendable {
         try await call(.get, "/v1/service/status")
     }
 
+    package func setLimit(_ overall: Int64?) async throws(HaulError) {
+        let _: Wire.Limit = try await call(.post, "/v1/limit", body: Wire.Limit(overall: overall))
+    }
+
     /// Asks the service to stop, and returns once it has (its downloads paused and checkpointed).
     package func stop() async throws(HaulError) {
         let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))

@@ -309,6 +309,15 @@ actor Service {
         if let rpcURL, let rpc = configuration.rpc {
             status.rpc = Wire.Status.RPC(url: rpcURL, secretFile: rpc.secretFile)
         }
+        status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
         return status
+    }
+
+    /// The overall receive cap, at once for what runs: the TUI's `+`/`-` and aria2's
+    /// `max-overall-download-limit` are the same setting.
+    func setOverallLimit(_ bytesPerSecond: Int64?) async {
+        let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+        aria2Globals.overallLimit = limit
+        await manager.setOverallReceiveLimit(limit)
     }
 }

@@ -99,6 +99,10 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                 case .resumeAll: await manager.resumeAll()
                 case .retry(let id): await manager.retry(id)
                 case .remove(let id): await manager.remove(id)
+                case .setOverallLimit(let limit): await manager.setOverallLimit(limit)
+                case .open(let path):
+                    if let problem = Opener.open(path) { sink.yield(.message(.notice(problem))) }
+                case .notify(let text): screen.notify(text)
                 case .startClock: ticker.start()
                 case .stopClock: ticker.stop()
                 case .loadFiles:
@@ -135,6 +139,8 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
             }
 
             sink.yield(.message(.started(urls: urls)))
+            let control = manager
+            group.addTask { sink.yield(.message(.limitLoaded(await control.overallLimit))) }
             draw()
             for await input in inputs {
                 switch input {

@@ -51,6 +51,14 @@ struct AppState: Sendable, Equatable {
     var quitting = false
     /// A client of the service: the downloads outlive the screen, and `q` detaches from them.
     var attached = false
+    /// The overall receive cap (bytes per second) that `+`/`-` change; nil = none.
+    var overallLimit: Int64?
+    /// A download seen running for `notifyAfterSeconds` of the clock tells the desktop when it is done.
+    var notify = true
+    static let notifyAfterSeconds = 10
+    /// The caps `+` and `-` step through, bytes per second (binary units, as `--limit-rate` reads them).
+    static let limitSteps: [Int64] = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131_072,
+                                      262_144, 524_288, 1_048_576].map { $0 << 10 }
 
     init(size: Size) {
         self.size = size
@@ -87,6 +95,8 @@ struct DownloadRow: Sendable, Equatable {
     var completed: Int64 = 0
     var total: Int64?
     var bytesPerSecond: Double = 0
+    /// Seconds of the elapsed clock this screen saw it queued or running (0 for one that was done already).
+    var secondsWatched = 0
     /// The last thing that happened to it without stopping it (a retry, a refused resume, a saved preview).
     var lastFact: DownloadFact?
     /// Where a cancelled JPEG's `STEM.partial.EXT` preview is, once the engine saved one.

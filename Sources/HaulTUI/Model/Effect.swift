@@ -19,6 +19,12 @@ enum Effect: Sendable, Equatable {
     case loadFiles
     /// Decode and show the JPEG at `path` (complete or partial) in the picture overlay.
     case showPicture(path: String)
+    /// Change the overall receive cap (nil = none), at once.
+    case setOverallLimit(Int64?)
+    /// `o` / `O`: open the file, or its folder, with the desktop's program (`xdg-open`).
+    case open(path: String)
+    /// Tell the desktop, through the terminal (OSC 9 / 777).
+    case notify(String)
     /// Leave: restore the terminal; with `pausing`, pause every running download first (they stay resumable).
     case quit(pausing: Bool)
 }

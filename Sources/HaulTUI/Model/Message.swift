@@ -15,6 +15,10 @@ enum Message: Sendable, Equatable {
     case pictureLoaded(path: String, PictureCells)
     /// SIGINT or SIGTERM, or the terminal went away: quit now, pausing downloads.
     case interrupt
+    /// The overall cap in force when the screen started (the service's, or `--limit-rate`).
+    case limitLoaded(Int64?)
+    /// A line for the footer (an effect that could not be carried out).
+    case notice(String)
 }
 
 /// Why the files listing could not be shown.

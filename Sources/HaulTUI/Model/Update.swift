@@ -25,9 +25,16 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         if case .picture(let path)? = state.overlay { effects = [.showPicture(path: path)] } else { effects = [] }
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
+        for index in state.rows.indices where state.rows[index].isRunning { state.rows[index].secondsWatched += 1 }
         effects = []
     case .manager(let event):
         apply(event, to: &state)
+        effects = notification(for: event, in: state)
+    case .limitLoaded(let limit):
+        state.overallLimit = limit
+        effects = []
+    case .notice(let line):
+        state.message = line
         effects = []
     case .filesLoaded(.success(let files)):
         state.files.listing = .loaded(files)
@@ -48,6 +55,29 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     }
     if case .picture? = state.overlay {} else { state.picture = nil }
     return effects + clockEdges(&state)
+}
+
+/// A long download this screen watched tells the desktop that it is done (not one that was done already
+/// when the screen attached: its events come in the snapshot, with no clock between them).
+private func notification(for event: ManagerEvent, in state: AppState) -> [Effect] {
+    guard state.notify, case .finished(let id, let result, _) = event, !result.skipped,
+        let row = state.index(of: id).map({ state.rows[$0] }), row.secondsWatched >= AppState.notifyAfterSeconds
+    else { return [] }
+    return [.notify("\(result.file) downloaded (\(ByteFormat.size(row.total ?? result.bytes)))")]
+}
+
+/// The next cap down (`-`) or up (`+`) from `current`: down from none goes to the step below the speed now.
+func steppedLimit(_ current: Int64?, up: Bool, speed: Double) -> Int64? {
+    let steps = AppState.limitSteps
+    if up {
+        guard let current else { return nil }
+        return steps.first { $0 > current }
+    }
+    guard let current else {
+        let below = steps.last { Double($0) < speed }
+        return speed > 0 ? (below ?? steps[0]) : 8 << 20
+    }
+    return steps.last { $0 < current } ?? steps[0]
 }
 
 /// `.startClock` or `.stopClock` when whether the clock should run has changed.
@@ -158,6 +188,16 @@ private func handle(_ key: Key, in state: inout AppState) -> [Effect] {
         state.overlay = .prompt("")
     case .character("C"):
         return cancelAll(&state)
+    case .character("+"), .character("="), .character("-"):
+        let up = key != .character("-")
+        let next = steppedLimit(state.overallLimit, up: up, speed: state.totalSpeed)
+        if next == state.overallLimit {
+            state.message = up ? "No limit" : "At the lowest limit"
+            return []
+        }
+        state.overallLimit = next
+        state.message = next.map { "Limit: \(ByteFormat.rate(Double($0)))" } ?? "No limit"
+        return [.setOverallLimit(next)]
     case .character("q"):
         if state.hasRunningDownloads {
             state.overlay = state.attached ? .confirmDetach : .confirmQuit
@@ -209,7 +249,7 @@ private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
         return []
     }
     guard let row = state.selectedRow else {
-        if case .character(let c) = key, "cpPrdv".contains(c) { state.message = "No download selected" }
+        if case .character(let c) = key, "cpPrdvoO".contains(c) { state.message = "No download selected" }
         return []
     }
     let index = state.selection
@@ -241,6 +281,12 @@ private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
         case .done, .failed, .cancelled: return [.remove(row.id)]
         default: state.message = "Only a finished download can be removed (cancel it first)"
         }
+    case .character("o"), .character("O"):
+        guard row.state == .done, let path = row.path else {
+            state.message = "Only a finished download can be opened"
+            return []
+        }
+        return [.open(path: key == .character("O") ? FilePath.parent(of: path) : path)]
     case .character("v"):
         guard row.isJPEG, let path = picturePath(of: row) else {
             state.message = "Only a JPEG with data on disk can be shown"

@@ -15,6 +15,7 @@ import NIOConcurrencyHelpers
 final class NcursesTerminal: Screen {
     private struct Shared {
         var frame: Grid?
+        var notices: [String] = []
         var started = false
     }
 
@@ -61,6 +62,11 @@ final class NcursesTerminal: Screen {
                         defer { state.frame = nil }
                         return state.frame
                     }
+                }, takeNotices: { [self] in
+                    shared.withLockedValue { state in
+                        defer { state.notices = [] }
+                        return state.notices
+                    }
                 })
                 session.end()
                 markFinished()
@@ -73,6 +79,11 @@ final class NcursesTerminal: Screen {
     func show(_ grid: Grid) {
         shared.withLockedValue { $0.frame = grid }
         wake("R")
+    }
+
+    func notify(_ text: String) {
+        shared.withLockedValue { $0.notices.append(text) }
+        wake("N")
     }
 
     func stop() async {
@@ -153,8 +164,25 @@ private final class CursesSession {
                           colors: colors, unicode: unicode, colorCount: colors ? Int(haul_colors()) : 0)
     }
 
+    /// A desktop notification through the terminal, between frames (on this thread, so it never splits one):
+    /// OSC 777 for the terminals that take that form (foot, urxvt), OSC 9 for the others (iTerm2, WezTerm,
+    /// Windows Terminal, ghostty, kitty); inside tmux wrapped for its passthrough (dropped unless allowed).
+    private func notify(_ text: String) {
+        let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200))
+        let term = ProcessInfo.processInfo.environment["TERM"] ?? ""
+        var sequence = term.hasPrefix("foot") || term.hasPrefix("rxvt")
+            ? "\u{1b}]777;notify;haul;\(clean.replacingOccurrences(of: ";", with: ","))\u{7}"
+            : "\u{1b}]9;\(clean)\u{7}"
+        if ProcessInfo.processInfo.environment["TMUX"] != nil {
+            sequence = "\u{1b}Ptmux;" + sequence.replacingOccurrences(of: "\u{1b}", with: "\u{1b}\u{1b}") + "\u{1b}\\"
+        }
+        let bytes = Array(sequence.utf8)
+        _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    }
+
     /// The thread's loop: sleeps in poll until a key, a frame or a signal.
-    func run(wakeFD: Int32, events: @Sendable (TerminalEvent) -> Void, takeFrame: () -> Grid?) {
+    func run(wakeFD: Int32, events: @Sendable (TerminalEvent) -> Void, takeFrame: () -> Grid?,
+             takeNotices: () -> [String]) {
         var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var idleWakes = 0
         while true {
@@ -171,6 +199,7 @@ private final class CursesSession {
                     switch byte {
                     case UInt8(ascii: "Q"): stop = true
                     case UInt8(ascii: "R"): redraw = true
+                    case UInt8(ascii: "N"): for text in takeNotices() { notify(text) }
                     case UInt8(ascii: "W"):
                         resize(events)
                         redraw = true

@@ -23,6 +23,8 @@ protocol Screen: Sendable {
     func start(events: @escaping @Sendable (TerminalEvent) -> Void) async throws -> ScreenInfo
     /// Draws `grid` as soon as the screen's thread gets to it; a newer grid replaces one not yet drawn.
     func show(_ grid: Grid)
+    /// A desktop notification through the terminal (OSC 9 / OSC 777), written between frames.
+    func notify(_ text: String)
     /// Restores the terminal (idempotent) and returns once it is restored.
     func stop() async
 }

@@ -12,15 +12,17 @@ struct Glyphs: Sendable {
     var boxVertical: Character
     var boxCorners: (topLeft: Character, topRight: Character, bottomLeft: Character, bottomRight: Character)
     var upDown: String
+    /// Before the overall cap in the header.
+    var atMost: String
 
     static let unicode = Glyphs(
         barFull: "█", barPartials: [" ", "▏", "▎", "▍", "▌", "▋", "▊", "▉"], barEmpty: "░", ellipsis: "…",
         marker: "›", separator: "│", boxHorizontal: "─", boxVertical: "│", boxCorners: ("┌", "┐", "└", "┘"),
-        upDown: "↑↓")
+        upDown: "↑↓", atMost: "≤")
 
     static let ascii = Glyphs(
         barFull: "#", barPartials: [], barEmpty: "-", ellipsis: "~", marker: ">", separator: "|",
-        boxHorizontal: "-", boxVertical: "|", boxCorners: ("+", "+", "+", "+"), upDown: "Up/Dn")
+        boxHorizontal: "-", boxVertical: "|", boxCorners: ("+", "+", "+", "+"), upDown: "Up/Dn", atMost: "max")
 
     static func `for`(_ state: AppState) -> Glyphs {
         state.unicode ? .unicode : .ascii

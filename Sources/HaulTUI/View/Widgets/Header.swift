@@ -10,7 +10,8 @@ enum Header {
 
         let clock = ByteFormat.duration(seconds: Double(state.elapsedSeconds))
         let done = "\(state.doneCount) of \(state.rows.count) done"
-        let speed = ByteFormat.rate(state.totalSpeed)
+        // The cap, when there is one, beside the speed it bounds: "1.20 MiB/s ≤ 2.00 MiB/s".
+        let speed = ByteFormat.rate(state.totalSpeed) + (state.overallLimit.map { " \(glyphs.atMost) \(ByteFormat.rate(Double($0)))" } ?? "")
         let view = state.view == .downloads ? "Downloads" : "Files"
         // Each candidate, most complete first; the first that fits is drawn.
         let candidates: [(left: String, right: String)] = [
