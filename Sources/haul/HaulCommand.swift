@@ -77,6 +77,11 @@ struct HaulCommand: ParsableCommand {
     @Option(name: .customLong("limit-rate"), help: "Overall download rate cap, e.g. 500K, 2M; 1 byte/s to 1024G.")
     var limitRate: String?
 
+    @Option(name: .customLong("max-download-limit"), help: ArgumentHelp(
+        "Rate cap of each download on its own (all its connections together), e.g. 500K; aria2's option of that name.",
+        valueName: "rate"))
+    var maxDownloadLimit: String?
+
     @Option(help: "Verify the file after download: sha256=HEX, sha1=HEX or md5=HEX (single URL only).")
     var checksum: String?
 
@@ -197,6 +202,9 @@ struct HaulCommand: ParsableCommand {
         if let limitRate, RateLimit.parse(limitRate) == nil {
             throw ValidationError("--limit-rate: '\(limitRate)' is not a rate such as 500K or 2M, from 1 (byte/s) to 1024G")
         }
+        if let maxDownloadLimit, RateLimit.parse(maxDownloadLimit) == nil {
+            throw ValidationError("--max-download-limit: '\(maxDownloadLimit)' is not a rate such as 500K or 2M, from 1 (byte/s) to 1024G")
+        }
         if overwrite && skipExisting { throw ValidationError("--overwrite and --skip-existing exclude each other") }
         if timestamping && skipExisting { throw ValidationError("-N and --skip-existing exclude each other") }
         if let output { _ = try Self.placement(output: output, outputDirectory: outputDirectory) }
@@ -299,6 +307,7 @@ struct HaulCommand: ParsableCommand {
         options.netrcFile = netrcFile.map(FilePath.absolute)
         options.cookieFile = loadCookies.map(FilePath.absolute)
         options.cookieJar = saveCookies.map(FilePath.absolute)
+        options.maxReceiveRate = maxDownloadLimit.flatMap(RateLimit.parse)
         let policy: ExistingFilePolicy = overwrite ? .overwrite : (skipExisting ? .skip : .rename)
         // `validate` has refused an `-O` that `placement` throws for.
         let placed = output.flatMap { try? Self.placement(output: $0, outputDirectory: outputDirectory) }

@@ -29,9 +29,11 @@ final class TmuxSession: Sendable {
         configPath = NSTemporaryDirectory() + socket + ".conf"
         try "set -g status off\nset -g default-terminal screen-256color\n"
             .write(toFile: configPath, atomically: true, encoding: .utf8)
-        // The user's own config file stays out of the tests, as in `HaulProcess`.
+        // The user's own config file stays out of the tests, as in `HaulProcess`; colours stay on although
+        // `swift test` hands its children NO_COLOR=1 (a test that wants it sets it).
         let variables = environment.merging(home.environment) { mine, _ in mine }
-            .merging(["XDG_CONFIG_HOME": "/nonexistent/haul-tests"]) { mine, _ in mine }.sorted { $0.key < $1.key }
+            .merging(["XDG_CONFIG_HOME": "/nonexistent/haul-tests", "NO_COLOR": ""]) { mine, _ in mine }
+            .sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value)" }
         let haul = (["env", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"] + variables + [executable] + arguments)
             .map(Self.quoted)
