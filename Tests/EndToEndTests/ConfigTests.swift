@@ -135,7 +135,7 @@ import TestSupport
             let outside = try await runProcess(["/usr/bin/curl", "-s", "--data-binary", body("/etc"), url])
             #expect(outside.output.contains(#""code":1"#), "\(outside.output)")
             let stop = try await home.haul(["service", "stop"])
-            #expect(stop.status == 0)
+            #expect(stop.status == 0, "\(starter): \(stop.stderr) \(stop.stdout)")
         }
     }
 }
