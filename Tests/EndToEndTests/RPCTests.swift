@@ -216,6 +216,15 @@ struct RPCService {
             try await tmux.waitFor("the download added over the RPC") {
                 TUITests.row($0, "from-rpc.bin")?.contains("downloading") == true
             }
+            // A limit set over the RPC is the row's own limit on the screen, and the screen's change is the RPC's.
+            #expect(try await rpc.call("aria2.changeOption", [gid, ["max-download-limit": "512K"]]).result as? String == "OK")
+            try tmux.send("Enter")
+            try await tmux.waitFor("the RPC's limit in the details") { $0.contains { $0.contains("Limit  512 KiB/s") } }
+            try tmux.send("-")
+            try await tmux.waitFor("the lower limit") { $0.contains { $0.contains("Limit  256 KiB/s") } }
+            let options = try #require(try await rpc.call("aria2.getOption", [gid]).result as? [String: Any])
+            #expect(options["max-download-limit"] as? String == "262144", "\(options)")
+            try tmux.send("Escape")
             #expect(try await rpc.call("aria2.pause", [gid]).result as? String == gid)
             try await tmux.waitFor("the pause over the RPC") { TUITests.row($0, "from-rpc.bin")?.hasSuffix(" paused") == true }
             try tmux.send("p")

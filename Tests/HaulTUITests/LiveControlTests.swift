@@ -31,6 +31,19 @@ import Testing
         #expect(render(state, size: size).lines[0].contains("≤ 2.00 MiB/s"))
     }
 
+    @Test func aDownloadsOwnLimitIsInItsDetailsAndPlusMinusThereChangeIt() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "big.iso", .downloading, completed: 10, total: 100)])
+        _ = update(&state, .manager(.fact(id: 1, .limited(bytesPerSecond: 512 << 10))))
+        #expect(state.rows[0].limit == 512 << 10)
+        #expect(state.rows[0].lastFact == nil, "a setting, not the last notice")
+        #expect(send(&state, .enter) == [])
+        #expect(render(state, size: size).lines.contains { $0.contains("Limit  512 KiB/s  (+ and - change it)") })
+        #expect(send(&state, .character("-")) == [.setLimit(1, 256 << 10)])
+        #expect(state.overlay == .details(1), "the details stay open")
+        #expect(send(&state, .character("+"), .character("+")) == [.setLimit(1, 512 << 10), .setLimit(1, 1 << 20)])
+        #expect(state.overallLimit == nil, "the overall cap is another setting")
+    }
+
     @Test func minusFromNoCapGoesBelowTheSpeedNow() {
         #expect(steppedLimit(nil, up: false, speed: 3_000_000) == 2 << 20)
         #expect(steppedLimit(nil, up: false, speed: 10) == 64 << 10)

@@ -190,8 +190,8 @@ import Testing
             "│ File   downloads/missing.bin                                                 │",
             "│ State  failed: server answered 404 Not Found                                 │",
             "│ Bytes  0 B / 20.0 MiB (0%)                                                   │",
+            "│ Limit  none                                                                  │",
             "└──────────────────────────────────────────────────────────────────────────────┘",
-            " photo-large.jpg     ████████░░░░░░░░  50%    3.00/6.00 MiB cancelled, partial …",
             " large.bin           ████░░░░░░░░░░░░  25%     50.0/200 MiB cancelling",
             " Esc close",
         ])

@@ -20,6 +20,9 @@ public enum DownloadFact: Sendable, Equatable, Codable {
     case split(bytesPerSecond: Double, connections: Int)
     /// A cancelled JPEG left the prefix it had received as a picture at `path`.
     case previewSaved(path: String)
+    /// The download's own rate cap (all its connections together), nil for none: as it was added, or as
+    /// changed since (the TUI, aria2's `changeOption`).
+    case limited(bytesPerSecond: Int64?)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     public var kind: String {
@@ -32,6 +35,7 @@ public enum DownloadFact: Sendable, Equatable, Codable {
         case .splitDeferred: "split-deferred"
         case .split: "split"
         case .previewSaved: "preview-saved"
+        case .limited: "limit"
         }
     }
 }

@@ -13,6 +13,8 @@ public protocol DownloadControl: Sendable {
     func resumeAll() async
     func retry(_ id: DownloadID) async
     func remove(_ id: DownloadID) async
+    /// One download's own cap (bytes per second, nil = none), at once; it lasts for its later runs.
+    func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async
     /// The overall receive cap (bytes per second, nil = none), at once for what runs.
     func setOverallLimit(_ bytesPerSecond: Int64?) async
     /// The overall receive cap now.
@@ -35,6 +37,10 @@ extension DownloadManager: DownloadControl {
 
     public func setOverallLimit(_ bytesPerSecond: Int64?) async {
         setOverallReceiveLimit(bytesPerSecond)
+    }
+
+    public func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {
+        setReceiveLimit(id, bytesPerSecond)
     }
 
     public nonisolated var outlivesFrontEnd: Bool { false }

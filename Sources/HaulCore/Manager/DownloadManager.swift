@@ -138,6 +138,7 @@ public actor DownloadManager {
         order.append(id)
         // Front ends show and keep the URL: never its password.
         continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
+        if let limit = job.transfer.maxReceiveRate { continuation.yield(.fact(id: id, .limited(bytesPerSecond: limit))) }
         if paused { setState(id, .paused) } else { enqueue(id) }
         return id
     }
@@ -229,6 +230,7 @@ public actor DownloadManager {
         entry.limit.set(bytesPerSecond)
         entries[id]?.job.transfer.maxReceiveRate = entry.limit.bytesPerSecond
         downloader.driver.limitsChanged()
+        continuation.yield(.fact(id: id, .limited(bytesPerSecond: entry.limit.bytesPerSecond)))
     }
 
     /// The job as it will run next (its options, the name it continues under).

@@ -23,6 +23,8 @@ extension DownloadFact {
             "the connection slowed to \(ByteFormat.rate(rate)); splitting over \(connections) connections"
         case .previewSaved(let path):
             "partial preview saved: \(path)"
+        case .limited(let rate):
+            rate.map { "limited to \(ByteFormat.rate(Double($0)))" } ?? "no rate limit"
         }
     }
 }

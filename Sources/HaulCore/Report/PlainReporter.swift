@@ -62,6 +62,8 @@ public final class PlainReporter: Reporter {
             line += ", \(ByteFormat.size(summary.bytes)) in \(Self.seconds(summary.seconds))"
             output.out(line)
         case .fact(_, _, let file, let fact):
+            // A setting, not news, in a line stream (--json carries it).
+            if case .limited = fact { break }
             // Information, not failure: stderr carries exactly one line per failed download.
             output.out("\(file): \(fact.sentence)")
         case .failed:

@@ -83,6 +83,16 @@ enum ControlAPI {
                 }
             }
         }
+        v1.post("downloads/limit") { request, context in
+            let body: Wire.DownloadLimit
+            do { body = try await request.decode(as: Wire.DownloadLimit.self, context: context) } catch {
+                return failure(.badRequest, "the body is not {\"ids\": [...], \"limit\": BYTES_PER_SECOND or null}")
+            }
+            switch await service.setLimit(body.ids, body.limit) {
+            case .success(let ids): return json(Wire.Applied(ids: ids))
+            case .failure(let problem): return json(problem, status: .notFound)
+            }
+        }
         v1.get("events") { _, context in
             let (events, subscription, snapshot) = await service.subscribe()
             // A client that goes (q, a closed terminal) is let go at once, not at the next event: the

@@ -168,6 +168,17 @@ package enum Wire {
         }
     }
 
+    /// `POST /v1/downloads/limit`: these downloads' own cap, bytes per second; `null` lifts it.
+    package struct DownloadLimit: Codable, Sendable, Equatable {
+        package var ids: [DownloadID]
+        package var limit: Int64?
+
+        package init(ids: [DownloadID], limit: Int64?) {
+            self.ids = ids
+            self.limit = limit
+        }
+    }
+
     /// `POST /v1/limit`: the overall receive cap, bytes per second; `null` lifts it.
     package struct Limit: Codable, Sendable, Equatable {
         package var overall: Int64?

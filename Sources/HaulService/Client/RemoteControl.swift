@@ -37,6 +37,10 @@ package struct RemoteControl: DownloadControl {
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
 
+    package func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {
+        try? await client.setLimit([id], bytesPerSecond)
+    }
+
     package func setOverallLimit(_ bytesPerSecond: Int64?) async {
         try? await client.setLimit(bytesPerSecond)
     }

@@ -81,6 +81,10 @@ package struct ServiceClient: Sendable {
         try await call(.get, "/v1/service/status")
     }
 
+    package func setLimit(_ ids: [DownloadID], _ limit: Int64?) async throws(HaulError) {
+        let _: Wire.Applied = try await call(.post, "/v1/downloads/limit", body: Wire.DownloadLimit(ids: ids, limit: limit))
+    }
+
     package func setLimit(_ overall: Int64?) async throws(HaulError) {
         let _: Wire.Limit = try await call(.post, "/v1/limit", body: Wire.Limit(overall: overall))
     }

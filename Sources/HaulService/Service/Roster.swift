@@ -17,6 +17,8 @@ struct Roster: Sendable {
         var added: Date
         var seconds: Double?
         var fact: DownloadFact?
+        /// Its own rate cap, from the `.limited` facts (kept apart from the last notice).
+        var limit: Int64?
         /// Its aria2 GID.
         var gid: String
     }
@@ -75,6 +77,8 @@ struct Roster: Sendable {
             entries[id]?.completed = progress.completed
             if let total = progress.total { entries[id]?.total = total }
             entries[id]?.rate = progress.bytesPerSecond
+        case .fact(let id, .limited(let rate)):
+            entries[id]?.limit = rate
         case .fact(let id, let fact):
             entries[id]?.fact = fact
         case .finished(let id, let result, let seconds):
@@ -140,6 +144,7 @@ struct Roster: Sendable {
                                                                  total: entry.total, bytesPerSecond: entry.rate)))
             }
             if let fact = entry.fact { events.append(.fact(id: id, fact)) }
+            if let limit = entry.limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
             if entry.state == .done, let path = entry.path {
                 events.append(.finished(id: id, DownloadResult(file: entry.name, path: path, bytes: entry.completed,
                                                                skipped: false), seconds: entry.seconds ?? 0))

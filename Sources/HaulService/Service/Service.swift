@@ -313,6 +313,18 @@ actor Service {
         return status
     }
 
+    /// These downloads' own caps, at once (the manager tells every client, as a `.limited` fact).
+    func setLimit(_ ids: [DownloadID], _ bytesPerSecond: Int64?) async -> Result<[DownloadID], Wire.Failure> {
+        let unknown = ids.filter { !roster.contains($0) }
+        guard unknown.isEmpty else {
+            return .failure(Wire.Failure(error: "no download with id \(unknown.map(String.init).joined(separator: ", "))",
+                                         unknown: unknown))
+        }
+        let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+        for id in ids { await manager.setReceiveLimit(id, limit) }
+        return .success(ids)
+    }
+
     /// The overall receive cap, at once for what runs: the TUI's `+`/`-` and aria2's
     /// `max-overall-download-limit` are the same setting.
     func setOverallLimit(_ bytesPerSecond: Int64?) async {

@@ -100,6 +100,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                 case .retry(let id): await manager.retry(id)
                 case .remove(let id): await manager.remove(id)
                 case .setOverallLimit(let limit): await manager.setOverallLimit(limit)
+                case .setLimit(let id, let limit): await manager.setLimit(id, limit)
                 case .open(let path):
                     if let problem = Opener.open(path) { sink.yield(.message(.notice(problem))) }
                 case .notify(let text): screen.notify(text)

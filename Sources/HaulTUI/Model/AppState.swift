@@ -95,6 +95,8 @@ struct DownloadRow: Sendable, Equatable {
     var completed: Int64 = 0
     var total: Int64?
     var bytesPerSecond: Double = 0
+    /// Its own rate cap (`.limited` facts; `+`/`-` in its details change it); nil = none.
+    var limit: Int64?
     /// Seconds of the elapsed clock this screen saw it queued or running (0 for one that was done already).
     var secondsWatched = 0
     /// The last thing that happened to it without stopping it (a retry, a refused resume, a saved preview).

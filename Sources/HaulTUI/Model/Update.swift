@@ -140,6 +140,8 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         row.completed = progress.completed
         if let total = progress.total { row.total = total }
         row.bytesPerSecond = progress.bytesPerSecond
+    case .fact(_, .limited(let rate)):
+        row.limit = rate
     case .fact(_, let fact):
         row.lastFact = fact
         switch fact {
@@ -331,6 +333,14 @@ private func handleFiles(_ key: Key, in state: inout AppState) -> [Effect] {
 
 private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> [Effect] {
     switch overlay {
+    case .details(let id) where [.character("+"), .character("="), .character("-")].contains(key):
+        // This download's own cap, while its details are open.
+        guard let index = state.index(of: id) else { return [] }
+        let row = state.rows[index]
+        let next = steppedLimit(row.limit, up: key != .character("-"), speed: row.bytesPerSecond)
+        guard next != row.limit else { return [] }
+        state.rows[index].limit = next
+        return [.setLimit(id, next)]
     case .help, .details, .picture:
         switch key {
         case .character("q") where overlay == .help, .escape, .enter, .character("?"), .character("v"):

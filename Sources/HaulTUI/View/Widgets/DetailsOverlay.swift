@@ -13,6 +13,8 @@ enum DetailsOverlay {
         if row.state == .downloading {
             lines.append(("Speed  " + ByteFormat.rate(row.bytesPerSecond) + ", ETA " + DownloadList.etaText(row), .plain))
         }
+        lines.append(("Limit  " + (row.limit.map { ByteFormat.rate(Double($0)) } ?? "none")
+                      + (row.state.isFinished ? "" : "  (+ and - change it)"), .plain))
         if let seconds = row.seconds {
             lines.append(("Took   " + ByteFormat.duration(seconds: seconds), .plain))
         }
