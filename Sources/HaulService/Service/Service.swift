@@ -98,9 +98,12 @@ actor Service {
     }
 
     private func entry(for stored: StoredDownload, job: DownloadJob?, state: DownloadState) -> Roster.Entry {
-        Roster.Entry(id: stored.id, url: stored.url, directory: job?.outputDirectory ?? ".", name: stored.file,
-                     path: stored.path, state: state, completed: stored.completed, total: stored.total,
-                     added: stored.added, seconds: stored.seconds, gid: stored.gid)
+        var entry = Roster.Entry(id: stored.id, url: stored.url, directory: job?.outputDirectory ?? ".", name: stored.file,
+                                 path: stored.path, state: state, completed: stored.completed, total: stored.total,
+                                 added: stored.added, seconds: stored.seconds, gid: stored.gid)
+        // Its own limit, as stored with the job: attached screens show it after a restart too.
+        entry.limit = job?.transfer.maxReceiveRate
+        return entry
     }
 
     /// Returns when the service should end, and why.
