@@ -24,6 +24,17 @@ import Testing
         #expect(state.files.listing == .loading)
     }
 
+    /// CI: a screen attaching while its URL was added got the download in the snapshot and live, and showed
+    /// a second row that stayed "queued" (quitRestoresTheTerminalAndLeavesTheDownloadResumable timed out).
+    @Test func aDownloadAddedTwiceIsOneRow() {
+        var state = AppState(size: size)
+        _ = event(&state, .added(id: 7, url: "http://a/m.bin", file: "m.bin"))
+        _ = event(&state, .state(id: 7, .downloading))
+        _ = event(&state, .added(id: 7, url: "http://a/m.bin", file: "m.bin"))
+        #expect(state.rows.count == 1)
+        #expect(state.rows[0].state == .downloading)
+    }
+
     @Test func withoutAServerNothingIsLoaded() {
         var state = AppState(size: size)
         #expect(update(&state, .started(urls: [])) == [])

@@ -104,6 +104,10 @@ private func quit(_ state: inout AppState, pausing: Bool) -> [Effect] {
 private func apply(_ event: ManagerEvent, to state: inout AppState) {
     switch event {
     case .added(let id, let url, let file):
+        // Once per id: a screen that attaches while its own URLs are being added can get a download's
+        // `added` both in the service's snapshot and live (the service inserts it, then hands it to the
+        // manager, which tells it).
+        guard state.index(of: id) == nil else { return }
         state.rows.append(DownloadRow(id: id, url: url, name: file))
     case .removed(let id):
         guard let index = state.index(of: id) else { return }
