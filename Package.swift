@@ -41,7 +41,6 @@ let package = Package(
             name: "HaulCore",
             dependencies: [
                 "CCurl", "CLinux",
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

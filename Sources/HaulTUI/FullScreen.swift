@@ -2,21 +2,21 @@ import Glibc
 import HaulCore
 
 /// What the full-screen interface needs from the command line.
-public struct FullScreenOptions: Sendable {
+package struct FullScreenOptions: Sendable {
     /// Downloads to start at once.
-    public var urls: [String]
+    package var urls: [String]
     /// A SuperStorage-API server to browse in the files view (`--server`, or the demo server).
-    public var server: String?
+    package var server: String?
     /// `-s`: connections per download; `m` uses it, or 4 when it is 1.
-    public var segments: Int
+    package var segments: Int
     /// Open the files view first (`--demo`, or `--server` without URLs).
-    public var startInFiles: Bool
+    package var startInFiles: Bool
     /// A job for `url` over `segments` connections, with the command line's other options.
-    public var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+    package var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
     /// Tell the desktop (OSC 9 / 777) when a long download is done (`--no-notify` turns it off).
-    public var notify = true
+    package var notify = true
 
-    public init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
+    package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
         self.urls = urls
         self.server = server
@@ -27,9 +27,9 @@ public struct FullScreenOptions: Sendable {
 }
 
 /// The full-screen ncurses interface: `haul` on a terminal.
-public enum FullScreen {
+package enum FullScreen {
     /// Whether both stdin and stdout are terminals.
-    public static var isAvailable: Bool {
+    package static var isAvailable: Bool {
         isatty(0) == 1 && isatty(1) == 1
     }
 
@@ -37,7 +37,7 @@ public enum FullScreen {
     /// the signal after SIGINT, SIGTERM or SIGHUP: 130, 143, 129, once the downloads are paused and
     /// checkpointed). The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
     /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output).
-    public static func run(_ options: FullScreenOptions, manager: any DownloadControl) async throws -> Int32 {
+    package static func run(_ options: FullScreenOptions, manager: any DownloadControl) async throws -> Int32 {
         var state = AppState(size: Size(columns: 80, rows: 24))
         state.attached = manager.outlivesFrontEnd
         state.notify = options.notify

@@ -5,9 +5,9 @@
 /// window (100 ms) since the previous progress has passed, whichever comes first; the end of the stream
 /// completes the last one. So a tiny file reports once, a huge one about a hundred times plus once per
 /// window while it is slow, and the reader (a progress bar, a JSON line) sees smooth progress either way.
-public struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
+package struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
 where Base.Element: ByteChunk, C.Duration == Duration {
-    public typealias Element = DownloadProgress
+    package typealias Element = DownloadProgress
 
     let base: Base
     let file: PartFile
@@ -23,7 +23,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     ///   - endOffset: where the body must end (the range or size the server announced): a byte past it is
     ///     never written, and its arrival fails the stream with a `.protocol` error.
     ///   - total: the size of the whole file, when known; sets the batch size.
-    public init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, end endOffset: Int64? = nil,
+    package init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, end endOffset: Int64? = nil,
                 total: Int64?, clock: C, window: Duration = .milliseconds(100)) {
         self.base = base
         self.file = file
@@ -35,15 +35,15 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     }
 
     /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.
-    public static func batchSize(total: Int64?) -> Int64 {
+    package static func batchSize(total: Int64?) -> Int64 {
         Swift.max(64 * 1024, (total ?? 0) / 100)
     }
 
-    public func makeAsyncIterator() -> Iterator {
+    package func makeAsyncIterator() -> Iterator {
         Iterator(base: base.makeAsyncIterator(), owner: self)
     }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    package struct Iterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
         let owner: ByteAccumulator
         var offset: Int64
@@ -62,7 +62,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
             meter.record(bytes: offset, at: 0)
         }
 
-        public mutating func next() async throws -> DownloadProgress? {
+        package mutating func next() async throws -> DownloadProgress? {
             guard !done else { return nil }
             let threshold = ByteAccumulator.batchSize(total: owner.total)
             while let chunk = try await base.next() {
@@ -92,17 +92,17 @@ where Base.Element: ByteChunk, C.Duration == Duration {
 }
 
 /// Where a download stands after a batch.
-public struct DownloadProgress: Sendable, Equatable, Codable {
+package struct DownloadProgress: Sendable, Equatable, Codable {
     /// Bytes of the file on disk so far (including what was there before a resume).
-    public var completed: Int64
+    package var completed: Int64
     /// Bytes in this batch.
-    public var batchBytes: Int64
+    package var batchBytes: Int64
     /// The whole file's size, when known.
-    public var total: Int64?
+    package var total: Int64?
     /// Recent receive rate.
-    public var bytesPerSecond: Double
+    package var bytesPerSecond: Double
 
-    public init(completed: Int64, batchBytes: Int64, total: Int64?, bytesPerSecond: Double) {
+    package init(completed: Int64, batchBytes: Int64, total: Int64?, bytesPerSecond: Double) {
         self.completed = completed
         self.batchBytes = batchBytes
         self.total = total

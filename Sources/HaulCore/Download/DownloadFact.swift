@@ -1,7 +1,7 @@
 /// Something that happened to a download and does not stop it, said as data: the line reporters word it
 /// (`sentence`), the TUI words it its own way, the store and the socket carry it as it is. Nothing reads a
 /// fact back out of a sentence.
-public enum DownloadFact: Sendable, Equatable, Codable {
+package enum DownloadFact: Sendable, Equatable, Codable {
     /// A transient failure ended an attempt; attempt `attempt` of `of` retries starts after `delaySeconds`,
     /// at byte `resumeAt` (0: from the start).
     case retrying(attempt: Int, of: Int, delaySeconds: Double, resumeAt: Int64, reason: HaulError)
@@ -25,7 +25,7 @@ public enum DownloadFact: Sendable, Equatable, Codable {
     case limited(bytesPerSecond: Int64?)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .retrying: "retrying"
         case .resumeRefused: "resume-refused"
@@ -41,7 +41,7 @@ public enum DownloadFact: Sendable, Equatable, Codable {
 }
 
 /// Why a partial download is not continued.
-public enum ResumeRefusal: Sendable, Equatable, Codable {
+package enum ResumeRefusal: Sendable, Equatable, Codable {
     /// A part file with bytes and no state file beside it.
     case noState
     case unreadableState
@@ -62,7 +62,7 @@ public enum ResumeRefusal: Sendable, Equatable, Codable {
 }
 
 /// Why a candidate `.part` is left alone.
-public enum PartConflict: Sendable, Equatable, Codable {
+package enum PartConflict: Sendable, Equatable, Codable {
     /// Another URL's resumable download (`url` masked).
     case otherURL(url: String)
     /// Not a file haul may write into.
@@ -70,14 +70,14 @@ public enum PartConflict: Sendable, Equatable, Codable {
 }
 
 /// What makes an existing `.part` one haul must not open or write through.
-public enum PartDistrust: String, Sendable, Equatable, Codable {
+package enum PartDistrust: String, Sendable, Equatable, Codable {
     case symbolicLink = "symbolic-link"
     case notRegularFile = "not-regular-file"
     case otherOwner = "other-owner"
     case otherHardLinks = "other-hard-links"
 
     /// "is a symbolic link", to follow a file name.
-    public var phrase: String {
+    package var phrase: String {
         switch self {
         case .symbolicLink: "is a symbolic link"
         case .notRegularFile: "is not a regular file"
@@ -88,7 +88,7 @@ public enum PartDistrust: String, Sendable, Equatable, Codable {
 }
 
 /// Why a segmented download uses one connection.
-public enum OneConnectionReason: Sendable, Equatable, Codable {
+package enum OneConnectionReason: Sendable, Equatable, Codable {
     /// The probe's Range request was answered with the whole file.
     case noRanges
     /// A segment's Range request was answered with `status`.

@@ -1,35 +1,35 @@
 /// One URL to fetch and where its file goes.
-public struct DownloadJob: Sendable, Equatable, Codable {
-    public var url: String
+package struct DownloadJob: Sendable, Equatable, Codable {
+    package var url: String
     /// Created if missing.
-    public var outputDirectory: String
+    package var outputDirectory: String
     /// `-O`: the file name to use instead of the server's, in `outputDirectory`: a plain name (no `/`, not
     /// `.` or `..`), or the download fails with a usage error.
-    public var outputName: String?
-    public var existingFile = ExistingFilePolicy.rename
+    package var outputName: String?
+    package var existingFile = ExistingFilePolicy.rename
     /// Extra request headers, "Name: value".
-    public var headers: [String] = []
-    public var transfer = TransferOptions()
+    package var headers: [String] = []
+    package var transfer = TransferOptions()
     /// Connections for this file (Range requests), 1...16.
-    public var segments = 1
+    package var segments = 1
     /// Retries on transient errors, each resuming where the last attempt stopped.
-    public var retries = 5
+    package var retries = 5
     /// Continue from `NAME.part` and its state file when they match this URL.
-    public var resume = true
+    package var resume = true
     /// A cancelled JPEG leaves `STEM.partial.EXT` (`--no-partial-preview` turns this off).
-    public var partialPreview = true
+    package var partialPreview = true
     /// Verify the finished file before it takes its name.
-    public var checksum: Checksum?
+    package var checksum: Checksum?
     /// Run when the download is done (`--on-complete`), or has failed (`--on-error`; not when cancelled).
-    public var onComplete: Hook?
-    public var onError: Hook?
+    package var onComplete: Hook?
+    package var onError: Hook?
     /// `-N`: when the file exists, ask the server only for a newer one (`If-Modified-Since` its mtime), and
     /// replace it with that; a `304` keeps it.
-    public var timestamping = false
+    package var timestamping = false
     /// The finished file takes the server's `Last-Modified` as its mtime (`--no-remote-time` turns it off).
-    public var remoteTime = true
+    package var remoteTime = true
 
-    public init(url: String, outputDirectory: String, outputName: String? = nil) {
+    package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
         self.outputDirectory = outputDirectory
         self.outputName = outputName
@@ -42,7 +42,7 @@ public struct DownloadJob: Sendable, Equatable, Codable {
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
     /// their defaults. `url` and `outputDirectory` are required.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(url: try container.decode(String.self, forKey: .url),
                   outputDirectory: try container.decode(String.self, forKey: .outputDirectory),
@@ -64,7 +64,7 @@ public struct DownloadJob: Sendable, Equatable, Codable {
 }
 
 /// What a download tells its reporter while it runs.
-public enum DownloadEvent: Sendable, Equatable {
+package enum DownloadEvent: Sendable, Equatable {
     /// The server answered and the file name is settled; bytes go to `path` + ".part".
     case started(file: String, path: String, total: Int64?)
     case progress(DownloadProgress)
@@ -73,17 +73,17 @@ public enum DownloadEvent: Sendable, Equatable {
 }
 
 /// A finished download.
-public struct DownloadResult: Sendable, Equatable, Codable {
+package struct DownloadResult: Sendable, Equatable, Codable {
     /// The file's name and where it is.
-    public var file: String
-    public var path: String
-    public var bytes: Int64
+    package var file: String
+    package var path: String
+    package var bytes: Int64
     /// The target existed and `--skip-existing` left it alone, or (`notModified`) `-N` found it current.
-    public var skipped: Bool
+    package var skipped: Bool
     /// `-N`: the server answered `304 Not Modified`, so the file was kept.
-    public var notModified: Bool
+    package var notModified: Bool
 
-    public init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
+    package init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
         self.file = file
         self.path = path
         self.bytes = bytes
@@ -93,13 +93,13 @@ public struct DownloadResult: Sendable, Equatable, Codable {
 }
 
 /// An expected digest (`--checksum ALGO=HEX`).
-public struct Checksum: Sendable, Equatable, Codable {
-    public var algorithm: FileDigest.Algorithm
+package struct Checksum: Sendable, Equatable, Codable {
+    package var algorithm: FileDigest.Algorithm
     /// Lower-case hex.
-    public var hex: String
+    package var hex: String
 
     /// Parses `sha256=HEX`, `sha1=HEX` or `md5=HEX`; nil with a reason otherwise.
-    public static func parse(_ text: String) -> Result<Checksum, HaulError> {
+    package static func parse(_ text: String) -> Result<Checksum, HaulError> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: parts[0].lowercased()) else {
             return .failure(HaulError(.usage, "--checksum wants sha256=HEX, sha1=HEX or md5=HEX"))

@@ -8,30 +8,30 @@ import Foundation
 /// `DownloadStateMachine`'s. This is the executor around it: one loop that carries out the machine's actions
 /// (requests, file writes over one connection here or several in `SegmentedFetch`, the resume state, waits)
 /// and tells it what came of them. Everything that waits or measures time reads `clock`.
-public struct Downloader: Sendable {
-    public let driver: CurlDriver
-    public let clock: any Clock<Duration>
+package struct Downloader: Sendable {
+    package let driver: CurlDriver
+    package let clock: any Clock<Duration>
     /// When a fresh download's first checkpoint is due: one that ends sooner never writes a state file.
-    public var firstCheckpoint: Duration = .seconds(1)
+    package var firstCheckpoint: Duration = .seconds(1)
     /// Time between checkpoints (and before the first one of a resumed download): what a crash can
     /// cost at most.
-    public var checkpointInterval: Duration = .milliseconds(250)
-    public var retryPolicy = RetryPolicy()
+    package var checkpointInterval: Duration = .milliseconds(250)
+    package var retryPolicy = RetryPolicy()
     /// Bytes per second of the first megabyte over one connection above which `-s N` does not split: such a
     /// connection is not what limits the download (a loopback or LAN server), and more connections would
     /// only add their overhead.
-    public var fastConnection: Int64 = 256 << 20
+    package var fastConnection: Int64 = 256 << 20
     /// How long a deferred split watches the one connection before judging its rate again.
-    public var splitWindow: Duration = .milliseconds(100)
+    package var splitWindow: Duration = .milliseconds(100)
 
-    public init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
+    package init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
         self.clock = clock
     }
 
     /// Runs the download. Cancelling the calling task stops it promptly with a `.cancelled` error, after
     /// a last checkpoint, and leaves `NAME.part` and its state for a later resume.
-    public func download(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError)
+    package func download(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError)
         -> DownloadResult
     {
         let clock = self.clock

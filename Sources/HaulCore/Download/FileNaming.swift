@@ -6,12 +6,12 @@ import Foundation
 /// characters such as bidi marks and overrides, line and paragraph separators, surrogates, unassigned code
 /// points), is never `.`, `..` or empty, never starts with a dot (no hidden files), and is at most
 /// `maxBytes` UTF-8 bytes, keeping the extension.
-public enum FileNaming {
+package enum FileNaming {
     /// 255 (NAME_MAX) less room for what haul adds to a name: a rename's ".NNNNN", ".part.json", and the
     /// state file's temporary ".XXXXXXXX.tmp" (31 bytes at most).
-    public static let maxBytes = 224
+    package static let maxBytes = 224
 
-    public static func sanitize(_ suggested: String) -> String {
+    package static func sanitize(_ suggested: String) -> String {
         // On scalars, not Characters: "/\u{301}" is one Character, unequal to "/", that holds a slash all the same.
         let components = suggested.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var name = visible(String(String.UnicodeScalarView(components.last ?? Substring().unicodeScalars)))
@@ -35,7 +35,7 @@ public enum FileNaming {
     /// Why `name` (`-O`, a name the user gave) is not a plain file name, or nil when it is one: no `/`, not
     /// empty, `.` or `..`, no NUL or other control character (C0, DEL, C1). The engine refuses any other
     /// `DownloadJob.outputName`; the command line checks `-O` with it before that.
-    public static func problem(withPlainName name: String) -> String? {
+    package static func problem(withPlainName name: String) -> String? {
         if name.isEmpty { return "is empty" }
         if name == "." || name == ".." { return "is not a file name" }
         if name.contains("/") { return "is a path, not a file name" }
@@ -88,13 +88,13 @@ public enum FileNaming {
     }
 
     /// "photo.jpg" -> ("photo", ".jpg"); "archive.tar.gz" -> ("archive.tar", ".gz"); "README" -> ("README", "").
-    public static func split(_ name: String) -> (stem: String, ext: String) {
+    package static func split(_ name: String) -> (stem: String, ext: String) {
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
         return (String(name[..<dot]), String(name[dot...]))
     }
 
     /// The name a download gets: Content-Disposition first, then the URL's last path segment.
-    public static func name(contentDisposition: String?, url: String) -> String {
+    package static func name(contentDisposition: String?, url: String) -> String {
         if let header = contentDisposition, let suggested = filename(fromContentDisposition: header) {
             return sanitize(suggested)
         }
@@ -103,7 +103,7 @@ public enum FileNaming {
 
     /// The file name of a `Content-Disposition` value: `filename*=UTF-8''...` (RFC 6266/8187) wins over
     /// `filename="..."`.
-    public static func filename(fromContentDisposition header: String) -> String? {
+    package static func filename(fromContentDisposition header: String) -> String? {
         var plain: String?
         var extended: String?
         for parameter in parameters(of: header) {
@@ -158,7 +158,7 @@ public enum FileNaming {
 
     /// The URL's last non-empty path segment, percent-decoded; "index.html" for a bare host or directory.
     /// A bare query naming a file (`/files/download?photo.jpg`, no `=` or `&`) names it instead.
-    public static func lastPathSegment(of url: String) -> String {
+    package static func lastPathSegment(of url: String) -> String {
         // On the UTF-8 bytes: every delimiter is ASCII, and this runs for every queued URL.
         let bytes = Array(url.utf8)
         var start = 0
@@ -192,7 +192,7 @@ public enum FileNaming {
 }
 
 /// What to do when the target file already exists.
-public enum ExistingFilePolicy: String, Sendable, CaseIterable, Codable {
+package enum ExistingFilePolicy: String, Sendable, CaseIterable, Codable {
     /// Pick `name.1.ext`, `name.2.ext`, ...
     case rename
     case overwrite

@@ -13,14 +13,14 @@ import NIOConcurrencyHelpers
 /// Every failure is a `.fileIO` `HaulError` naming the path. `@unchecked Sendable`: the descriptor is
 /// set in `init` and cleared only by `close()`, which the owner calls after all writers are done;
 /// `pwrite` at distinct offsets from several tasks (segments) is safe.
-public final class PartFile: @unchecked Sendable {
-    public let path: String
+package final class PartFile: @unchecked Sendable {
+    package let path: String
     private var descriptor: Int32
     /// The direct-I/O descriptor, opened on the first large write.
     private let direct = NIOLockedValueBox((io: DirectIO.untried, bytes: Int64(0)))
 
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
-    public var directBytes: Int64 { direct.withLockedValue { $0.bytes } }
+    package var directBytes: Int64 { direct.withLockedValue { $0.bytes } }
 
     enum DirectIO {
         case untried
@@ -39,7 +39,7 @@ public final class PartFile: @unchecked Sendable {
 
     /// Opens (creating if needed) `path` for writing; `truncate` drops any previous content. A symbolic
     /// link at `path` is refused, not followed.
-    public init(path: String, truncate: Bool) throws(HaulError) {
+    package init(path: String, truncate: Bool) throws(HaulError) {
         self.path = path
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0)
         let fd = open(path, flags, 0o644)
@@ -55,7 +55,7 @@ public final class PartFile: @unchecked Sendable {
     }
 
     /// The file's current size.
-    public func size() throws(HaulError) -> Int64 {
+    package func size() throws(HaulError) -> Int64 {
         Int64(try status().st_size)
     }
 
@@ -72,7 +72,7 @@ public final class PartFile: @unchecked Sendable {
     }
 
     /// Cuts the file to `length` bytes.
-    public func truncate(to length: Int64) throws(HaulError) {
+    package func truncate(to length: Int64) throws(HaulError) {
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
 
@@ -83,7 +83,7 @@ public final class PartFile: @unchecked Sendable {
 
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
     /// large and its memory lines up with the file's pages (transfer buffers do), the rest buffered.
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         let align = Int64(IOBuffer.alignment)
         let head = (align - offset % align) % align
         let bodyEnd = (offset + Int64(bytes.count)) / align * align
@@ -171,7 +171,7 @@ public final class PartFile: @unchecked Sendable {
         return 0
     }
 
-    public func write(_ bytes: some ByteChunk, at offset: Int64) throws(HaulError) {
+    package func write(_ bytes: some ByteChunk, at offset: Int64) throws(HaulError) {
         var failure: HaulError?
         bytes.withUnsafeBytes { buffer in
             do { try write(buffer, at: offset) } catch { failure = HaulError.from(error) }
@@ -180,16 +180,16 @@ public final class PartFile: @unchecked Sendable {
     }
 
     /// Flushes the data to stable storage.
-    public func sync() throws(HaulError) {
+    package func sync() throws(HaulError) {
         guard fsync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     /// Flushes the data (not all metadata) to stable storage: what a checkpoint needs.
-    public func syncData() throws(HaulError) {
+    package func syncData() throws(HaulError) {
         guard fdatasync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
-    public func close() throws(HaulError) {
+    package func close() throws(HaulError) {
         stopDirectIO()
         guard descriptor >= 0 else { return }
         let result = Glibc.close(descriptor)

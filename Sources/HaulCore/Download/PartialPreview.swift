@@ -6,7 +6,7 @@ import Foundation
 /// A progressive JPEG cut after its first scan decodes to the whole picture, blurred; a baseline one to its top
 /// rows. `NAME.part` and its state are only read, never changed, so the download stays resumable, and finishing it
 /// later leaves the preview as it was.
-public enum PartialPreview {
+package enum PartialPreview {
     /// The End Of Image marker that closes every JPEG.
     static let endOfImage: [UInt8] = [0xFF, 0xD9]
 
@@ -18,13 +18,13 @@ public enum PartialPreview {
 
     /// Whether a download of `name` served as `contentType` is partial-capable: the name ends in .jpg or .jpeg
     /// (any case), or the content type is `image/jpeg` (parameters and case ignored).
-    public static func isJPEG(name: String?, contentType: String?) -> Bool {
+    package static func isJPEG(name: String?, contentType: String?) -> Bool {
         if let name, DownloadContext.isPartialCapable(name: name) { return true }
         return isJPEG(contentType: contentType)
     }
 
     /// Whether a `Content-Type` value names a JPEG: "image/jpeg", "IMAGE/JPEG; q=1", ...
-    public static func isJPEG(contentType: String?) -> Bool {
+    package static func isJPEG(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         return jpegContentTypes.contains(mediaType.trimmingCharacters(in: .whitespaces).lowercased())
@@ -32,7 +32,7 @@ public enum PartialPreview {
 
     /// Where the preview of `targetPath` goes: "dir/photo.jpg" -> "dir/photo.partial.jpg",
     /// "dir/photo" -> "dir/photo.partial".
-    public static func previewPath(for targetPath: String) -> String {
+    package static func previewPath(for targetPath: String) -> String {
         let (stem, ext) = FileNaming.split(FilePath.baseName(of: targetPath))
         let name = stem + ".partial" + ext
         return targetPath.contains("/") ? FilePath.join(FilePath.parent(of: targetPath), name) : name
@@ -54,7 +54,7 @@ public enum PartialPreview {
     /// - Throws: `.fileIO` when the part file cannot be read or the preview cannot be written; no temporary file
     ///   is left behind then, and an earlier preview at that path stays as it was.
     @discardableResult
-    public static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
+    package static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
                                     contentType: String?) throws(HaulError) -> String? {
         guard DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType),
               contiguousBytes > 0

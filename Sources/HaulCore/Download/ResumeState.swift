@@ -4,20 +4,20 @@ import Foundation
 ///
 /// Invariant: every range in `completed` was fsynced in `NAME.part` before this state was written, so a
 /// crash at any moment loses at most the bytes received since the last checkpoint.
-public struct ResumeState: Codable, Equatable, Sendable {
-    public static let formatVersion = 1
+package struct ResumeState: Codable, Equatable, Sendable {
+    package static let formatVersion = 1
 
-    public var version = ResumeState.formatVersion
+    package var version = ResumeState.formatVersion
     /// The URL, its password masked (`URLRedaction`): a secret is never written to disk.
-    public var url: String
-    public var etag: String?
-    public var lastModified: String?
+    package var url: String
+    package var etag: String?
+    package var lastModified: String?
     /// The whole file's size, when the server said it.
-    public var total: Int64?
+    package var total: Int64?
     /// Byte ranges on disk, half-open, sorted and merged.
-    public var completed: [ByteRange]
+    package var completed: [ByteRange]
 
-    public init(url: String, etag: String?, lastModified: String?, total: Int64?, completed: [ByteRange] = []) {
+    package init(url: String, etag: String?, lastModified: String?, total: Int64?, completed: [ByteRange] = []) {
         self.url = URLRedaction.masked(url)
         self.etag = etag
         self.lastModified = lastModified
@@ -26,16 +26,16 @@ public struct ResumeState: Codable, Equatable, Sendable {
     }
 
     /// The bytes known good from offset 0 on.
-    public var contiguousPrefix: Int64 {
+    package var contiguousPrefix: Int64 {
         guard let first = completed.first, first.start == 0 else { return 0 }
         return first.end
     }
 
     /// The validator for `If-Range`: the ETag when the server gave one, else Last-Modified.
-    public var validator: String? { etag ?? lastModified }
+    package var validator: String? { etag ?? lastModified }
 
     /// Adds `range` to `completed`, keeping it sorted and merged.
-    public mutating func add(_ range: ByteRange) {
+    package mutating func add(_ range: ByteRange) {
         guard range.end > range.start else { return }
         var merged: [ByteRange] = []
         for existing in (completed + [range]).sorted(by: { $0.start < $1.start }) {
@@ -49,7 +49,7 @@ public struct ResumeState: Codable, Equatable, Sendable {
     }
 
     /// The state file beside a part file.
-    public static func path(forPart part: String) -> String { part + ".json" }
+    package static func path(forPart part: String) -> String { part + ".json" }
 
     /// Whether this state was written for `url` (compared as stored: password masked).
     func belongs(to url: String) -> Bool { self.url == URLRedaction.masked(url) }
@@ -100,14 +100,14 @@ public struct ResumeState: Codable, Equatable, Sendable {
 }
 
 /// A half-open byte range `[start, end)`.
-public struct ByteRange: Codable, Equatable, Sendable {
-    public var start: Int64
-    public var end: Int64
+package struct ByteRange: Codable, Equatable, Sendable {
+    package var start: Int64
+    package var end: Int64
 
-    public init(_ start: Int64, _ end: Int64) {
+    package init(_ start: Int64, _ end: Int64) {
         self.start = start
         self.end = end
     }
 
-    public var count: Int64 { end - start }
+    package var count: Int64 { end - start }
 }

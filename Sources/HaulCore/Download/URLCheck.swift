@@ -1,9 +1,9 @@
 import Foundation
 
 /// Refuses what is not an http(s) URL before any connection is made.
-public enum URLCheck {
+package enum URLCheck {
     /// nil when `text` is a usable http or https URL; otherwise the reason, for a usage error.
-    public static func problem(with text: String) -> String? {
+    package static func problem(with text: String) -> String? {
         guard !text.isEmpty else { return "empty URL" }
         guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
             return "URL contains spaces or control characters"

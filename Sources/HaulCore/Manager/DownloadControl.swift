@@ -1,6 +1,6 @@
 /// What a front end drives: the manager in this process, or the service's through its socket. The TUI
 /// does not know which; its `update` sees the same `ManagerEvent`s either way.
-public protocol DownloadControl: Sendable {
+package protocol DownloadControl: Sendable {
     /// The events, once: the snapshot of what there is (attached to a service), then each as it happens.
     func eventStream() -> AsyncStream<ManagerEvent>
     /// Adds a download to the queue.
@@ -29,19 +29,19 @@ public protocol DownloadControl: Sendable {
 }
 
 extension DownloadManager: DownloadControl {
-    public nonisolated func eventStream() -> AsyncStream<ManagerEvent> { events }
+    package nonisolated func eventStream() -> AsyncStream<ManagerEvent> { events }
 
-    public func submit(_ job: DownloadJob) async {
+    package func submit(_ job: DownloadJob) async {
         add(job)
     }
 
-    public func setOverallLimit(_ bytesPerSecond: Int64?) async {
+    package func setOverallLimit(_ bytesPerSecond: Int64?) async {
         setOverallReceiveLimit(bytesPerSecond)
     }
 
-    public func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {
+    package func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {
         setReceiveLimit(id, bytesPerSecond)
     }
 
-    public nonisolated var outlivesFrontEnd: Bool { false }
+    package nonisolated var outlivesFrontEnd: Bool { false }
 }

@@ -1,8 +1,8 @@
 /// Identifies one download in a `DownloadManager`; ids count from 1 in the order added.
-public typealias DownloadID = Int
+package typealias DownloadID = Int
 
 /// Where one download stands.
-public enum DownloadState: Sendable, Equatable, Codable {
+package enum DownloadState: Sendable, Equatable, Codable {
     case queued
     case connecting
     case downloading
@@ -14,20 +14,20 @@ public enum DownloadState: Sendable, Equatable, Codable {
     case cancelled
 
     /// No task runs for it and none will start by itself.
-    public var isFinished: Bool {
+    package var isFinished: Bool {
         switch self {
         case .done, .failed, .cancelled, .paused: true
         case .queued, .connecting, .downloading: false
         }
     }
 
-    public var isActive: Bool {
+    package var isActive: Bool {
         self == .connecting || self == .downloading
     }
 
     /// The word for it in `haul ls`, `--json` and on the socket: queued, connecting, downloading, paused,
     /// done, failed, cancelled.
-    public var name: String {
+    package var name: String {
         switch self {
         case .queued: "queued"
         case .connecting: "connecting"
@@ -40,7 +40,7 @@ public enum DownloadState: Sendable, Equatable, Codable {
     }
 
     /// The state a `name` stands for; a failure needs its error.
-    public init?(name: String, error: HaulError? = nil) {
+    package init?(name: String, error: HaulError? = nil) {
         switch name {
         case "queued": self = .queued
         case "connecting": self = .connecting
@@ -54,7 +54,7 @@ public enum DownloadState: Sendable, Equatable, Codable {
     }
 
     /// The exit code this outcome contributes (SPEC): paused and cancelled count as "left unfinished".
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .done: 0
         case .failed(let error): error.category.exitCode
@@ -64,7 +64,7 @@ public enum DownloadState: Sendable, Equatable, Codable {
 }
 
 /// What a manager tells its front end, in order per download.
-public enum ManagerEvent: Sendable, Equatable {
+package enum ManagerEvent: Sendable, Equatable {
     /// `url` is as it may be shown: its password masked.
     case added(id: DownloadID, url: String, file: String)
     case state(id: DownloadID, DownloadState)
@@ -81,7 +81,7 @@ public enum ManagerEvent: Sendable, Equatable {
 /// so the user can cancel one, cancel all, pause and resume, and retry.
 ///
 /// Events go to `events`, an unbounded stream read by one front end (the TUI, or a line reporter).
-public actor DownloadManager {
+package actor DownloadManager {
     private struct Entry {
         var job: DownloadJob
         var state: DownloadState = .queued
@@ -99,12 +99,12 @@ public actor DownloadManager {
         }
     }
 
-    public nonisolated let events: AsyncStream<ManagerEvent>
+    package nonisolated let events: AsyncStream<ManagerEvent>
     private let hooks = HookRunner()
     private let continuation: AsyncStream<ManagerEvent>.Continuation
     private let downloader: Downloader
     /// Downloads at once; `setConcurrency` changes it while the queue runs.
-    public private(set) var concurrency: Int
+    package private(set) var concurrency: Int
     private var entries: [DownloadID: Entry] = [:]
     private var order: [DownloadID] = []
     private var waiting: [DownloadID] = []
@@ -114,7 +114,7 @@ public actor DownloadManager {
     private var nextID = 1
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-    public init(downloader: Downloader = Downloader(), concurrency: Int = 4) {
+    package init(downloader: Downloader = Downloader(), concurrency: Int = 4) {
         self.downloader = downloader
         self.concurrency = max(1, concurrency)
         (events, continuation) = AsyncStream.makeStream(of: ManagerEvent.self)
@@ -130,7 +130,7 @@ public actor DownloadManager {
     /// (it must be new); else the next after every id seen.
     /// With `paused`, it waits as paused until resumed.
     @discardableResult
-    public func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
+    package func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
         let id = given ?? nextID
         nextID = Swift.max(nextID, id + 1)
         let file = Self.plannedName(of: job)
@@ -144,14 +144,14 @@ public actor DownloadManager {
     }
 
     /// The name a job's file is planned under until the server answers.
-    public static func plannedName(of job: DownloadJob) -> String {
+    package static func plannedName(of job: DownloadJob) -> String {
         job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
     }
 
     /// Takes back a download a previous process knew (the service, from its store), without an `.added`
     /// event: a finished one (done, failed, cancelled, paused) stays as it is, a queued or running one is
     /// queued again and continues from its `.part`.
-    public func restore(_ job: DownloadJob, id: DownloadID, file: String, state: DownloadState) {
+    package func restore(_ job: DownloadJob, id: DownloadID, file: String, state: DownloadState) {
         nextID = Swift.max(nextID, id + 1)
         guard entries[id] == nil else { return }
         entries[id] = Entry(job: job, state: state.isFinished ? state : .queued, file: file)
@@ -163,36 +163,36 @@ public actor DownloadManager {
     }
 
     /// Stops one download; its `.part` stays. A queued one never starts.
-    public func cancel(_ id: DownloadID) {
+    package func cancel(_ id: DownloadID) {
         stop(id, as: .cancelled)
     }
 
     /// Cancel All: every queued download and every stored task handle.
-    public func cancelAll() {
+    package func cancelAll() {
         for id in order { stop(id, as: .cancelled) }
     }
 
     /// Pauses a queued or running download, keeping `.part`.
-    public func pause(_ id: DownloadID) {
+    package func pause(_ id: DownloadID) {
         stop(id, as: .paused)
     }
 
-    public func pauseAll() {
+    package func pauseAll() {
         for id in order { stop(id, as: .paused) }
     }
 
     /// Puts a paused download back in the queue.
-    public func resume(_ id: DownloadID) {
+    package func resume(_ id: DownloadID) {
         guard entries[id]?.state == .paused else { return }
         enqueue(id)
     }
 
-    public func resumeAll() {
+    package func resumeAll() {
         for id in order where entries[id]?.state == .paused { enqueue(id) }
     }
 
     /// Queues a failed or cancelled download again; it continues from what is on disk.
-    public func retry(_ id: DownloadID) {
+    package func retry(_ id: DownloadID) {
         switch entries[id]?.state {
         case .failed, .cancelled: enqueue(id)
         default: break
@@ -200,7 +200,7 @@ public actor DownloadManager {
     }
 
     /// Forgets a finished download (its files stay).
-    public func remove(_ id: DownloadID) {
+    package func remove(_ id: DownloadID) {
         guard let entry = entries[id], entry.state.isFinished, running[id] == nil else { return }
         entries[id] = nil
         order.removeAll { $0 == id }
@@ -209,23 +209,23 @@ public actor DownloadManager {
 
     /// Changes how many downloads run at once; more start at once when raised, and when lowered the
     /// running ones finish and no new one starts until fewer run.
-    public func setConcurrency(_ count: Int) {
+    package func setConcurrency(_ count: Int) {
         concurrency = Swift.max(1, count)
         startWaiting()
     }
 
     /// Caps the receive rate of all downloads together (bytes per second, nil = none), at once.
-    public func setOverallReceiveLimit(_ bytesPerSecond: Int64?) {
+    package func setOverallReceiveLimit(_ bytesPerSecond: Int64?) {
         overallLimit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         downloader.driver.setOverallReceiveRate(overallLimit)
     }
 
     /// The cap `setOverallReceiveLimit` set last.
-    public private(set) var overallLimit: Int64?
+    package private(set) var overallLimit: Int64?
 
     /// Sets one download's receive cap (bytes per second, nil = none), at once for its running transfers.
     /// It lasts for this download's later runs too (resume, retry).
-    public func setReceiveLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) {
+    package func setReceiveLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) {
         guard let entry = entries[id] else { return }
         entry.limit.set(bytesPerSecond)
         entries[id]?.job.transfer.maxReceiveRate = entry.limit.bytesPerSecond
@@ -234,14 +234,14 @@ public actor DownloadManager {
     }
 
     /// The job as it will run next (its options, the name it continues under).
-    public func job(of id: DownloadID) -> DownloadJob? {
+    package func job(of id: DownloadID) -> DownloadJob? {
         entries[id]?.job
     }
 
     /// Changes the options of a download that is not running (queued, paused or finished); false when it
     /// runs or is unknown.
     @discardableResult
-    public func updateJob(_ id: DownloadID, _ change: (inout DownloadJob) -> Void) -> Bool {
+    package func updateJob(_ id: DownloadID, _ change: (inout DownloadJob) -> Void) -> Bool {
         guard entries[id] != nil, running[id] == nil, !(entries[id]?.state.isActive ?? true) else { return false }
         change(&entries[id]!.job)
         entries[id]?.limit.set(entries[id]?.job.transfer.maxReceiveRate)
@@ -249,7 +249,7 @@ public actor DownloadManager {
     }
 
     /// The queued downloads in the order they will start.
-    public var queue: [DownloadID] {
+    package var queue: [DownloadID] {
         var seen = Set<DownloadID>()
         return waiting[waitingHead...].filter { id in
             entries[id]?.state == .queued && running[id] == nil && seen.insert(id).inserted
@@ -257,7 +257,7 @@ public actor DownloadManager {
     }
 
     /// Puts the queued downloads in `ids`' order, ahead of any queued one `ids` leaves out.
-    public func reorderQueue(_ ids: [DownloadID]) {
+    package func reorderQueue(_ ids: [DownloadID]) {
         let queued = queue
         let wanted = Set(queued)
         var placed = Set<DownloadID>()
@@ -269,7 +269,7 @@ public actor DownloadManager {
     }
 
     /// Returns when none of `ids` has a task any more (each stopped one has taken its last checkpoint).
-    public func waitUntilStopped(_ ids: [DownloadID]) async {
+    package func waitUntilStopped(_ ids: [DownloadID]) async {
         for id in ids {
             guard let task = running[id] else { continue }
             await task.value
@@ -277,31 +277,31 @@ public actor DownloadManager {
     }
 
     /// Returns when nothing is running or queued.
-    public func waitUntilIdle() async {
+    package func waitUntilIdle() async {
         if isIdle { return }
         await withCheckedContinuation { idleWaiters.append($0) }
     }
 
     /// Ends the event stream (after the front end has what it needs).
-    public func finishEvents() {
+    package func finishEvents() {
         continuation.finish()
     }
 
     // MARK: queries
 
-    public func state(of id: DownloadID) -> DownloadState? {
+    package func state(of id: DownloadID) -> DownloadState? {
         entries[id]?.state
     }
 
-    public var states: [(id: DownloadID, state: DownloadState)] {
+    package var states: [(id: DownloadID, state: DownloadState)] {
         order.compactMap { id in entries[id].map { (id, $0.state) } }
     }
 
     /// How many task handles are stored (running downloads).
-    public var runningCount: Int { running.count }
+    package var runningCount: Int { running.count }
 
     /// The exit code over all downloads (SPEC precedence).
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         aggregateExitCode(order.compactMap { entries[$0]?.state.exitCode })
     }
 
@@ -454,7 +454,7 @@ public actor DownloadManager {
 
     /// Returns once every `--on-complete`/`--on-error` command started so far has ended (a run waits for
     /// them before it exits; they never hold a download slot).
-    public func waitForHooks() async {
+    package func waitForHooks() async {
         await hooks.waitForAll()
     }
 
@@ -467,14 +467,14 @@ public actor DownloadManager {
 }
 
 /// Values bound for the duration of one download's task.
-public enum DownloadContext {
+package enum DownloadContext {
     /// Whether this download may end with partial data (a JPEG: a cancelled one keeps a preview).
     /// Bound with `withValue` around each download by `DownloadManager`; read in the download's task,
     /// never on the curl thread. Child tasks (segments) inherit it.
-    @TaskLocal public static var supportsPartialDownloads = false
+    @TaskLocal package static var supportsPartialDownloads = false
 
     /// A name ending in .jpg or .jpeg (any case).
-    public static func isPartialCapable(name: String) -> Bool {
+    package static func isPartialCapable(name: String) -> Bool {
         let lower = name.lowercased()
         return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg")
     }

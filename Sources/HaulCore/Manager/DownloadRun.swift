@@ -1,13 +1,13 @@
 /// Runs a list of downloads through a `DownloadManager` (`-j` at once) for the line front ends: turns the
 /// manager's events into `ReportEvent`s for a reporter, and sums up.
-public struct DownloadRun: Sendable {
-    public let manager: DownloadManager
-    public let reporter: any Reporter
+package struct DownloadRun: Sendable {
+    package let manager: DownloadManager
+    package let reporter: any Reporter
     /// Says whether a stop came from a signal, and which (`.interrupted`, `.terminated`, `.hangUp`): the
     /// stopped downloads are reported as interrupted, and the run exits with that category's code.
-    public let interrupted: @Sendable () -> FailureCategory?
+    package let interrupted: @Sendable () -> FailureCategory?
 
-    public init(downloader: Downloader = Downloader(), concurrency: Int = 4, reporter: any Reporter,
+    package init(downloader: Downloader = Downloader(), concurrency: Int = 4, reporter: any Reporter,
                 interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
         self.manager = DownloadManager(downloader: downloader, concurrency: concurrency)
         self.reporter = reporter
@@ -15,7 +15,7 @@ public struct DownloadRun: Sendable {
     }
 
     /// Downloads everything, reporting as it goes; `manager.cancelAll()` from another task stops the run.
-    public func run(_ jobs: [DownloadJob]) async -> RunSummary {
+    package func run(_ jobs: [DownloadJob]) async -> RunSummary {
         let start = ContinuousClock.now
         async let reported = report(manager.events)
         for job in jobs { await manager.add(job) }

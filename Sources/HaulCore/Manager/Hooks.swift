@@ -7,24 +7,24 @@ import NIOConcurrencyHelpers
 /// Without a shell: the command is split into words the way a shell would split a simple command (blanks
 /// separate words; '...' and "..." quote; a backslash escapes the next character), and nothing else a shell
 /// does happens, so a file name in the environment can never become code. `shell` runs it with `/bin/sh -c`.
-public struct Hook: Sendable, Equatable, Codable {
-    public var command: String
-    public var shell: Bool
+package struct Hook: Sendable, Equatable, Codable {
+    package var command: String
+    package var shell: Bool
 
-    public init(command: String, shell: Bool = false) {
+    package init(command: String, shell: Bool = false) {
         self.command = command
         self.shell = shell
     }
 
     /// The program and its arguments; nil when the quoting does not close or there is no word.
-    public var argv: [String]? {
+    package var argv: [String]? {
         if shell { return ["/bin/sh", "-c", command] }
         guard let words = Self.words(command), !words.isEmpty else { return nil }
         return words
     }
 
     /// Splits `text` into words as described above; nil on an unclosed quote or a trailing backslash.
-    public static func words(_ text: String) -> [String]? {
+    package static func words(_ text: String) -> [String]? {
         var words: [String] = []
         var current = ""
         var inWord = false

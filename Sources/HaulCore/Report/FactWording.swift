@@ -1,6 +1,6 @@
 extension DownloadFact {
     /// The fact as one line for people (plain output, `--json`'s `message`, the TUI's details).
-    public var sentence: String {
+    package var sentence: String {
         switch self {
         case .retrying(let attempt, let of, let delay, let resumeAt, let reason):
             "\(reason.message); retry \(attempt) of \(of) in \(ByteFormat.fixed(delay, 1)) s"

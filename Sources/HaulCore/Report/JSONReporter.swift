@@ -4,14 +4,14 @@ import Foundation
 ///
 /// Field names are stable (docs/usage.md): `event`, `id`, `url`, `file`, `path`, `state`, `bytes`, `total`,
 /// `rate`, `seconds`, `error`, `category`, `exit`, `message`, `completed`, `failed`.
-public struct JSONReporter: Reporter {
+package struct JSONReporter: Reporter {
     private let output: TextOutput
 
-    public init(output: TextOutput = .standard) {
+    package init(output: TextOutput = .standard) {
         self.output = output
     }
 
-    public func report(_ event: ReportEvent) {
+    package func report(_ event: ReportEvent) {
         let line: JSONLine
         switch event {
         case .started(let id, let url, let file, let path, let total):

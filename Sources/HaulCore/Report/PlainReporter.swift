@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 /// Line output for logs and pipes: a line when a download starts, a progress line at most once per
 /// `interval` per download, notices (retries, refused resumes), a line when it ends, and a summary.
 /// Failures go to stderr, one line each, even when quiet.
-public final class PlainReporter: Reporter {
+package final class PlainReporter: Reporter {
     private let output: TextOutput
     private let quiet: Bool
     private let interval: Double
@@ -12,7 +12,7 @@ public final class PlainReporter: Reporter {
 
     /// - Parameters:
     ///   - now: seconds on a monotonic clock; injected so tests need not wait.
-    public init(output: TextOutput = .standard, quiet: Bool = false, interval: Double = 1,
+    package init(output: TextOutput = .standard, quiet: Bool = false, interval: Double = 1,
                 now: @escaping @Sendable () -> Double = PlainReporter.monotonicSeconds) {
         self.output = output
         self.quiet = quiet
@@ -20,12 +20,12 @@ public final class PlainReporter: Reporter {
         self.now = now
     }
 
-    public static let monotonicSeconds: @Sendable () -> Double = {
+    package static let monotonicSeconds: @Sendable () -> Double = {
         let origin = ContinuousClock.now
         return { (ContinuousClock.now - origin).seconds }
     }()
 
-    public func report(_ event: ReportEvent) {
+    package func report(_ event: ReportEvent) {
         switch event {
         case .failed(_, let url, let file, let error):
             output.err(failureLine(file: file, url: url, error: error))

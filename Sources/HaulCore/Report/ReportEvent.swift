@@ -1,7 +1,7 @@
 import Glibc
 
 /// What a front end hears about a run of downloads; ids count from 1 in the order given.
-public enum ReportEvent: Sendable, Equatable {
+package enum ReportEvent: Sendable, Equatable {
     case started(id: Int, url: String, file: String, path: String, total: Int64?)
     case progress(id: Int, url: String, file: String, DownloadProgress)
     /// Something that happened to a download and did not stop it.
@@ -12,18 +12,18 @@ public enum ReportEvent: Sendable, Equatable {
 }
 
 /// The totals of a run, and its exit code.
-public struct RunSummary: Sendable, Equatable {
-    public var completed = 0
-    public var failed = 0
-    public var bytes: Int64 = 0
-    public var seconds = 0.0
-    public var exitCode: Int32 = 0
+package struct RunSummary: Sendable, Equatable {
+    package var completed = 0
+    package var failed = 0
+    package var bytes: Int64 = 0
+    package var seconds = 0.0
+    package var exitCode: Int32 = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// Receives a run's events, from any task.
-public protocol Reporter: Sendable {
+package protocol Reporter: Sendable {
     func report(_ event: ReportEvent)
 }
 
@@ -33,12 +33,12 @@ public protocol Reporter: Sendable {
 /// server texts and option values echoed back can carry bytes meant for the terminal (an OSC that sets the
 /// title, a CSI that clears the screen, a right-to-left override that reverses what follows), and none of
 /// them may reach it raw.
-public struct TextOutput: Sendable {
-    public let out: @Sendable (String) -> Void
-    public let err: @Sendable (String) -> Void
+package struct TextOutput: Sendable {
+    package let out: @Sendable (String) -> Void
+    package let err: @Sendable (String) -> Void
 
     /// `out` and `err` receive each line already escaped.
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
+    package init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
         self.out = { out(Self.escaped($0)) }
         self.err = { err(Self.escaped($0)) }
     }
@@ -77,7 +77,7 @@ public struct TextOutput: Sendable {
     }
 
     /// The process's stdout and stderr, each line written with one `write(2)`.
-    public static let standard = TextOutput(out: { writeLine($0, to: 1) }, err: { writeLine($0, to: 2) })
+    package static let standard = TextOutput(out: { writeLine($0, to: 1) }, err: { writeLine($0, to: 2) })
 
     private static func writeLine(_ line: String, to fd: Int32) {
         var bytes = Array((line + "\n").utf8)
@@ -94,6 +94,6 @@ public struct TextOutput: Sendable {
 }
 
 /// The one-line failure message of the SPEC: `haul: NAME: what happened (URL)`.
-public func failureLine(file: String, url: String, error: HaulError) -> String {
+package func failureLine(file: String, url: String, error: HaulError) -> String {
     "haul: \(file): \(error.message) (\(url))"
 }

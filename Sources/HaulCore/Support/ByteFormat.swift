@@ -1,7 +1,7 @@
 /// Human-readable sizes, rates and durations, as shown in progress lines and the TUI.
-public enum ByteFormat {
+package enum ByteFormat {
     /// "0 B", "512 B", "1.5 KiB", "20.0 MiB", "1.00 GiB".
-    public static func size(_ bytes: Int64) -> String {
+    package static func size(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
         var unit = 0
@@ -15,12 +15,12 @@ public enum ByteFormat {
     }
 
     /// "12.3 MiB/s".
-    public static func rate(_ bytesPerSecond: Double) -> String {
+    package static func rate(_ bytesPerSecond: Double) -> String {
         size(Int64(bytesPerSecond.rounded())) + "/s"
     }
 
     /// "0:07", "12:34", "1:02:03".
-    public static func duration(seconds: Double) -> String {
+    package static func duration(seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0 else { return "--:--" }
         let total = Int(seconds.rounded())
         let (h, m, s) = (total / 3600, (total / 60) % 60, total % 60)

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 
 /// Checksums of files, computed by streaming them in 1 MiB reads (never the whole file in memory).
-public enum FileDigest {
-    public enum Algorithm: String, Sendable, CaseIterable, Codable {
+package enum FileDigest {
+    package enum Algorithm: String, Sendable, CaseIterable, Codable {
         case sha256, sha1, md5
 
         /// Hex digits in a digest of this algorithm.
@@ -17,7 +17,7 @@ public enum FileDigest {
     }
 
     /// The lower-case hex digest of the file at `path`.
-    public static func hex(of path: String, algorithm: Algorithm = .sha256) throws(HaulError) -> String {
+    package static func hex(of path: String, algorithm: Algorithm = .sha256) throws(HaulError) -> String {
         switch algorithm {
         case .sha256: try hex(of: path, using: SHA256())
         case .sha1: try hex(of: path, using: Insecure.SHA1())

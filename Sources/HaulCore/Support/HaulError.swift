@@ -1,7 +1,7 @@
 import Glibc
 
 /// What kind of failure ended a download; each maps to one exit code of the SPEC.
-public enum FailureCategory: String, Sendable, Codable, CaseIterable {
+package enum FailureCategory: String, Sendable, Codable, CaseIterable {
     case other
     case usage
     case fileIO = "file-io"
@@ -18,7 +18,7 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
     case hangUp = "hangup"
 
     /// The process exit code for this category (SPEC, "Exit codes").
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .other: 1
         case .usage: 2
@@ -38,7 +38,7 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
 
     /// The category of a stop by `signal` (SIGINT, SIGTERM or SIGHUP), whose exit code is 128 + `signal`
     /// as a shell reports a process that signal ended; nil for other signals.
-    public static func stopped(by signal: Int32) -> FailureCategory? {
+    package static func stopped(by signal: Int32) -> FailureCategory? {
         switch signal {
         case SIGINT: .interrupted
         case SIGTERM: .terminated
@@ -49,25 +49,25 @@ public enum FailureCategory: String, Sendable, Codable, CaseIterable {
 }
 
 /// The one error type of the engine: a category for the exit code and a one-line message for people.
-public struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
-    public var category: FailureCategory
+package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
+    package var category: FailureCategory
     /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
-    public var message: String
+    package var message: String
     /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
-    public var httpStatus: Int?
-    public var retryAfter: Duration?
+    package var httpStatus: Int?
+    package var retryAfter: Duration?
 
-    public init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
+    package init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
         self.category = category
         self.message = message
         self.httpStatus = httpStatus
         self.retryAfter = retryAfter
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// Wraps any error as a `HaulError`; cancellation becomes `.cancelled`.
-    public static func from(_ error: any Error) -> HaulError {
+    package static func from(_ error: any Error) -> HaulError {
         switch error {
         case let error as HaulError: error
         case is CancellationError: HaulError(.cancelled, "cancelled")
@@ -78,7 +78,7 @@ public struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConver
 
 /// Combines the outcomes of all downloads into the process exit code: 0 when all succeeded; otherwise the
 /// lowest non-zero code other than 1, and 1 only when nothing more specific happened.
-public func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
+package func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
     let failures = codes.filter { $0 != 0 }
     if failures.isEmpty { return 0 }
     return failures.filter { $0 != 1 }.min() ?? 1

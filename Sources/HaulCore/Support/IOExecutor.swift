@@ -8,11 +8,11 @@ import Glibc
 ///
 /// A thread is started when a job arrives and none is idle, up to `maximumThreads`; idle threads wait
 /// on a condition variable (no polling) and stay for the next job.
-public final class IOExecutor: TaskExecutor, @unchecked Sendable {
+package final class IOExecutor: TaskExecutor, @unchecked Sendable {
     /// The process-wide executor of downloads.
-    public static let shared = IOExecutor(maximumThreads: 64)
+    package static let shared = IOExecutor(maximumThreads: 64)
 
-    public let maximumThreads: Int
+    package let maximumThreads: Int
     // The queue and counters are guarded by `mutex`; `@unchecked Sendable` rests on that.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wakeup = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -23,7 +23,7 @@ public final class IOExecutor: TaskExecutor, @unchecked Sendable {
     private var idle = 0
     private var signalled = 0
 
-    public init(maximumThreads: Int) {
+    package init(maximumThreads: Int) {
         precondition(maximumThreads > 0)
         self.maximumThreads = maximumThreads
         pthread_mutex_init(mutex, nil)
@@ -31,13 +31,13 @@ public final class IOExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Started threads (for tests).
-    public var threadCount: Int {
+    package var threadCount: Int {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return threads
     }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         pthread_mutex_lock(mutex)
         jobs.append(job)

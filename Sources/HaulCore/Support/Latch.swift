@@ -2,12 +2,12 @@ import NIOConcurrencyHelpers
 
 /// A one-way signal: `wait()` returns once `open()` has been called (at once if it already was).
 /// For "this thread has ended" and similar facts that become true once.
-public final class Latch: Sendable {
+package final class Latch: Sendable {
     private let state = NIOLockedValueBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    public init() {}
+    package init() {}
 
-    public func open() {
+    package func open() {
         let waiters = state.withLockedValue { state in
             state.open = true
             defer { state.waiters = [] }
@@ -16,7 +16,7 @@ public final class Latch: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    public func wait() async {
+    package func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let open = state.withLockedValue { state -> Bool in
                 if state.open { return true }

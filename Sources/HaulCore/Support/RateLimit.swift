@@ -2,11 +2,11 @@
 ///
 /// Only decimal digits with an optional fraction and suffix are read: no sign, exponent, hex, `nan` or
 /// `inf`, so no text can overflow the conversion. The result is within `range`.
-public enum RateLimit {
+package enum RateLimit {
     /// 1 byte per second to 1 TiB per second (`1024G`).
     static let range: ClosedRange<Int64> = 1...(1 << 40)
 
-    public static func parse(_ text: String) -> Int64? {
+    package static func parse(_ text: String) -> Int64? {
         var digits = Substring(text)
         while digits.first == " " { digits.removeFirst() }
         while digits.last == " " { digits.removeLast() }

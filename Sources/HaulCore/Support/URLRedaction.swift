@@ -1,8 +1,8 @@
 /// URLs as they may be shown or stored: a password in the user information (`user:secret@host`) becomes
 /// `user:***@host`. Everything haul prints, reports or writes to disk about a URL goes through `masked`.
-public enum URLRedaction {
+package enum URLRedaction {
     /// `https://user:pw@host/x` -> `https://user:***@host/x`; a URL without a password is returned as it is.
-    public static func masked(_ url: String) -> String {
+    package static func masked(_ url: String) -> String {
         guard let scheme = url.range(of: "://") else { return url }
         let authorityStart = scheme.upperBound
         let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex

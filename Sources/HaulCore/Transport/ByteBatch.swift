@@ -58,7 +58,7 @@ final class IOBuffer: @unchecked Sendable {
 }
 
 /// Bytes that arrived together: a view of (part of) an `IOBuffer`, or of an array (tests, small answers).
-public struct ByteBatch: Sendable {
+package struct ByteBatch: Sendable {
     enum Storage: Sendable {
         case buffer(IOBuffer)
         case array([UInt8])
@@ -66,7 +66,7 @@ public struct ByteBatch: Sendable {
 
     let storage: Storage
     private let lower: Int
-    public let count: Int
+    package let count: Int
 
     init(_ buffer: IOBuffer) {
         storage = .buffer(buffer)
@@ -74,7 +74,7 @@ public struct ByteBatch: Sendable {
         count = buffer.count
     }
 
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         storage = .array(bytes)
         lower = 0
         count = bytes.count
@@ -86,15 +86,15 @@ public struct ByteBatch: Sendable {
         self.count = count
     }
 
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// The first `n` bytes, without copying.
-    public func prefix(_ n: Int) -> ByteBatch {
+    package func prefix(_ n: Int) -> ByteBatch {
         ByteBatch(storage: storage, lower: lower, count: Swift.max(0, Swift.min(n, count)))
     }
 
     /// Calls `body` with the bytes; valid only inside `body`.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
         case .buffer(let buffer):
             return try body(UnsafeRawBufferPointer(rebasing: buffer.bytes[lower..<lower + count]))
@@ -104,26 +104,26 @@ public struct ByteBatch: Sendable {
     }
 
     /// A copy of the bytes, for callers that keep them.
-    public var array: [UInt8] {
+    package var array: [UInt8] {
         withUnsafeBytes { Array($0) }
     }
 }
 
 extension ByteBatch: RandomAccessCollection {
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { count }
 
-    public subscript(position: Int) -> UInt8 {
+    package subscript(position: Int) -> UInt8 {
         precondition(position >= 0 && position < count, "index out of range")
         return withUnsafeBytes { $0[position] }
     }
 
-    public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+    package func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         try withUnsafeBytes { try body($0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// `Array.append(contentsOf:)` and `Array(_:)` copy through this: one memcpy, not a loop over bytes.
-    public func _copyContents(initializing target: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
+    package func _copyContents(initializing target: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
         let copied = Swift.min(count, target.count)
         if copied > 0 {
             withUnsafeBytes { bytes in
@@ -133,15 +133,15 @@ extension ByteBatch: RandomAccessCollection {
         return (Iterator(batch: self, position: copied), copied)
     }
 
-    public func makeIterator() -> Iterator {
+    package func makeIterator() -> Iterator {
         Iterator(batch: self, position: 0)
     }
 
-    public struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
         let batch: ByteBatch
         var position: Int
 
-        public mutating func next() -> UInt8? {
+        package mutating func next() -> UInt8? {
             guard position < batch.count else { return nil }
             defer { position += 1 }
             return batch[position]
@@ -150,19 +150,19 @@ extension ByteBatch: RandomAccessCollection {
 }
 
 extension ByteBatch: Equatable {
-    public static func == (a: ByteBatch, b: ByteBatch) -> Bool {
+    package static func == (a: ByteBatch, b: ByteBatch) -> Bool {
         a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
     }
 }
 
 extension ByteBatch: ExpressibleByArrayLiteral {
-    public init(arrayLiteral elements: UInt8...) {
+    package init(arrayLiteral elements: UInt8...) {
         self.init(elements)
     }
 }
 
 /// What a byte batch must offer to be written to a file: `[UInt8]` (tests) and `ByteBatch` (transfers).
-public protocol ByteChunk: Sendable {
+package protocol ByteChunk: Sendable {
     var count: Int { get }
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }

@@ -7,9 +7,9 @@ import NIOConcurrencyHelpers
 /// Other threads never touch curl: they post commands (`add`, `unpause`, `remove`) and wake the thread
 /// with `curl_multi_wakeup`. While nothing happens the thread sleeps in `curl_multi_poll`: no busy polling.
 /// Connections are kept in the multi handle's cache and reused by later transfers to the same host.
-public final class CurlDriver: Sendable {
+package final class CurlDriver: Sendable {
     /// The process-wide driver. Its thread starts on first use and lives as long as the process.
-    public static let shared = CurlDriver()
+    package static let shared = CurlDriver()
 
     enum Command {
         case add(TransferCore)
@@ -21,7 +21,7 @@ public final class CurlDriver: Sendable {
     }
 
     /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
-    public let highWatermark: Int
+    package let highWatermark: Int
     private let multi: MultiHandle
     private let inbox = NIOLockedValueBox<[Command]>([])
     private let finished = Latch()
@@ -31,7 +31,7 @@ public final class CurlDriver: Sendable {
         let pointer: UnsafeMutableRawPointer
     }
 
-    public init(highWatermark: Int = 1 << 20) {
+    package init(highWatermark: Int = 1 << 20) {
         _ = CurlDriver.globalInit
         self.highWatermark = highWatermark
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
@@ -64,23 +64,23 @@ public final class CurlDriver: Sendable {
 
     /// Caps the receive rate of all transfers together (`--limit-rate`): each running transfer gets an
     /// equal share, rebalanced whenever one starts or ends. nil lifts the cap.
-    public func setOverallReceiveRate(_ bytesPerSecond: Int64?) {
+    package func setOverallReceiveRate(_ bytesPerSecond: Int64?) {
         post(.overallRate(bytesPerSecond))
     }
 
     /// A download's `ReceiveLimit` changed: its running transfers take the new cap.
-    public func limitsChanged() {
+    package func limitsChanged() {
         post(.rebalance)
     }
 
     /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
-    public func start(_ request: HTTPRequest) -> Transfer {
+    package func start(_ request: HTTPRequest) -> Transfer {
         start(request, clock: ContinuousClock())
     }
 
     /// Starts a transfer whose stall timeout is measured on `clock` (a download's, so a test's manual clock
     /// decides when the transfer has been quiet too long).
-    public func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
+    package func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
         let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
                                 activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
         post(.add(core))
@@ -88,7 +88,7 @@ public final class CurlDriver: Sendable {
     }
 
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
-    public func shutdown() async {
+    package func shutdown() async {
         post(.shutdown)
         await finished.wait()
     }

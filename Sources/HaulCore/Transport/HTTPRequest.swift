@@ -1,28 +1,28 @@
 /// Everything a transfer needs to know before it starts.
-public struct HTTPRequest: Sendable, Equatable {
-    public enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST" }
+package struct HTTPRequest: Sendable, Equatable {
+    package enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST" }
 
-    public var url: String
-    public var method: Method = .get
+    package var url: String
+    package var method: Method = .get
     /// Extra request headers, "Name: value" each, sent as given.
-    public var headers: [String] = []
+    package var headers: [String] = []
     /// First byte wanted (inclusive) and last (inclusive, nil = to the end). nil = the whole resource.
-    public var range: (first: Int64, last: Int64?)? {
+    package var range: (first: Int64, last: Int64?)? {
         get { rangeStart.map { ($0, rangeEnd) } }
         set { rangeStart = newValue?.first; rangeEnd = newValue?.last }
     }
     /// `If-Range` validator (an ETag or an HTTP date): the server sends the range only if it still matches.
-    public var ifRange: String?
+    package var ifRange: String?
     /// The body of a POST (the service's commands: small JSON documents).
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// Connect to this Unix domain socket instead of the URL's host and port (the service's control socket).
-    public var unixSocketPath: String?
-    public var options = TransferOptions()
+    package var unixSocketPath: String?
+    package var options = TransferOptions()
 
     private var rangeStart: Int64?
     private var rangeEnd: Int64?
 
-    public init(url: String, method: Method = .get, options: TransferOptions = TransferOptions()) {
+    package init(url: String, method: Method = .get, options: TransferOptions = TransferOptions()) {
         self.url = url
         self.method = method
         self.options = options
@@ -36,49 +36,49 @@ public struct HTTPRequest: Sendable, Equatable {
 }
 
 /// Knobs that are the same for every transfer of one download.
-public struct TransferOptions: Sendable, Equatable, Codable {
+package struct TransferOptions: Sendable, Equatable, Codable {
     /// Seconds allowed to establish the connection.
-    public var connectTimeout: Double = 15
+    package var connectTimeout: Double = 15
     /// A transfer that receives no bytes for this many seconds fails with a network error.
-    public var stallTimeout: Double = 30
-    public var maxRedirects: Int = 10
+    package var stallTimeout: Double = 30
+    package var maxRedirects: Int = 10
     /// Skip TLS certificate and host verification.
-    public var insecure = false
-    public var userAgent = "haul/\(HaulVersion.string)"
+    package var insecure = false
+    package var userAgent = "haul/\(HaulVersion.string)"
     /// Receive cap in bytes per second: for the download, all its connections together, when it runs in a
     /// `DownloadManager` (its live `ReceiveLimit` starts from it); else for this transfer. nil = none.
-    public var maxReceiveRate: Int64?
+    package var maxReceiveRate: Int64?
     /// The proxy for this download, `[SCHEME://][USER:PASSWORD@]HOST[:PORT]` as curl takes it (http, https,
     /// socks5h...); nil = the environment's (`http_proxy`...), "" = none.
-    public var proxy: String?
+    package var proxy: String?
     /// Hosts reached without the proxy: a comma-separated list, `*` for all (`--noproxy`).
-    public var noProxy: String?
+    package var noProxy: String?
     /// PEM file of the certificate authorities to trust instead of the system's (`--cacert`).
-    public var caCertificates: String?
+    package var caCertificates: String?
     /// Directory of hashed CA certificates (`--capath`).
-    public var caDirectory: String?
+    package var caDirectory: String?
     /// The interface name, address or host name to send from (`--interface`).
-    public var interface: String?
-    public var ipVersion: IPVersion?
-    public var httpVersion: HTTPVersion?
+    package var interface: String?
+    package var ipVersion: IPVersion?
+    package var httpVersion: HTTPVersion?
     /// The login of `--user USER[:PASSWORD]`, sent with HTTP Basic authentication (to the URL's host only:
     /// never to another host after a redirect).
-    public var user: String?
+    package var user: String?
     /// Its password. Never stored: the service's queue withholds it (a restarted service cannot go on and
     /// says so), and it is in no file, line or event haul writes.
-    public var password: String?
+    package var password: String?
     /// Look the login up in a netrc file (`--netrc`: `~/.netrc`; `--netrc-file FILE`).
-    public var netrc = false
-    public var netrcFile: String?
+    package var netrc = false
+    package var netrcFile: String?
     /// Netscape cookies.txt to send cookies from (`--load-cookies`), and to write the cookies to when a
     /// transfer ends (`--save-cookies`).
-    public var cookieFile: String?
-    public var cookieJar: String?
+    package var cookieFile: String?
+    package var cookieJar: String?
 
-    public enum IPVersion: String, Sendable, Codable { case v4, v6 }
-    public enum HTTPVersion: String, Sendable, Codable { case http1_1, http2 }
+    package enum IPVersion: String, Sendable, Codable { case v4, v6 }
+    package enum HTTPVersion: String, Sendable, Codable { case http1_1, http2 }
 
-    public init() {}
+    package init() {}
 
     private enum CodingKeys: String, CodingKey {
         case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate, proxy, noProxy,
@@ -87,7 +87,7 @@ public struct TransferOptions: Sendable, Equatable, Codable {
     }
 
     /// Options missing from a stored or sent job (an older haul's) take their defaults.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let defaults = TransferOptions()
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout) ?? defaults.connectTimeout
@@ -112,7 +112,7 @@ public struct TransferOptions: Sendable, Equatable, Codable {
     }
 
     /// The longest timeout anything takes, 30 days; the command line refuses more.
-    public static let maxSeconds: Double = 2_592_000
+    package static let maxSeconds: Double = 2_592_000
 
     /// `seconds` as whole milliseconds for curl and the stall timer, never trapping whatever the value
     /// (the command line range-checks, this is the second line): at least 1 ms, at most `maxSeconds`;
@@ -127,6 +127,6 @@ public struct TransferOptions: Sendable, Equatable, Codable {
 }
 
 /// The program version, shown by `--version` and sent in the User-Agent.
-public enum HaulVersion {
-    public static let string = "0.1.0"
+package enum HaulVersion {
+    package static let string = "0.1.0"
 }

@@ -1,19 +1,19 @@
 /// The status line and headers of the final response (after redirects).
-public struct ResponseHead: Sendable, Equatable {
-    public var status: Int
+package struct ResponseHead: Sendable, Equatable {
+    package var status: Int
     /// Header fields in arrival order, names as the server spelled them.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
-    public var effectiveURL: String
+    package var effectiveURL: String
 
-    public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
+    package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL
     }
 
     /// The first value of a header, compared case-insensitively (ASCII, as HTTP field names are).
-    public subscript(_ name: String) -> String? {
+    package subscript(_ name: String) -> String? {
         headers.first { Self.sameName($0.name, name) }?.value
     }
 
@@ -24,13 +24,13 @@ public struct ResponseHead: Sendable, Equatable {
     }
 
     /// Body length announced by `Content-Length`, if any.
-    public var contentLength: Int64? {
+    package var contentLength: Int64? {
         self["Content-Length"].flatMap(Self.digits)
     }
 
     /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`). Nil unless
     /// FIRST <= LAST < TOTAL, and LAST < Int64.max so that the end, LAST + 1, is an Int64 too.
-    public var contentRange: (first: Int64, last: Int64, total: Int64?)? {
+    package var contentRange: (first: Int64, last: Int64, total: Int64?)? {
         guard let value = self["Content-Range"], value.utf8.count > 6,
             Self.sameName(String(value.prefix(6)), "bytes ")
         else { return nil }
@@ -62,7 +62,7 @@ public struct ResponseHead: Sendable, Equatable {
         return Int64(value.dropFirst(8)).flatMap { $0 >= 0 ? $0 : nil }
     }
 
-    public static func == (a: ResponseHead, b: ResponseHead) -> Bool {
+    package static func == (a: ResponseHead, b: ResponseHead) -> Bool {
         a.status == b.status && a.effectiveURL == b.effectiveURL
             && a.headers.map { [$0.name, $0.value] } == b.headers.map { [$0.name, $0.value] }
     }

@@ -289,16 +289,16 @@ struct ActivityClock: Sendable {
 }
 
 /// Counters a test or a benchmark can read about a transfer.
-public struct TransferStatistics: Sendable, Equatable {
+package struct TransferStatistics: Sendable, Equatable {
     /// How many times the curl thread paused the transfer because the consumer was behind.
-    public var pauses: Int
+    package var pauses: Int
     /// Transfer buffers allocated (they are reused, so a long download needs two).
-    public var buffersAllocated: Int
+    package var buffersAllocated: Int
     /// The most bytes ever waiting between curl and the consumer.
-    public var peakBufferedBytes: Int
+    package var peakBufferedBytes: Int
     /// When the handle was removed from the multi handle and freed, on the curl thread.
-    public var closedAt: ContinuousClock.Instant?
+    package var closedAt: ContinuousClock.Instant?
 
     /// The handle has been removed from the multi handle and freed.
-    public var closed: Bool { closedAt != nil }
+    package var closed: Bool { closedAt != nil }
 }

@@ -2,13 +2,13 @@ import CJPEG
 import Foundation
 
 /// Packed 8-bit RGB pixels, row by row, top row first: `pixels.count == width * height * 3`.
-public struct RGBImage: Sendable, Equatable {
-    public let width: Int
-    public let height: Int
-    public let pixels: [UInt8]
+package struct RGBImage: Sendable, Equatable {
+    package let width: Int
+    package let height: Int
+    package let pixels: [UInt8]
 
     /// Wraps `pixels`; nil unless the sizes are positive and `pixels` holds exactly `width * height * 3` bytes.
-    public init?(width: Int, height: Int, pixels: [UInt8]) {
+    package init?(width: Int, height: Int, pixels: [UInt8]) {
         guard width > 0, height > 0, pixels.count == width * height * 3 else { return nil }
         self.width = width
         self.height = height
@@ -16,21 +16,21 @@ public struct RGBImage: Sendable, Equatable {
     }
 
     /// The pixel at column `x`, row `y`.
-    public subscript(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8) {
+    package subscript(x: Int, y: Int) -> (r: UInt8, g: UInt8, b: UInt8) {
         let i = (y * width + x) * 3
         return (pixels[i], pixels[i + 1], pixels[i + 2])
     }
 }
 
 /// Why a picture cannot be shown: one line for the user, such as "photo.jpg is not a JPEG".
-public struct PictureError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let message: String
+package struct PictureError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let message: String
 
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// A JPEG decoded with libjpeg: its pixels, and whether the data held the whole picture.
@@ -38,18 +38,18 @@ public struct PictureError: Error, Sendable, Equatable, CustomStringConvertible 
 /// Truncated or damaged data never crashes: a progressive JPEG cut after its first scan decodes to the whole
 /// picture, blurred; a baseline one to its top rows (the rest stays mid-gray); data without a readable header
 /// is a `PictureError`.
-public struct JPEGImage: Sendable {
-    public let image: RGBImage
+package struct JPEGImage: Sendable {
+    package let image: RGBImage
     /// Rows libjpeg produced from the data; below them the picture is mid-gray.
-    public let rowsDecoded: Int
+    package let rowsDecoded: Int
     /// False when libjpeg had to pad missing data or skip damaged data, or stopped before the last row.
-    public let complete: Bool
+    package let complete: Bool
 
     /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel).
-    public static let maximumFileSize = 256 << 20
+    package static let maximumFileSize = 256 << 20
 
     /// Decodes JPEG bytes, complete or any prefix.
-    public init(bytes: [UInt8]) throws(PictureError) {
+    package init(bytes: [UInt8]) throws(PictureError) {
         var width: Int32 = 0
         var height: Int32 = 0
         var rows: Int32 = 0
@@ -72,7 +72,7 @@ public struct JPEGImage: Sendable {
     }
 
     /// Reads and decodes the file at `path`.
-    public init(path: String) throws(PictureError) {
+    package init(path: String) throws(PictureError) {
         try self.init(bytes: Self.read(path))
     }
 

@@ -1,5 +1,5 @@
 /// What colours the terminal can show, best first.
-public enum ColorCapability: Sendable, Equatable, CaseIterable {
+package enum ColorCapability: Sendable, Equatable, CaseIterable {
     /// 24-bit colour (`COLORTERM=truecolor` or `24bit`).
     case trueColor
     /// The xterm 256-colour palette: the 6×6×6 cube and the grayscale ramp.
@@ -8,7 +8,7 @@ public enum ColorCapability: Sendable, Equatable, CaseIterable {
     case shades
 
     /// Picks the capability from the number of colours curses reports and the environment.
-    public static func detect(colors: Int, environment: [String: String]) -> ColorCapability {
+    package static func detect(colors: Int, environment: [String: String]) -> ColorCapability {
         let colorTerm = environment["COLORTERM"]?.lowercased() ?? ""
         if colors >= 1 << 24 || ((colorTerm == "truecolor" || colorTerm == "24bit") && colors >= 8) {
             return .trueColor
@@ -18,7 +18,7 @@ public enum ColorCapability: Sendable, Equatable, CaseIterable {
 }
 
 /// One colour of a picture cell.
-public enum PictureColor: Sendable, Equatable, Hashable {
+package enum PictureColor: Sendable, Equatable, Hashable {
     case trueColor(r: UInt8, g: UInt8, b: UInt8)
     /// An index into the xterm 256-colour palette (16...255 here: the cube and the grayscale ramp).
     case palette256(UInt8)
@@ -27,12 +27,12 @@ public enum PictureColor: Sendable, Equatable, Hashable {
 }
 
 /// One terminal cell of a picture: a character drawn in `foreground` on `background`.
-public struct PictureCell: Sendable, Equatable, Hashable {
-    public var character: Character
-    public var foreground: PictureColor
-    public var background: PictureColor
+package struct PictureCell: Sendable, Equatable, Hashable {
+    package var character: Character
+    package var foreground: PictureColor
+    package var background: PictureColor
 
-    public init(_ character: Character, foreground: PictureColor, background: PictureColor) {
+    package init(_ character: Character, foreground: PictureColor, background: PictureColor) {
         self.character = character
         self.foreground = foreground
         self.background = background
@@ -45,15 +45,15 @@ public struct PictureCell: Sendable, Equatable, Hashable {
 /// one. A terminal cell is about twice as tall as wide, so each half is about square and the picture keeps its
 /// aspect ratio when one pixel maps to one column and one half row. Without colour, each cell is the shade
 /// character (" ░▒▓█") for the brightness of its two pixels.
-public enum PictureRenderer {
+package enum PictureRenderer {
     /// The upper half block, U+2580.
-    public static let upperHalfBlock: Character = "\u{2580}"
+    package static let upperHalfBlock: Character = "\u{2580}"
     /// From dark to bright.
-    public static let shadeCharacters: [Character] = [" ", "░", "▒", "▓", "█"]
+    package static let shadeCharacters: [Character] = [" ", "░", "▒", "▓", "█"]
 
     /// The largest pixel size that fits `columns` × `lines` cells (so `columns` × `2 * lines` pixels) with the
     /// image's aspect ratio, scaling up or down; (0, 0) when there is no room.
-    public static func fittedSize(width: Int, height: Int, columns: Int, lines: Int) -> (width: Int, height: Int) {
+    package static func fittedSize(width: Int, height: Int, columns: Int, lines: Int) -> (width: Int, height: Int) {
         guard width > 0, height > 0, columns > 0, lines > 0 else { return (0, 0) }
         let scale = min(Double(columns) / Double(width), Double(2 * lines) / Double(height))
         let fittedWidth = min(columns, max(1, Int((Double(width) * scale).rounded())))
@@ -64,7 +64,7 @@ public enum PictureRenderer {
     /// The image scaled to fit `columns` × `lines` cells, aspect kept: `(height + 1) / 2` rows of `width` cells for
     /// the fitted pixel size. An odd last pixel row leaves the bottom halves of the last cells in the terminal's
     /// background.
-    public static func render(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability)
+    package static func render(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability)
         -> [[PictureCell]]
     {
         let size = fittedSize(width: image.width, height: image.height, columns: columns, lines: lines)

@@ -1,34 +1,34 @@
 /// A JPEG laid out as terminal cells, with one caption line saying what it is or why it cannot be shown.
-public struct PictureCells: Sendable, Equatable {
+package struct PictureCells: Sendable, Equatable {
     /// Rows of cells, top first, all of `columns` cells; empty when decoding failed or there was no room.
-    public var rows: [[PictureCell]]
+    package var rows: [[PictureCell]]
     /// One line: "photo.jpg  4000x3000", "photo.partial.jpg  4000x3000  partial", or
     /// "cannot show photo.jpg: not a JPEG".
-    public var caption: String
+    package var caption: String
     /// Decoding failed; `caption` says why.
-    public var failed: Bool
+    package var failed: Bool
     /// The data held the whole picture (false for a preview or a damaged file, and when decoding failed).
-    public var complete: Bool
+    package var complete: Bool
 
-    public init(rows: [[PictureCell]], caption: String, failed: Bool, complete: Bool) {
+    package init(rows: [[PictureCell]], caption: String, failed: Bool, complete: Bool) {
         self.rows = rows
         self.caption = caption
         self.failed = failed
         self.complete = complete
     }
 
-    public var columns: Int { rows.first?.count ?? 0 }
-    public var lines: Int { rows.count }
+    package var columns: Int { rows.first?.count ?? 0 }
+    package var lines: Int { rows.count }
 }
 
 /// What the `v` key shows: a JPEG file, complete or a partial preview, scaled into an area of the screen.
 ///
 /// Decoding a large photo takes a moment (about a tenth of a second per 10 Mpixel); a caller that must stay
 /// responsive runs it off its drawing thread, and keeps the `JPEGImage` to re-render after a resize.
-public enum PictureView {
+package enum PictureView {
     /// Decodes the file at `path` and fits it into `width` × `height` cells (the caption is not counted in them).
     /// Never crashes: a truncated file shows what decodes; an unreadable one gives a caption saying why.
-    public static func render(path: String, width: Int, height: Int, capability: ColorCapability) -> PictureCells {
+    package static func render(path: String, width: Int, height: Int, capability: ColorCapability) -> PictureCells {
         let name = baseName(path)
         do {
             let image = try JPEGImage(path: path)
@@ -40,7 +40,7 @@ public enum PictureView {
     }
 
     /// Fits an already decoded image into `width` × `height` cells; `name` goes into the caption.
-    public static func render(_ image: JPEGImage, name: String, width: Int, height: Int,
+    package static func render(_ image: JPEGImage, name: String, width: Int, height: Int,
                               capability: ColorCapability) -> PictureCells {
         let rows = PictureRenderer.render(image.image, columns: width, lines: height, capability: capability)
         var caption = "\(name)  \(image.image.width)x\(image.image.height)"

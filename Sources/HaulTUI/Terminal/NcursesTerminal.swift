@@ -103,8 +103,8 @@ final class NcursesTerminal: Screen {
 }
 
 /// The terminal could not be taken over (not a terminal, unknown TERM, no pipe).
-public struct TerminalUnavailable: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct TerminalUnavailable: Error, CustomStringConvertible, Sendable {
+    package let description: String
 
     init(_ description: String) {
         self.description = description
