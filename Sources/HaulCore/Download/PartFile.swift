@@ -289,20 +289,20 @@ final class DirectorySync: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         directories[directory, default: Directory()].requested += 1
-        let ticket = directories[directory]!.requested
-        while directories[directory]!.covered < ticket {
-            if directories[directory]!.syncing {
+        let ticket = directories[directory, default: Directory()].requested
+        while directories[directory, default: Directory()].covered < ticket {
+            if directories[directory, default: Directory()].syncing {
                 didWait?()
                 pthread_cond_wait(done, mutex)
                 continue
             }
-            directories[directory]!.syncing = true
-            let covering = directories[directory]!.requested
+            directories[directory, default: Directory()].syncing = true
+            let covering = directories[directory, default: Directory()].requested
             pthread_mutex_unlock(mutex)
             syncing(directory)
             pthread_mutex_lock(mutex)
-            directories[directory]!.syncing = false
-            directories[directory]!.covered = covering
+            directories[directory, default: Directory()].syncing = false
+            directories[directory, default: Directory()].covered = covering
             pthread_cond_broadcast(done)
         }
     }

@@ -242,9 +242,10 @@ package actor DownloadManager {
     /// runs or is unknown.
     @discardableResult
     package func updateJob(_ id: DownloadID, _ change: (inout DownloadJob) -> Void) -> Bool {
-        guard entries[id] != nil, running[id] == nil, !(entries[id]?.state.isActive ?? true) else { return false }
-        change(&entries[id]!.job)
-        entries[id]?.limit.set(entries[id]?.job.transfer.maxReceiveRate)
+        guard var job = entries[id]?.job, running[id] == nil, !(entries[id]?.state.isActive ?? true) else { return false }
+        change(&job)
+        entries[id]?.job = job
+        entries[id]?.limit.set(job.transfer.maxReceiveRate)
         return true
     }
 

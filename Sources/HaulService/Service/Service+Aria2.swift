@@ -143,7 +143,7 @@ extension Service {
         // A unique prefix, as aria2 accepts.
         if gid.count < 16 {
             let matches = roster.ids.filter { $0.key.hasPrefix(gid) }
-            if matches.count == 1, let entry = roster[matches.first!.value] { return .success(entry) }
+            if matches.count == 1, let match = matches.first, let entry = roster[match.value] { return .success(entry) }
             if matches.count > 1 { return .failure(.aria2("GID \(gid) is ambiguous")) }
         }
         return .failure(.aria2("GID \(gid) is not found"))

@@ -26,7 +26,7 @@ enum DisplayWidth {
 
     /// Columns taken by one character once made printable (0 when nothing of it is drawn).
     static func of(_ character: Character) -> Int {
-        printable(character).map { of($0.unicodeScalars.first!) } ?? 0
+        printable(character)?.unicodeScalars.first.map { of($0) } ?? 0
     }
 
     /// What is drawn for `character`: control characters become `?`, a cluster keeps its first scalar and

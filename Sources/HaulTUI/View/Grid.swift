@@ -88,8 +88,8 @@ struct Grid: Sendable, Equatable {
         let end = min(width, x + (limit ?? width))
         var column = x
         for character in text {
-            guard let shown = DisplayWidth.printable(character) else { continue }
-            let columns = DisplayWidth.of(shown.unicodeScalars.first!)
+            guard let shown = DisplayWidth.printable(character), let first = shown.unicodeScalars.first else { continue }
+            let columns = DisplayWidth.of(first)
             if columns == 0 { continue }
             if column + columns > end {
                 // A wide character that does not fit: pad the last column instead of splitting it.
