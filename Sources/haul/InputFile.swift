@@ -165,9 +165,7 @@ struct InputOptions: Equatable {
             }
             headers.append(value)
         case "checksum":
-            // aria2 spells the algorithms sha-256, sha-1.
-            let spelled = value.replacingOccurrences(of: "sha-", with: "sha", options: [.caseInsensitive, .anchored])
-            switch Checksum.parse(spelled) {
+            switch Checksum.parse(value) {
             case .success(let parsed): checksum = parsed
             case .failure(let error): throw HaulError(.usage, "checksum=\(value): " + error.message.replacingOccurrences(of: "--checksum", with: "it"))
             }

@@ -98,10 +98,12 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// Lower-case hex.
     package var hex: String
 
-    /// Parses `sha256=HEX`, `sha1=HEX` or `md5=HEX`; nil with a reason otherwise.
+    /// Parses `sha256=HEX`, `sha1=HEX` or `md5=HEX` (also as aria2 spells them: `sha-256=HEX`, `sha-1=HEX`);
+    /// nil with a reason otherwise.
     package static func parse(_ text: String) -> Result<Checksum, HaulError> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: parts[0].lowercased()) else {
+        let name = parts.first?.lowercased().replacingOccurrences(of: "-", with: "") ?? ""
+        guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
             return .failure(HaulError(.usage, "--checksum wants sha256=HEX, sha1=HEX or md5=HEX"))
         }
         let hex = parts[1].lowercased()

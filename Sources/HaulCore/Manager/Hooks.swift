@@ -85,43 +85,28 @@ final class HookRunner: Sendable {
             TextOutput.standard.err("haul: \(name) '\(hook.command)': an unclosed quote, or no command")
             return
         }
-        var variables = ProcessInfo.processInfo.environment
-        variables.merge(environment) { $1 }
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
-        var pid: pid_t = 0
-        // posix_spawnp: a bare program name is looked up in PATH, as a shell would.
-        let result = posix_spawnp(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
-        guard result == 0 else {
-            TextOutput.standard.err("haul: \(name): cannot run '\(argv[0])': \(String(cString: strerror(result)))")
-            return
-        }
+        // Counted before it starts, so that a quick one cannot end (and wake the waiters) before it is counted.
         state.withLockedValue { $0.running += 1 }
-        let child = pid
-        Thread.detachNewThread { [state] in
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let result = ChildProcess.start(argv, environment: environment, output: .stderr) { [state] exit in
             if exit != 0 {
                 TextOutput.standard.err("haul: \(name) '\(argv[0])' exited with status \(exit)")
             }
-            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-                state.running -= 1
-                guard state.running == 0 else { return [] }
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
+            Self.ended(state)
         }
+        if result != 0 {
+            TextOutput.standard.err("haul: \(name): cannot run '\(argv[0])': \(String(cString: strerror(result)))")
+            Self.ended(state)
+        }
+    }
+
+    private static func ended(_ state: NIOLockedValueBox<State>) {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.running -= 1
+            guard state.running == 0 else { return [] }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns once every hook started so far has ended.

@@ -78,11 +78,10 @@ struct Aria2Options: Sendable, Equatable {
             proxy = text
         case "checksum":
             let text = try Self.text(key, value)
-            // aria2 spells the algorithms sha-1, sha-256, md5.
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw .aria2("checksum must be TYPE=DIGEST, such as sha-256=HEX") }
-            let algorithm = parts[0].lowercased().replacingOccurrences(of: "-", with: "")
-            switch Checksum.parse("\(algorithm)=\(parts[1])") {
+            // aria2's spelling (sha-1, sha-256, md5) is one Checksum takes.
+            switch Checksum.parse(text) {
             case .success(let checksum): self.checksum = checksum
             case .failure:
                 throw .aria2("checksum: \(Self.quoted(parts[0])) with that digest is not supported (sha-256, sha-1, md5)")
