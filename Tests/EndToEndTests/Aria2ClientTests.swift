@@ -37,49 +37,28 @@ import TestSupport
                            stop: { _ = try? await rpc.haul(["service", "stop"]) })
         case .aria2c:
             // aria2c takes no port 0: a port the kernel just handed out, then freed.
-            let port = try freePort()
+            let port = try freeLoopbackPort()
             let secretFile = downloads.file("secret")
             let secret = UUID().uuidString
             try Data(secret.utf8).write(to: URL(fileURLWithPath: secretFile))
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/aria2c")
             process.arguments = ["--enable-rpc", "--rpc-listen-port=\(port)", "--rpc-secret=\(secret)",
-                                 "--dir=\(downloads.path)", "--quiet", "--max-tries=1", "--max-concurrent-downloads=5"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+                                 "--dir=\(downloads.path)", "--max-tries=1", "--max-concurrent-downloads=5",
+                                 "--console-log-level=notice", "--show-console-readout=false", "--summary-interval=0"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            let output = LineCollector(pipe.fileHandleForReading)
             try process.run()
-            try await within(30, "aria2c's RPC") {
-                while !(await answers(port: port)) { try await Task.sleep(for: .milliseconds(20)) }
-            }
+            // Its one ready signal: the notice "IPv4 RPC: listening on TCP port N".
+            try await output.waitFor("aria2c's RPC to listen", within: 30) { $0.contains("RPC: listening on TCP port \(port)") }
             return Running(port: port, secretFile: secretFile, subdir: downloads.file("sub"), stop: {
                 // SIGKILL: aria2c's graceful SIGTERM can wait on connections for a long while.
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
             })
         }
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Whether something answers HTTP on the port yet (polled while aria2c starts; it has no ready signal).
-    static func answers(port: Int) async -> Bool {
-        let run = try? await runProcess(["/usr/bin/curl", "-s", "-o", "/dev/null", "-m", "2", "-w", "%{http_code}",
-                                         "http://127.0.0.1:\(port)/jsonrpc"])
-        return (run?.output ?? "000") != "000"
     }
 
     /// aria2p's `top`, its full-screen interface, shows haul's downloads.

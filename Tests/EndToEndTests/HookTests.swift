@@ -87,17 +87,15 @@ import TestSupport
             let process = try HaulProcess(["--plain", "-j", "1", "-o", "dl", "--on-complete", hook,
                                            server.downloadURL("small.bin"), server.downloadURL("medium.bin")],
                                           in: dir.path, environment: ["HOOK_OUT": out])
-            let second = await withTaskGroup(of: String?.self) { group in
-                group.addTask { await process.firstLine { $0.hasPrefix("medium.bin: done") } }
-                group.addTask {
-                    try? await Task.sleep(for: TestEnvironment.bound(.seconds(60)))
-                    return nil
+            let second: String?
+            do {
+                second = try await within(60, "the second download, while the first hook waits") {
+                    await process.firstLine { $0.hasPrefix("medium.bin: done") }
                 }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
+            } catch {
+                process.send(SIGKILL)
+                throw error
             }
-            if second == nil { process.send(SIGKILL) }
             #expect(second != nil, "the second download ran while the first hook waited")
             #expect(!FileManager.default.fileExists(atPath: out + "/done-small.bin"), "the first hook still waits")
             _ = FileManager.default.createFile(atPath: out + "/release", contents: nil)

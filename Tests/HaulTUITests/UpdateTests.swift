@@ -6,11 +6,11 @@ import Testing
 @Suite struct UpdateTests {
     let size = Size(columns: 100, rows: 20)
 
-    private func send(_ state: inout AppState, _ keys: Key...) -> [Effect] {
+    func send(_ state: inout AppState, _ keys: Key...) -> [Effect] {
         keys.flatMap { update(&state, .key($0)) }
     }
 
-    private func event(_ state: inout AppState, _ event: ManagerEvent) -> [Effect] {
+    func event(_ state: inout AppState, _ event: ManagerEvent) -> [Effect] {
         update(&state, .manager(event))
     }
 
