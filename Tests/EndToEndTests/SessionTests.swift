@@ -333,6 +333,20 @@ extension SessionTests {
 }
 
 extension SessionTests {
+    /// A stop right after a start is answered: the service answered `POST /v1/service/stop` only after it had
+    /// begun stopping, and about one time in ten the stop closed the connection with the answer unsent
+    /// (`haul service stop` then exited 1 with "empty reply from server").
+    @Test func aStopRightAfterAStartIsAnswered() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        for round in 1...20 {
+            let start = try await Self.haul(["service", "start"], home, in: dir)
+            #expect(start.status == 0, "round \(round): \(start.stderr)")
+            let stop = try await Self.haul(["service", "stop"], home, in: dir)
+            #expect(stop.status == 0 && stop.stdout == "haul service: stopped\n", "round \(round): \(stop.stderr)")
+        }
+    }
+
     @Test func twoServicesNeverShareAStateDirectory() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()

@@ -91,15 +91,7 @@ package struct ServiceClient: Sendable {
 
     /// Asks the service to stop, and returns once it has (its downloads paused and checkpointed).
     package func stop() async throws(HaulError) {
-        do {
-            let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))
-        } catch {
-            // The stop can arrive and the service close its socket before the answer reaches us (libcurl then
-            // tries a fresh connection, which is refused): seen once in about ten quick start/stop pairs.
-            // What counts is whether it ends, so that is what decides, within a bound.
-            if await ServiceLauncher.stops(directory, within: .seconds(30)) { return }
-            throw error
-        }
+        let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))
         try await ServiceLauncher.waitUntilStopped(directory)
     }
 

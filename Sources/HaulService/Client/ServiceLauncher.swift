@@ -1,7 +1,6 @@
 import CLinux
 import Foundation
 import HaulCore
-import NIOConcurrencyHelpers
 
 /// Starts `haul service run` detached from the client: a session of its own, stdin from /dev/null, stdout
 /// and stderr appended to `service.log`. The service writes one byte to descriptor 3 once its socket
@@ -108,27 +107,6 @@ enum ServiceLauncher {
 
 extension ServiceLauncher {
     /// Returns once no service holds the state directory's lock (the service lets go of it last, as it ends).
-    /// Whether the service on `directory` has ended, or ends within `bound`.
-    static func stops(_ directory: StateDirectory, within bound: Duration) async -> Bool {
-        let answered = NIOLockedValueBox(false)
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let answer = { @Sendable (stopped: Bool) in
-                let first = answered.withLockedValue { done in
-                    defer { done = true }
-                    return !done
-                }
-                if first { continuation.resume(returning: stopped) }
-            }
-            // Unstructured: the flock wait cannot be cancelled, so if the bound comes first it waits on
-            // (until the service ends or this process does) without holding the caller.
-            Task { answer((try? await waitUntilStopped(directory)) != nil) }
-            Task {
-                try? await Task.sleep(for: bound)
-                answer(false)
-            }
-        }
-    }
-
     static func waitUntilStopped(_ directory: StateDirectory) async throws(HaulError) {
         let fd = open(directory.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return }  // no lock file: no service ever ran here
