@@ -21,6 +21,10 @@ struct Roster: Sendable {
         var limit: Int64?
         /// Its aria2 GID.
         var gid: String
+        /// Its `added` event has gone out to the clients. One the service has inserted but the manager has
+        /// not told yet stays out of snapshots: a client attaching in that gap would otherwise get it both
+        /// in its snapshot and live. (Downloads restored from the store are announced.)
+        var announced = true
     }
 
     private(set) var entries: [DownloadID: Entry] = [:]
@@ -57,8 +61,9 @@ struct Roster: Sendable {
 
     mutating func apply(_ event: ManagerEvent) {
         switch event {
-        case .added:
-            break  // inserted by the service with what the event does not carry (directory, time)
+        case .added(let id, _, _):
+            // Inserted by the service with what the event does not carry (directory, time); now told.
+            entries[id]?.announced = true
         case .state(let id, let state):
             guard entries[id] != nil else { return }
             entries[id]?.state = state
@@ -136,7 +141,7 @@ struct Roster: Sendable {
         var events: [ManagerEvent] = []
         events.reserveCapacity(order.count * 3)
         for id in order {
-            guard let entry = entries[id] else { continue }
+            guard let entry = entries[id], entry.announced else { continue }
             events.append(.added(id: id, url: entry.url, file: entry.name))
             if let path = entry.path { events.append(.started(id: id, file: entry.name, path: path, total: entry.total)) }
             if entry.completed > 0 || entry.rate > 0 {

@@ -252,7 +252,8 @@ actor Service {
         added.reserveCapacity(ids.count)
         for (index, (id, (job, file))) in zip(ids, named).enumerated() {
             roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
-                                       name: file, state: paused ? .paused : .queued, added: now, gid: gids[index]))
+                                       name: file, state: paused ? .paused : .queued, added: now, gid: gids[index],
+                                       announced: false))
             added.append(Wire.Added(id: id, file: file))
             await manager.add(job, id: id, paused: paused)
         }
