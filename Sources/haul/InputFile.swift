@@ -33,10 +33,11 @@ enum InputFile {
         var lines = LineSplitter(maxLineBytes: maxLineBytes)
         var chunk = [UInt8](repeating: 0, count: chunkBytes)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(unreadable(path, errno))
+            let count: Int
+            do {
+                count = try FileIO.read(fd, into: &chunk)
+            } catch {
+                return .failure(unreadable(path, error.code))
             }
             if count == 0 { break }
             if let problem = lines.add(chunk[..<count]) { return .failure(problem) }

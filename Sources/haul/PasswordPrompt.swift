@@ -24,14 +24,13 @@ enum PasswordPrompt {
             if hasTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
             _ = write(tty, "\n", 1)
         }
-        _ = prompt.utf8CString.withUnsafeBufferPointer { write(tty, $0.baseAddress, prompt.utf8.count) }
+        try? FileIO.writeAll(tty, Array(prompt.utf8))
         var line: [UInt8] = []
-        var byte: UInt8 = 0
+        var byte: [UInt8] = [0]
         while true {
-            let count = Glibc.read(tty, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 || byte == UInt8(ascii: "\n") { break }
-            if byte != UInt8(ascii: "\r") { line.append(byte) }
+            let count = (try? FileIO.read(tty, into: &byte)) ?? 0
+            if count == 0 || byte[0] == UInt8(ascii: "\n") { break }
+            if byte[0] != UInt8(ascii: "\r") { line.append(byte[0]) }
             if line.count > 4096 { throw HaulError(.usage, "--user: the password is longer than 4096 bytes") }
         }
         return String(decoding: line, as: UTF8.self)

@@ -237,7 +237,6 @@ import Testing
             if written >= limit { break }
         }
         transfer.cancel()
-        await transfer.waitUntilClosed()
         try part.close()
         return (written, total, head["Content-Type"])
     }

@@ -56,8 +56,8 @@ import Testing
 
     @Test func aBodilessAnswerFailsAWaitingHeadOnlyOnError() {
         var machine = TransferStateMachine(highWatermark: 100)
-        let (head, _) = machine.finished(HaulError(.network, "refused"))
-        #expect(head == nil)  // nobody was waiting
+        let action = machine.finished(HaulError(.network, "refused"))
+        #expect(action.failHead == nil)  // nobody was waiting
         guard case .failed(let error) = machine.head else { Issue.record("head should fail"); return }
         #expect((error as? HaulError)?.message == "refused")
     }
@@ -98,7 +98,7 @@ import Testing
         var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000)
         let batch = try await parked(&machine, at: .now) { machine in
             _ = receive(&machine, 10)
-            guard case .resumeConsumer(let consumer, let result) = machine.finished(nil).1 else {
+            guard let (consumer, result) = machine.finished(nil).resumeConsumer else {
                 Issue.record("the end wakes the consumer")
                 return nil
             }

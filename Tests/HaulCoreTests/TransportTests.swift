@@ -6,8 +6,10 @@ import Testing
 
 @Suite struct TransportTests {
     @Test func aFileArrivesByteIdenticalWithItsHead() async throws {
+        let events = TransferEvents()
+        let driver = events.driver()
         try await withSampleServer { server in
-            let transfer = CurlDriver.shared.start(HTTPRequest(url: server.downloadURL("small.bin")))
+            let transfer = driver.start(HTTPRequest(url: server.downloadURL("small.bin")))
             let head = try await transfer.head()
             #expect(head.status == 200)
             #expect(head.contentLength == 1 << 20)
@@ -15,9 +17,10 @@ import Testing
             var received: [UInt8] = []
             for try await batch in transfer.bytes { received += batch }
             #expect(received == expectedBytes("small.bin"))
-            await transfer.waitUntilClosed()
+            await events.waitUntilClosed(transfer)
             #expect(transfer.statistics.closed)
         }
+        await driver.shutdown()
     }
 
     @Test func aRangeRequestGetsThePartialContent() async throws {
@@ -35,14 +38,15 @@ import Testing
     }
 
     @Test func aSlowConsumerPausesTheTransferAndMemoryStaysBounded() async throws {
-        let driver = CurlDriver(highWatermark: 1 << 20)
+        let events = TransferEvents()
+        let driver = events.driver(highWatermark: 1 << 20)
         try await withSampleServer { server in
             let transfer = driver.start(HTTPRequest(url: server.downloadURL("medium.bin")))
             // Read nothing until curl has had to pause twice: once before the first read, once after.
-            try await within(10, "the first pause") { await transfer.core.waitUntilPaused(moreThan: 0) }
+            try await within(10, "the first pause") { await events.waitUntilPaused(transfer, moreThan: 0) }
             var iterator = transfer.bytes.makeAsyncIterator()
             var received = Array(try await iterator.next() ?? [])
-            try await within(10, "the second pause") { await transfer.core.waitUntilPaused(moreThan: 1) }
+            try await within(10, "the second pause") { await events.waitUntilPaused(transfer, moreThan: 1) }
             while let batch = try await iterator.next() { received += batch }
 
             let statistics = transfer.statistics
@@ -56,7 +60,8 @@ import Testing
     }
 
     @Test func cancellingTheReaderStopsTheTransferAndFreesItsHandle() async throws {
-        let driver = CurlDriver()
+        let events = TransferEvents()
+        let driver = events.driver()
         try await withSampleServer(rate: 1 << 20) { server in
             let transfer = driver.start(HTTPRequest(url: server.downloadURL("medium.bin")))
             #expect(transfer.statistics.closedAt == nil)
@@ -67,7 +72,7 @@ import Testing
             }
             _ = try await transfer.head()
             reader.cancel()
-            await transfer.waitUntilClosed()
+            await events.waitUntilClosed(transfer)
             await #expect(throws: CancellationError.self) { try await reader.value }
             #expect(transfer.statistics.closed)
         }

@@ -148,6 +148,11 @@ final class OutputDirectory: Sendable {
         unlinkat(descriptor, name, 0)
     }
 
+    /// Makes the renames and creates done so far in this directory durable.
+    func sync() {
+        fsync(descriptor)
+    }
+
     /// The temporary names `replace` uses for `name`: `name.HEX.tmp`, HEX being 1 to 8 hex digits.
     static func isTemporary(_ candidate: String, of name: String) -> Bool {
         guard candidate.hasPrefix(name + "."), candidate.hasSuffix(".tmp") else { return false }
@@ -174,16 +179,23 @@ final class OutputDirectory: Sendable {
         for leftover in leftovers { remove(leftover) }
     }
 
-    /// Writes `bytes` to `name` atomically and durably: a new file of a unique name beside it (created
-    /// exclusively, mode 0600), fsync, rename over `name`. Nothing is left behind when a step fails.
+    /// Writes `bytes` to `name` atomically and durably (see the other `replace`), mode 0600.
     func replace(_ name: String, with bytes: [UInt8]) throws(HaulError) {
+        try replace(name, mode: 0o600) { (file) throws(HaulError) in try file.write(bytes, at: 0) }
+    }
+
+    /// The one atomic write: `write` fills a new file of a unique name beside `name` (created exclusively,
+    /// no link followed, `mode`), which is then synced and renamed over `name`. When a step fails nothing is
+    /// left behind and an earlier `name` stays as it was. The rename is durable once the directory is synced
+    /// (`sync()`), which a caller does when the name must survive a power loss, not only a crash.
+    func replace(_ name: String, mode: mode_t, writing write: (PartFile) throws(HaulError) -> Void) throws(HaulError) {
         // Short enough to fit beside any name haul makes (FileNaming.maxBytes leaves the room).
         let temporary = name + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tmp"
-        let fd = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw PartFile.error("cannot create", file(temporary)) }
         let written = PartFile(descriptor: fd, path: file(temporary))
         do {
-            try written.write(bytes, at: 0)
+            try write(written)
             try written.sync()
             try written.close()
             try rename(temporary, name)
@@ -211,13 +223,8 @@ final class OutputDirectory: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= limit else { return .unusable }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return .unusable }
-            done += n
-        }
-        return .bytes(bytes)
+        let count = try? FileIO.readFully(fd, into: &bytes, at: 0)
+        // Shorter than it said: changed under us.
+        return count == bytes.count ? .bytes(bytes) : .unusable
     }
 }

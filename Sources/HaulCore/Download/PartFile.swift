@@ -97,16 +97,16 @@ package final class PartFile: @unchecked Sendable {
             UnsafeRawBufferPointer(rebasing: bytes[Int(from - offset)..<Int(to - offset)])
         }
         try writeAll(descriptor, split(offset, bodyStart), at: offset)
-        let failure = Self.pwriteAll(fd, split(bodyStart, bodyEnd), at: bodyStart)
-        if failure == EINVAL {
+        do {
+            try FileIO.writeAll(fd, split(bodyStart, bodyEnd), at: bodyStart)
+            direct.withLockedValue { $0.bytes += bodyEnd - bodyStart }
+        } catch where error.code == EINVAL {
             // The file system takes O_DIRECT at open but not for writes: buffered from now on. The
             // descriptor stays open until `close`, since another segment may be writing with it now.
             direct.withLockedValue { if case .open(let fd) = $0.io { $0.io = .refused(fd) } }
             try writeAll(descriptor, split(bodyStart, bodyEnd), at: bodyStart)
-        } else if failure != 0 {
-            throw PartFile.error("cannot write", path, failure)
-        } else {
-            direct.withLockedValue { $0.bytes += bodyEnd - bodyStart }
+        } catch {
+            throw PartFile.error("cannot write", path, error.code)
         }
         try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
     }
@@ -153,22 +153,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
-        let failure = Self.pwriteAll(fd, bytes, at: offset)
-        if failure != 0 { throw PartFile.error("cannot write", path, failure) }
-    }
-
-    /// `pwrite` until all is written, retrying short writes and interruptions; 0 or the `errno`.
-    private static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int32 {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            done += n
-        }
-        return 0
+        do { try FileIO.writeAll(fd, bytes, at: offset) } catch { throw PartFile.error("cannot write", path, error.code) }
     }
 
     package func write(_ bytes: some ByteChunk, at offset: Int64) throws(HaulError) {
@@ -199,111 +184,5 @@ package final class PartFile: @unchecked Sendable {
 
     static func error(_ what: String, _ path: String, _ code: Int32 = errno) -> HaulError {
         HaulError(.fileIO, "\(what) \(path): \(String(cString: strerror(code)))")
-    }
-}
-
-/// File-system steps of finishing a download, each mapped to a `.fileIO` error.
-enum FileSystem {
-    static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
-    }
-
-    /// Creates `path` and its parents; fails with a clear message when it exists as a file or cannot be made.
-    static func makeDirectory(_ path: String) throws(HaulError) {
-        var info = stat()
-        if stat(path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw HaulError(.fileIO, "output directory \(path) is not a directory")
-            }
-            guard access(path, W_OK | X_OK) == 0 else { throw PartFile.error("cannot write to", path) }
-            return
-        }
-        let parent = FilePath.parent(of: path)
-        if parent != path, !exists(parent) { try makeDirectory(parent) }
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw PartFile.error("cannot create directory", path) }
-    }
-
-    /// Taken around the creates and renames of finishing downloads. The kernel locks a directory for each;
-    /// eight threads doing it at once spin on that lock (`rwsem_spin_on_owner` was 11% of the CPU of 1000
-    /// small downloads, on the core the curl thread needs), where this lock lets them sleep.
-    static let namespaceLock = NIOLock()
-
-    static func rename(_ from: String, _ to: String) throws(HaulError) {
-        guard namespaceLock.withLock({ Glibc.rename(from, to) }) == 0 else { throw PartFile.error("cannot rename \(from) to", to) }
-    }
-
-    /// Makes a rename in `directory` durable.
-    static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        Glibc.close(fd)
-    }
-
-    static func remove(_ path: String) {
-        unlink(path)
-    }
-}
-
-/// Makes renames durable with as few directory fsyncs as possible (group commit): a caller whose rename
-/// happened before a running fsync of the directory began shares it; one that came later waits for the
-/// next, which then covers everyone who arrived meanwhile. Eight downloads finishing together in one
-/// directory cost one or two fsyncs, not eight. Blocks the calling thread (downloads run on the
-/// `IOExecutor`, not the cooperative pool).
-final class DirectorySync: @unchecked Sendable {
-    static let shared = DirectorySync()
-
-    private struct Directory {
-        /// Sync requests so far, and how many of them a finished fsync covers.
-        var requested: UInt64 = 0
-        var covered: UInt64 = 0
-        var syncing = false
-    }
-
-    // Guarded by `mutex`. One entry per output directory, kept for the life of the process.
-    private var directories: [String: Directory] = [:]
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let syncing: @Sendable (String) -> Void
-    /// Called (under the lock) when a caller starts waiting for another's fsync: for tests.
-    private let didWait: (@Sendable () -> Void)?
-
-    init(syncing: @escaping @Sendable (String) -> Void = FileSystem.syncDirectory,
-         didWait: (@Sendable () -> Void)? = nil) {
-        self.syncing = syncing
-        self.didWait = didWait
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(done, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(done)
-        pthread_mutex_destroy(mutex)
-        done.deallocate()
-        mutex.deallocate()
-    }
-
-    /// Returns once an fsync of `directory` that began after this call has finished.
-    func sync(_ directory: String) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        directories[directory, default: Directory()].requested += 1
-        let ticket = directories[directory, default: Directory()].requested
-        while directories[directory, default: Directory()].covered < ticket {
-            if directories[directory, default: Directory()].syncing {
-                didWait?()
-                pthread_cond_wait(done, mutex)
-                continue
-            }
-            directories[directory, default: Directory()].syncing = true
-            let covering = directories[directory, default: Directory()].requested
-            pthread_mutex_unlock(mutex)
-            syncing(directory)
-            pthread_mutex_lock(mutex)
-            directories[directory, default: Directory()].syncing = false
-            directories[directory, default: Directory()].covered = covering
-            pthread_cond_broadcast(done)
-        }
     }
 }

@@ -90,65 +90,39 @@ package enum PartialPreview {
     /// `write(prefixOf:length:to:)` from an open descriptor (`pread`, so its offset does not move).
     static func write(prefixOf input: Int32, sourcePath source: String, length: Int64,
                       to destination: String) throws(HaulError) -> Int64 {
-
-        let folder = FilePath.parent(of: destination)
-        // A short name of its own: the preview's name may already be near the 255-byte limit.
-        let temporary = FilePath.join(folder, ".haul-preview-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
-        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard output >= 0 else { throw PartFile.error("cannot create", temporary) }
-        var outputOpen = true
-        var renamed = false
-        defer {
-            if outputOpen { close(output) }
-            if !renamed { unlink(temporary) }
+        var info = stat()
+        guard fstat(input, &info) == 0 else { throw PartFile.error("cannot read", source) }
+        guard length > 0, info.st_size > 0 else { return 0 }
+        let directory = try OutputDirectory(FilePath.parent(of: destination))
+        var copied: Int64 = 0
+        try directory.replace(FilePath.baseName(of: destination), mode: 0o644) { (output) throws(HaulError) in
+            copied = try copy(prefixOf: input, sourcePath: source, length: length, to: output)
         }
+        directory.sync()
+        return copied
+    }
 
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunkSize, alignment: 16)
+    /// Streams the prefix through a small buffer into `output`, then the EOI marker when it does not end
+    /// with one. Returns the bytes copied from the source (fewer than `length` when it is shorter).
+    private static func copy(prefixOf input: Int32, sourcePath source: String, length: Int64,
+                             to output: PartFile) throws(HaulError) -> Int64 {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var copied: Int64 = 0
         var tail: [UInt8] = []
         while copied < length {
-            let count = try readSome(input, into: buffer, count: Int(min(Int64(chunkSize), length - copied)),
-                                     at: copied, path: source)
+            let want = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(chunkSize), length - copied))])
+            let count: Int
+            do { count = try FileIO.read(input, into: want, at: copied) } catch {
+                throw PartFile.error("cannot read", source, error.code)
+            }
             if count == 0 { break }  // the part file is shorter than asked: what is there is the prefix
-            try writeAll(output, buffer, count: count, path: temporary)
-            let last = UnsafeRawBufferPointer(start: buffer, count: count).suffix(2)
-            tail = Array((tail + last).suffix(2))
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            try output.write(chunk, at: copied)
+            tail = Array((tail + chunk.suffix(2)).suffix(2))
             copied += Int64(count)
         }
-        guard copied > 0 else { return 0 }
-        if tail != endOfImage {
-            try writeAll(output, endOfImage, count: endOfImage.count, path: temporary)
-        }
-        guard fsync(output) == 0 else { throw PartFile.error("cannot sync", temporary) }
-        outputOpen = false
-        guard close(output) == 0 else { throw PartFile.error("cannot close", temporary) }
-        try FileSystem.rename(temporary, destination)
-        renamed = true
-        FileSystem.syncDirectory(folder)
+        if copied > 0, tail != endOfImage { try output.write(endOfImage, at: copied) }
         return copied
-    }
-
-    /// One `pread`, retried on interruption; 0 at the end of the file.
-    private static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64,
-                                 path: String) throws(HaulError) -> Int {
-        while true {
-            let n = pread(fd, buffer, count, off_t(offset))
-            if n >= 0 { return n }
-            if errno != EINTR { throw PartFile.error("cannot read", path) }
-        }
-    }
-
-    /// Writes all `count` bytes, retrying short writes and interruptions.
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawPointer, count: Int, path: String) throws(HaulError) {
-        var done = 0
-        while done < count {
-            let n = Glibc.write(fd, bytes + done, count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw PartFile.error("cannot write", path)
-            }
-            done += n
-        }
     }
 }

@@ -80,16 +80,8 @@ package struct TextOutput: Sendable {
     package static let standard = TextOutput(out: { writeLine($0, to: 1) }, err: { writeLine($0, to: 2) })
 
     private static func writeLine(_ line: String, to fd: Int32) {
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
+        // A closed or full stdout loses the line; there is nowhere left to say so.
+        try? FileIO.writeAll(fd, Array((line + "\n").utf8))
     }
 }
 

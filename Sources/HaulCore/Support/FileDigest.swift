@@ -47,13 +47,16 @@ package enum FileDigest {
     {
         var hasher = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: off_t = 0
+        var offset: Int64 = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw PartFile.error("cannot read", path) }
+            let n: Int
+            do {
+                n = try FileIO.read(fd, into: &buffer, at: offset)
+            } catch {
+                throw PartFile.error("cannot read", path, error.code)
+            }
             if n == 0 { break }
-            offset += off_t(n)
+            offset += Int64(n)
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
         }
         return hasher.finalize().map { byte in

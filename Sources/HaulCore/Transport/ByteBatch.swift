@@ -13,11 +13,14 @@ import Glibc
 final class IOBuffer: @unchecked Sendable {
     /// The alignment of the memory, and the alignment `PartFile` needs for direct I/O.
     static let alignment = 4096
+    /// The most bytes one curl write callback brings: the driver sets `CURLOPT_BUFFERSIZE` to this, and a
+    /// transfer buffer has room for the high watermark plus one such chunk.
+    static let largestChunk = 256 * 1024
 
     let base: UnsafeMutableRawPointer
     let capacity: Int
     /// Where the bytes start: chosen so that each byte's address is congruent to its file offset modulo
-    /// `alignment` (see `start(atFileOffset:)`), which lets whole pages go to disk straight from here.
+    /// `alignment` (see `reset(atFileOffset:)`), which lets whole pages go to disk straight from here.
     private(set) var start = 0
     private(set) var end = 0
 

@@ -31,9 +31,13 @@ package final class CurlDriver: Sendable {
         let pointer: UnsafeMutableRawPointer
     }
 
-    package init(highWatermark: Int = 1 << 20) {
+    /// Told of pauses and closes on the curl thread (tests); nil for the shared driver.
+    let observer: TransferObserver?
+
+    package init(highWatermark: Int = 1 << 20, observer: TransferObserver? = nil) {
         _ = CurlDriver.globalInit
         self.highWatermark = highWatermark
+        self.observer = observer
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         multi = MultiHandle(pointer: pointer)
         let thread = Thread { [self] in DriverLoop(multi: multi.pointer, driver: self).run() }
@@ -111,12 +115,114 @@ package final class CurlDriver: Sendable {
     }
 }
 
+/// What a driver tells its observer about a transfer, on the curl thread (for tests of backpressure and
+/// of the handle's lifetime; the shared driver has no observer).
+package enum TransferEvent: Sendable, Equatable {
+    /// Paused because its consumer is behind, for the `count`th time.
+    case paused(count: Int)
+    /// The handle was removed and freed.
+    case closed
+}
+
+package typealias TransferObserver = @Sendable (_ transfer: ObjectIdentifier, _ event: TransferEvent) -> Void
+
+/// One easy handle and what only the curl thread knows about it. Created, used and freed on that thread:
+/// the callbacks get it as their user data, and `DriverLoop` keeps it alive until the handle is removed.
+private final class CurlHandle {
+    let core: TransferCore
+    let easy: UnsafeMutableRawPointer
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    let observer: TransferObserver?
+    /// When bytes (head or body) last arrived, or the consumer last let the transfer go on.
+    var lastActivity: Duration
+    /// Paused because the consumer is behind: not the network's fault, so not a stall.
+    var pausedForConsumer = false
+    /// The stall check aborted the transfer.
+    var stalled = false
+    /// The head has been handed over (or failed); saves a lock per chunk.
+    var headSeen = false
+    /// The receive cap last given to curl (0: none).
+    var appliedRate: Int64 = 0
+
+    init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?) {
+        self.core = core
+        self.easy = easy
+        self.observer = observer
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        lastActivity = core.activityClock.time(at: .now)
+    }
+
+    /// Frees what curl no longer uses once the easy handle is cleaned up.
+    func free() {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        errorBuffer.deallocate()
+    }
+
+    /// Something happened that is not a stall: bytes arrived, or the consumer let the transfer go on.
+    func noteActivity(at now: ContinuousClock.Instant = .now) {
+        lastActivity = core.activityClock.time(at: now)
+    }
+
+    func headerLine(_ line: UnsafeRawBufferPointer) {
+        noteActivity()
+        core.headerLine(line)
+    }
+
+    /// The write callback: the return value goes back to curl.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let now = ContinuousClock.now
+        noteActivity(at: now)
+        deliverHeadIfPending()
+        switch core.receive(bytes, now: now) {
+        case .deliver, .buffered:
+            return bytes.count
+        case .pause:
+            pausedForConsumer = true
+            observer?(ObjectIdentifier(core), .paused(count: core.pauseCount))
+            return Int(haul_writefunc_pause())
+        case .abort:
+            return 0
+        }
+    }
+
+    /// Called at least once a second (the progress callback); true aborts a transfer that received
+    /// nothing for longer than its stall timeout.
+    func isStalled() -> Bool {
+        let limit = core.request.options.stallTimeout
+        // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
+        let now = core.activityClock.time(at: .now)
+        if pausedForConsumer || !(limit > 0) {
+            lastActivity = now
+            return false
+        }
+        stalled = now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
+        return stalled
+    }
+
+    /// Hands the head to its waiter at the first body byte, or at the end of a bodiless answer.
+    func deliverHeadIfPending() {
+        guard !headSeen else { return }
+        headSeen = true
+        guard core.isHeadPending else { return }
+        var status = 0
+        haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var urlPointer: UnsafeMutablePointer<CChar>?
+        haul_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
+        core.headArrived(status: status, effectiveURL: urlPointer.map { String(cString: $0) } ?? core.request.url)
+    }
+}
+
 /// The driver thread's own state. Created, used and dropped on that thread only.
 private final class DriverLoop {
     let multi: UnsafeMutableRawPointer
     unowned let driver: CurlDriver
-    /// Every easy handle added and not yet removed, with the transfer it serves (this keeps it alive).
-    var transfers: [UnsafeMutableRawPointer: TransferCore] = [:]
+    /// Every easy handle added and not yet removed (this keeps it and its transfer alive), by its pointer
+    /// (for curl's messages) and by its transfer (for the commands of other threads).
+    var handles: [UnsafeMutableRawPointer: CurlHandle] = [:]
+    var byTransfer: [ObjectIdentifier: CurlHandle] = [:]
     var shuttingDown = false
     var overallRate: Int64?
 
@@ -129,7 +235,7 @@ private final class DriverLoop {
         while true {
             for command in driver.takeCommands() { handle(command) }
             if shuttingDown {
-                for core in transfers.values { close(core, error: HaulError(.cancelled, "the transfer engine stopped")) }
+                for handle in handles.values { close(handle, error: HaulError(.cancelled, "the transfer engine stopped")) }
                 break
             }
             var running: Int32 = 0
@@ -139,9 +245,9 @@ private final class DriverLoop {
             // continuous clock, not a download's: this thread waits in curl_multi_poll, which real time ends.
             let now = ContinuousClock.now
             var pending = false
-            for core in transfers.values where core.flushIfDue(now: now) { pending = true }
+            for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
-            curl_multi_poll(multi, nil, 0, pending ? 10 : transfers.isEmpty ? 60_000 : 1_000, nil)
+            curl_multi_poll(multi, nil, 0, pending ? 10 : handles.isEmpty ? 60_000 : 1_000, nil)
         }
         driver.threadDidExit()
     }
@@ -151,16 +257,14 @@ private final class DriverLoop {
         case .add(let core):
             add(core)
         case .unpause(let core):
-            if let easy = core.easy, transfers[easy] != nil {
-                core.pausedForConsumer = false
-                core.noteActivity()
-                curl_easy_pause(easy, CURLPAUSE_CONT)
+            if let handle = byTransfer[ObjectIdentifier(core)] {
+                handle.pausedForConsumer = false
+                handle.noteActivity()
+                curl_easy_pause(handle.easy, CURLPAUSE_CONT)
             }
         case .remove(let core):
-            if let easy = core.easy, transfers[easy] != nil {
-                close(core, error: HaulError(.cancelled, "cancelled"))
-            } else {
-                core.markClosed()
+            if let handle = byTransfer[ObjectIdentifier(core)] {
+                close(handle, error: HaulError(.cancelled, "cancelled"))
             }
         case .overallRate(let rate):
             overallRate = rate
@@ -176,15 +280,13 @@ private final class DriverLoop {
         guard let easy = curl_easy_init() else {
             core.finish(HaulError(.other, "out of memory starting a transfer"))
             core.markClosed()
+            driver.observer?(ObjectIdentifier(core), .closed)
             return
         }
-        core.easy = easy
-        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        core.errorBuffer = errorBuffer
+        let handle = CurlHandle(core: core, easy: easy, observer: driver.observer)
         let request = core.request
         let options = request.options
-        let me = Unmanaged.passUnretained(core).toOpaque()
+        let me = Unmanaged.passUnretained(handle).toOpaque()
 
         haul_easy_setopt_string(easy, CURLOPT_URL, request.url)
         haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -192,10 +294,9 @@ private final class DriverLoop {
         haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
-        haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
+        haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, IOBuffer.largestChunk)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, TransferOptions.milliseconds(options.connectTimeout))
-        core.noteActivity()
         haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
         haul_easy_setopt_xferinfo(easy, progressCallback)
         haul_easy_setopt_ptr(easy, CURLOPT_XFERINFODATA, me)
@@ -251,34 +352,36 @@ private final class DriverLoop {
         if let validator = request.ifRange { headers.append("If-Range: \(validator)") }
         var list: UnsafeMutablePointer<curl_slist>?
         for header in headers { list = curl_slist_append(list, header) }
-        core.headerList = list
+        handle.headerList = list
         if let list { haul_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) }
 
-        haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, handle.errorBuffer)
         haul_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me)
         haul_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
         haul_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me)
         haul_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
         haul_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me)
 
-        transfers[easy] = core
+        handles[easy] = handle
+        byTransfer[ObjectIdentifier(core)] = handle
         rebalance()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
-            close(core, error: HaulError(.other, String(cString: curl_multi_strerror(code))))
+            close(handle, error: HaulError(.other, String(cString: curl_multi_strerror(code))))
         }
     }
 
     /// Gives every transfer the lower of its caps: its share of the overall cap, and its share of its
     /// download's live cap (split over that download's running transfers) or else its own. 0 lifts the cap.
     private func rebalance() {
-        guard !transfers.isEmpty else { return }
-        let overallShare = overallRate.map { Swift.max(1, $0 / Int64(transfers.count)) } ?? .max
+        guard !handles.isEmpty else { return }
+        let overallShare = overallRate.map { Swift.max(1, $0 / Int64(handles.count)) } ?? .max
         var perDownload: [ObjectIdentifier: Int64] = [:]
-        for core in transfers.values {
-            if let limit = core.limit { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
+        for handle in handles.values {
+            if let limit = handle.core.limit { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
         }
-        for (easy, core) in transfers {
+        for (easy, handle) in handles {
+            let core = handle.core
             var cap = overallShare
             if let limit = core.limit {
                 // The live cap replaces the one the request started with.
@@ -289,8 +392,8 @@ private final class DriverLoop {
                 cap = Swift.min(cap, own)
             }
             let applied = cap == .max ? 0 : cap
-            guard core.appliedRate != applied else { continue }
-            core.appliedRate = applied
+            guard handle.appliedRate != applied else { continue }
+            handle.appliedRate = applied
             haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(applied))
         }
     }
@@ -299,52 +402,48 @@ private final class DriverLoop {
         var queued: Int32 = 0
         while let message = curl_multi_info_read(multi, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                let core = transfers[easy]
+                let handle = handles[easy]
             else { continue }
             let code = haul_msg_result(message)
             var error: HaulError?
-            if code == CURLE_ABORTED_BY_CALLBACK && core.stalled {
-                let limit = core.request.options.stallTimeout
+            if code == CURLE_ABORTED_BY_CALLBACK && handle.stalled {
+                let limit = handle.core.request.options.stallTimeout
                 let seconds = ByteFormat.fixed(limit, limit < 10 && limit != limit.rounded() ? 1 : 0)
                 error = HaulError(.network, "no data received for \(seconds) s (stalled)")
             } else if code != CURLE_OK {
-                let detail = core.errorBuffer.map { String(cString: $0) } ?? ""
-                error = HaulError(curlCode: code, detail: detail)
+                error = HaulError(curlCode: code, detail: String(cString: handle.errorBuffer))
             }
-            close(core, error: error)
+            close(handle, error: error)
         }
     }
 
     /// Ends a transfer: tells its consumer, then removes and frees the handle.
-    private func close(_ core: TransferCore, error: HaulError?) {
-        core.finish(error)
-        if let easy = core.easy {
-            curl_multi_remove_handle(multi, easy)
-            curl_easy_cleanup(easy)
-            transfers[easy] = nil
-            rebalance()
-        }
-        core.easy = nil
-        if let list = core.headerList { curl_slist_free_all(list) }
-        core.headerList = nil
-        core.errorBuffer?.deallocate()
-        core.errorBuffer = nil
-        core.markClosed()
+    private func close(_ handle: CurlHandle, error: HaulError?) {
+        if error == nil { handle.deliverHeadIfPending() }
+        handle.core.finish(error)
+        curl_multi_remove_handle(multi, handle.easy)
+        curl_easy_cleanup(handle.easy)
+        handles[handle.easy] = nil
+        byTransfer[ObjectIdentifier(handle.core)] = nil
+        rebalance()
+        handle.free()
+        handle.core.markClosed()
+        handle.observer?(ObjectIdentifier(handle.core), .closed)
     }
 }
 
 private let writeCallback: haul_data_callback = { data, size, count, userdata in
-    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
-    return core.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+    let handle = Unmanaged<CurlHandle>.fromOpaque(userdata!).takeUnretainedValue()
+    return handle.receive(UnsafeRawBufferPointer(start: data, count: size * count))
 }
 
 private let headerCallback: haul_data_callback = { data, size, count, userdata in
-    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
-    core.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    let handle = Unmanaged<CurlHandle>.fromOpaque(userdata!).takeUnretainedValue()
+    handle.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
 }
 
 private let progressCallback: haul_xferinfo_callback = { userdata, _, _, _, _ in
-    let core = Unmanaged<TransferCore>.fromOpaque(userdata!).takeUnretainedValue()
-    return core.isStalled() ? 1 : 0
+    let handle = Unmanaged<CurlHandle>.fromOpaque(userdata!).takeUnretainedValue()
+    return handle.isStalled() ? 1 : 0
 }

@@ -31,10 +31,8 @@ package final class Transfer: Sendable {
 
     package var statistics: TransferStatistics { core.statistics }
 
-    /// Returns once the curl handle has been removed and freed (after success, failure or cancel).
-    package func waitUntilClosed() async {
-        await core.waitUntilClosed()
-    }
+    /// How a driver's `TransferObserver` names this transfer.
+    package var id: ObjectIdentifier { ObjectIdentifier(core) }
 }
 
 /// A transfer's body as byte batches. Iterate it once, from one task.

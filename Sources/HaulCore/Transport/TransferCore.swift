@@ -1,43 +1,24 @@
-import CCurl
 import NIOConcurrencyHelpers
 
-/// One transfer's shared state: written by the curl thread's callbacks, read by the consuming task.
+/// One transfer's shared state: written by the curl thread, read by the consuming task.
 ///
-/// The easy handle and the header list belong to the curl thread (`CurlDriver`); every other field is
-/// behind the mutex. Callbacks get this object as an unretained pointer; the driver keeps it alive
-/// until the handle is removed.
+/// Everything here is behind the mutex or immutable. What only the curl thread touches (the easy handle,
+/// its header list and error buffer, the stall bookkeeping) lives in the driver's per-handle record
+/// (`CurlHandle` in `CurlDriver.swift`), which never leaves that thread.
 final class TransferCore: Sendable {
     let request: HTTPRequest
     private let driver: CurlDriver
     private let state: NIOLockedValueBox<State>
+    /// The clock the stall check measures quiet time on.
+    let activityClock: ActivityClock
+    /// The download's live cap, shared with its other transfers.
+    let limit: ReceiveLimit?
 
     private struct State {
         var machine: TransferStateMachine
         var headBuilder = ResponseHead.Builder()
         var closedAt: ContinuousClock.Instant?
-        var closeWaiters: [CheckedContinuation<Void, Never>] = []
-        var pauseWaiters: [(after: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
-
-    /// Set by the driver thread only.
-    nonisolated(unsafe) var easy: UnsafeMutableRawPointer?
-    nonisolated(unsafe) var headerList: UnsafeMutablePointer<curl_slist>?
-    nonisolated(unsafe) var errorBuffer: UnsafeMutablePointer<CChar>?
-    /// The clock the stall check measures quiet time on.
-    let activityClock: ActivityClock
-    /// When bytes (head or body) last arrived, or the consumer last let the transfer go on.
-    nonisolated(unsafe) var lastActivity: Duration
-    /// Paused because the consumer is behind: not the network's fault, so not a stall.
-    nonisolated(unsafe) var pausedForConsumer = false
-    /// The stall check aborted the transfer.
-    nonisolated(unsafe) var stalled = false
-    /// The head has been handed over (or failed); saves a lock per chunk on the curl thread.
-    nonisolated(unsafe) var headSeen = false
-
-    /// The download's live cap, shared with its other transfers.
-    let limit: ReceiveLimit?
-    /// The receive cap last given to curl (0: none); driver thread only.
-    nonisolated(unsafe) var appliedRate: Int64 = 0
 
     init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock,
          limit: ReceiveLimit? = nil) {
@@ -45,7 +26,6 @@ final class TransferCore: Sendable {
         self.limit = limit
         self.driver = driver
         self.activityClock = activityClock
-        self.lastActivity = activityClock.time(at: .now)
         self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark)))
     }
 
@@ -58,59 +38,33 @@ final class TransferCore: Sendable {
 
     // MARK: curl thread
 
-    /// Something happened that is not a stall: bytes arrived, or the consumer let the transfer go on.
-    func noteActivity(at now: ContinuousClock.Instant = .now) {
-        lastActivity = activityClock.time(at: now)
-    }
-
     func headerLine(_ line: UnsafeRawBufferPointer) {
-        noteActivity()
         state.withLockedValue { $0.headBuilder.add(line: line) }
     }
 
-    /// Called on the curl thread at least once a second; true aborts a transfer that received nothing
-    /// for longer than its stall timeout.
-    func isStalled() -> Bool {
-        let limit = request.options.stallTimeout
-        // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
-        let now = activityClock.time(at: .now)
-        if pausedForConsumer || !(limit > 0) {
-            lastActivity = now
-            return false
-        }
-        stalled = now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
-        return stalled
+    var isHeadPending: Bool {
+        state.withLockedValue { $0.machine.isHeadPending }
     }
 
-    /// Called on the curl thread by the write callback; the return value goes back to curl.
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let now = ContinuousClock.now
-        noteActivity(at: now)
-        deliverHeadIfPending()
-        let (action, paused) = state.withLockedValue { state in
-            let action = state.machine.receive(bytes, now: now)
-            guard case .pause = action, !state.pauseWaiters.isEmpty else {
-                return (action, [CheckedContinuation<Void, Never>]())
-            }
-            let count = state.machine.pauseCount
-            let due = state.pauseWaiters.filter { $0.after < count }.map(\.continuation)
-            state.pauseWaiters.removeAll { $0.after < count }
-            return (action, due)
+    /// The head is complete: the first body byte came, or the transfer ended without a body.
+    func headArrived(status: Int, effectiveURL: String) {
+        let waiter = state.withLockedValue { state -> (HeadContinuation, ResponseHead)? in
+            let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
+            state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
+            return state.machine.headArrived(head).map { ($0, head) }
         }
-        for waiter in paused { waiter.resume() }
-        switch action {
-        case .deliver(let consumer, let batch):
-            consumer.resume(returning: batch)
-            return bytes.count
-        case .buffered:
-            return bytes.count
-        case .pause:
-            pausedForConsumer = true
-            return Int(haul_writefunc_pause())
-        case .abort:
-            return 0
-        }
+        if let (continuation, head) = waiter { continuation.resume(returning: head) }
     }
+
+    /// Called by the write callback with a chunk of the body; says what to answer curl.
+    func receive(_ bytes: UnsafeRawBufferPointer, now: ContinuousClock.Instant) -> TransferStateMachine.ReceiveAction {
+        let action = state.withLockedValue { $0.machine.receive(bytes, now: now) }
+        if case .deliver(let consumer, let batch) = action { consumer.resume(returning: batch) }
+        return action
+    }
+
+    /// How many times the transfer has been paused for its consumer.
+    var pauseCount: Int { state.withLockedValue { $0.machine.pauseCount } }
 
     /// Called on the curl thread between socket events: hands a waiting consumer the bytes that waited
     /// long enough. Returns whether bytes still wait for a later call.
@@ -122,52 +76,24 @@ final class TransferCore: Sendable {
 
     /// The transfer ended on the curl thread, with `nil` for success.
     func finish(_ error: HaulError?) {
-        if error == nil { deliverHeadIfPending() }
-        let (head, action, paused) = state.withLockedValue { state in
-            let (head, action) = state.machine.finished(error)
-            defer { state.pauseWaiters = [] }
-            return (head, action, state.pauseWaiters.map(\.continuation))
-        }
-        for waiter in paused { waiter.resume() }
-        if let (waiter, result) = head { waiter.resume(with: result) }
-        if case .resumeConsumer(let consumer, let result) = action { consumer.resume(with: result) }
+        let action = state.withLockedValue { $0.machine.finished(error) }
+        if let (waiter, failure) = action.failHead { waiter.resume(throwing: failure) }
+        if let (consumer, result) = action.resumeConsumer { consumer.resume(with: result) }
     }
 
     /// The driver removed and freed the handle.
     func markClosed() {
-        let waiters = state.withLockedValue { state in
-            state.closedAt = .now
-            defer { state.closeWaiters = [] }
-            return state.closeWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    private func deliverHeadIfPending() {
-        guard !headSeen, let easy else { return }
-        headSeen = true
-        guard state.withLockedValue({ $0.machine.isHeadPending }) else { return }
-        var status = 0
-        haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        var urlPointer: UnsafeMutablePointer<CChar>?
-        haul_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &urlPointer)
-        let effectiveURL = urlPointer.map { String(cString: $0) } ?? request.url
-        let waiter = state.withLockedValue { state in
-            let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
-            state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
-            return state.machine.headArrived(head)
-        }
-        if let waiter, case .delivered(let head) = state.withLockedValue({ $0.machine.head }) {
-            waiter.resume(returning: head)
-        }
+        state.withLockedValue { $0.closedAt = .now }
     }
 
     // MARK: consumer
 
+    typealias HeadContinuation = TransferStateMachine.HeadContinuation
+
     func head() async throws -> ResponseHead {
         defer { acquireHandOff() }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.HeadContinuation) in
+            try await withCheckedThrowingContinuation { (continuation: HeadContinuation) in
                 if let ready = state.withLockedValue({ $0.machine.parkForHead(continuation) }) {
                     continuation.resume(with: ready)
                 }
@@ -229,38 +155,10 @@ final class TransferCore: Sendable {
     }
 
     func cancel() {
-        let (consumer, head, remove, paused) = state.withLockedValue { state in
-            let (consumer, head, remove) = state.machine.cancel()
-            defer { state.pauseWaiters = [] }
-            return (consumer, head, remove, state.pauseWaiters.map(\.continuation))
-        }
-        for waiter in paused { waiter.resume() }
-        consumer?.resume(throwing: CancellationError())
-        head?.resume(throwing: CancellationError())
-        if remove { driver.post(.remove(self)) }
-    }
-
-    /// Returns once the transfer has been paused more than `count` times (for tests of backpressure).
-    func waitUntilPaused(moreThan count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLockedValue { state -> Bool in
-                if state.machine.pauseCount > count || !state.machine.isRunning { return true }
-                state.pauseWaiters.append((count, continuation))
-                return false
-            }
-            if done { continuation.resume() }
-        }
-    }
-
-    func waitUntilClosed() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLockedValue { state -> Bool in
-                if state.closedAt != nil { return true }
-                state.closeWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        let action = state.withLockedValue { $0.machine.cancel() }
+        action.consumer?.resume(throwing: CancellationError())
+        action.head?.resume(throwing: CancellationError())
+        if action.removeHandle { driver.post(.remove(self)) }
     }
 }
 

@@ -1,6 +1,8 @@
 /// The hand-off between the curl thread (producer) and the task reading a transfer's bytes (consumer).
 ///
-/// Plain state: every method says what the caller must do next, and the caller does it outside the lock.
+/// Plain state: every method says what the caller must do next, as an action, and the caller does it
+/// outside the lock. The state is one enum whose cases carry their data, so a field that means nothing
+/// in a state (a parked consumer after the end, a buffer after a cancel) cannot be there.
 /// Invariants:
 /// - The bytes wait in one `IOBuffer`, which never holds more than `highWatermark` plus one write-callback
 ///   chunk: at the high watermark the producer is told to pause (curl keeps that chunk and delivers it
@@ -8,18 +10,13 @@
 /// - The consumer takes the whole buffer at once, so once it has taken, the level is zero and a paused
 ///   producer is resumed. Buffers come back (`recycle`) and are reused: no allocation per batch.
 /// - Batches are worth a thread hand-off: a waiting consumer is woken when `deliverThreshold` bytes are
-///   there (half the high watermark), or when the oldest waited `maxDelay` (the driver calls `flushIfDue` for a quiet transfer).
+///   there (half the high watermark), or when the oldest waited `maxDelay` (the driver calls `flushIfDue`
+///   for a quiet transfer).
 /// - Once finished or cancelled, nothing is delivered but what is already buffered.
 struct TransferStateMachine {
     typealias BytesContinuation = CheckedContinuation<ByteBatch?, any Error>
     typealias HeadContinuation = CheckedContinuation<ResponseHead, any Error>
     typealias Instant = ContinuousClock.Instant
-
-    enum Phase {
-        case running
-        case finished(HaulError?)
-        case cancelled
-    }
 
     enum HeadState {
         case pending(HeadContinuation?)
@@ -27,24 +24,38 @@ struct TransferStateMachine {
         case failed(any Error)
     }
 
-    /// The most bytes one write callback brings (`CURLOPT_BUFFERSIZE`).
-    static let largestChunk = 256 * 1024
     /// Returned buffers kept for reuse.
     static let sparesKept = 2
+
+    /// curl is delivering bytes.
+    private struct Running {
+        var head = HeadState.pending(nil)
+        /// The bytes waiting for the consumer.
+        var current: IOBuffer?
+        var spares: [IOBuffer] = []
+        /// The file offset the next byte is meant for, so buffers line up with the file's pages.
+        var nextOffset: Int64 = 0
+        var consumer: BytesContinuation?
+        /// When the bytes now waiting for a parked consumer began to wait (or it parked, if later).
+        var waitingSince: Instant?
+        var producerPaused = false
+    }
+
+    private enum State {
+        case running(Running)
+        /// curl is done (`error` nil for success); `leftover` goes to the consumer before the end.
+        case finished(error: HaulError?, leftover: IOBuffer?, head: HeadState)
+        /// The consumer gave up; the head, if it never came, failed with `CancellationError`.
+        case cancelled(head: HeadState)
+        /// Only while a method changes `.running` in place, so that its buffers stay uniquely referenced.
+        case modifying
+    }
 
     let highWatermark: Int
     let deliverThreshold: Int
     let maxDelay: Duration
-    private(set) var phase = Phase.running
-    private(set) var head = HeadState.pending(nil)
-    private var current: IOBuffer?
-    private var spares: [IOBuffer] = []
-    /// The file offset the next byte is meant for, so buffers line up with the file's pages.
-    private var nextOffset: Int64 = 0
-    private var consumer: BytesContinuation?
-    /// When the bytes now waiting for a parked consumer began to wait (or it parked, if later).
-    private var waitingSince: Instant?
-    private(set) var producerPaused = false
+    private var state = State.running(Running())
+    // Counters for tests and benchmarks, kept across states.
     private(set) var pauseCount = 0
     private(set) var peakBuffered = 0
     private(set) var buffersAllocated = 0
@@ -55,19 +66,46 @@ struct TransferStateMachine {
         self.maxDelay = maxDelay
     }
 
+    var head: HeadState {
+        switch state {
+        case .running(let running): running.head
+        case .finished(_, _, let head), .cancelled(let head): head
+        case .modifying: preconditionFailure("state read while being modified")
+        }
+    }
+
     var isHeadPending: Bool {
         if case .pending = head { return true }
         return false
     }
 
     var isRunning: Bool {
-        if case .running = phase { return true }
+        if case .running = state { return true }
         return false
     }
 
-    var buffered: Int { current?.count ?? 0 }
+    var producerPaused: Bool {
+        if case .running(let running) = state { return running.producerPaused }
+        return false
+    }
 
-    private var bufferCapacity: Int { highWatermark + Self.largestChunk + IOBuffer.alignment }
+    var buffered: Int {
+        switch state {
+        case .running(let running): running.current?.count ?? 0
+        case .finished(_, let leftover, _): leftover?.count ?? 0
+        case .cancelled, .modifying: 0
+        }
+    }
+
+    private var bufferCapacity: Int { highWatermark + IOBuffer.largestChunk + IOBuffer.alignment }
+
+    /// Runs `body` on the running state, changed in place (nil when not running).
+    private mutating func withRunning<R>(_ body: (inout Running) -> R) -> R? {
+        guard case .running(var running) = state else { return nil }
+        state = .modifying
+        defer { state = .running(running) }
+        return body(&running)
+    }
 
     // MARK: producer (curl thread)
 
@@ -84,101 +122,130 @@ struct TransferStateMachine {
 
     /// The body's first byte is meant for `offset` in the file (the start of a 206's range, else 0).
     mutating func bodyStarts(at offset: Int64) {
-        if current?.isEmpty ?? true { nextOffset = offset }
+        withRunning { running in
+            if running.current?.isEmpty ?? true { running.nextOffset = offset }
+        }
     }
 
     mutating func receive(_ bytes: UnsafeRawBufferPointer, now: Instant) -> ReceiveAction {
-        guard isRunning else { return .abort }
-        if buffered >= highWatermark {
-            return pause()
-        }
-        var buffer: IOBuffer
-        if let current {
-            buffer = current
-        } else {
-            buffer = freshBuffer()
-            buffer.reset(atFileOffset: nextOffset)
-            current = buffer
-        }
-        if bytes.count > buffer.room {
-            guard buffer.isEmpty else { return pause() }
-            // A chunk larger than curl's buffer size (curl may hand over more after a pause): a buffer of
-            // its own, used once.
-            spares.append(buffer)
-            buffersAllocated += 1
-            buffer = IOBuffer(capacity: bytes.count + IOBuffer.alignment)
-            buffer.reset(atFileOffset: nextOffset)
-            current = buffer
-        }
-        buffer.append(bytes)
-        nextOffset += Int64(bytes.count)
-        peakBuffered = Swift.max(peakBuffered, buffer.count)
-        if consumer != nil, waitingSince == nil { waitingSince = now }
-        return deliverIfDue(now: now).map { .deliver($0.0, $0.1) } ?? .buffered
+        let capacity = bufferCapacity
+        let highWatermark = highWatermark
+        let due = dueRule
+        var allocated = 0
+        let (action, paused, peak) = withRunning { running -> (ReceiveAction, Bool, Int) in
+            if (running.current?.count ?? 0) >= highWatermark {
+                running.producerPaused = true
+                return (.pause, true, 0)
+            }
+            var buffer: IOBuffer
+            if let current = running.current {
+                buffer = current
+            } else {
+                buffer = Self.freshBuffer(from: &running.spares, capacity: capacity, allocated: &allocated)
+                buffer.reset(atFileOffset: running.nextOffset)
+                running.current = buffer
+            }
+            if bytes.count > buffer.room {
+                guard buffer.isEmpty else {
+                    running.producerPaused = true
+                    return (.pause, true, 0)
+                }
+                // A chunk larger than curl's buffer size (curl may hand over more after a pause): a buffer of
+                // its own, used once.
+                running.spares.append(buffer)
+                allocated += 1
+                buffer = IOBuffer(capacity: bytes.count + IOBuffer.alignment)
+                buffer.reset(atFileOffset: running.nextOffset)
+                running.current = buffer
+            }
+            buffer.append(bytes)
+            running.nextOffset += Int64(bytes.count)
+            if running.consumer != nil, running.waitingSince == nil { running.waitingSince = now }
+            let action = Self.deliverIfDue(&running, now: now, when: due).map { ReceiveAction.deliver($0.0, $0.1) } ?? .buffered
+            return (action, false, buffer.count)
+        } ?? (.abort, false, 0)
+        buffersAllocated += allocated
+        if paused { pauseCount += 1 }
+        peakBuffered = Swift.max(peakBuffered, peak)
+        return action
     }
 
     /// For a quiet transfer: hands a parked consumer what waited `maxDelay`. Also says whether a later
     /// call may have something to deliver (so the driver knows to call again soon).
     mutating func flushIfDue(now: Instant) -> (deliver: (BytesContinuation, ByteBatch)?, pending: Bool) {
-        let due = deliverIfDue(now: now)
-        return (due, due == nil && consumer != nil && buffered > 0)
+        let rule = dueRule
+        return withRunning { running in
+            let due = Self.deliverIfDue(&running, now: now, when: rule)
+            return (due, due == nil && running.consumer != nil && (running.current?.count ?? 0) > 0)
+        } ?? (nil, false)
     }
 
-    private mutating func deliverIfDue(now: Instant) -> (BytesContinuation, ByteBatch)? {
-        guard let waiting = consumer, let buffer = current, !buffer.isEmpty else { return nil }
-        let waited = waitingSince.map { $0.duration(to: now) >= maxDelay } ?? false
-        guard buffer.count >= deliverThreshold || waited else { return nil }
-        consumer = nil
-        waitingSince = nil
-        current = nil
+    /// When waiting bytes are worth waking the consumer for.
+    private struct DueRule {
+        let threshold: Int
+        let maxDelay: Duration
+    }
+
+    private var dueRule: DueRule { DueRule(threshold: deliverThreshold, maxDelay: maxDelay) }
+
+    private static func deliverIfDue(_ running: inout Running, now: Instant, when rule: DueRule)
+        -> (BytesContinuation, ByteBatch)?
+    {
+        guard let waiting = running.consumer, let buffer = running.current, !buffer.isEmpty else { return nil }
+        let waited = running.waitingSince.map { $0.duration(to: now) >= rule.maxDelay } ?? false
+        guard buffer.count >= rule.threshold || waited else { return nil }
+        running.consumer = nil
+        running.waitingSince = nil
+        running.current = nil
         return (waiting, ByteBatch(buffer))
     }
 
-    private mutating func pause() -> ReceiveAction {
-        producerPaused = true
-        pauseCount += 1
-        return .pause
-    }
-
-    private mutating func freshBuffer() -> IOBuffer {
+    private static func freshBuffer(from spares: inout [IOBuffer], capacity: Int, allocated: inout Int) -> IOBuffer {
         for index in spares.indices.reversed() where isKnownUniquelyReferenced(&spares[index]) {
             return spares.remove(at: index)
         }
-        buffersAllocated += 1
-        return IOBuffer(capacity: bufferCapacity)
+        allocated += 1
+        return IOBuffer(capacity: capacity)
     }
 
     /// The response head is known (first body byte, or end of a bodiless answer).
     mutating func headArrived(_ value: ResponseHead) -> HeadContinuation? {
-        guard case .pending(let waiter) = head else { return nil }
-        head = .delivered(value)
-        return waiter
+        withRunning { running in
+            guard case .pending(let waiter) = running.head else { return nil }
+            running.head = .delivered(value)
+            return waiter
+        } ?? nil
     }
 
-    enum FinishAction {
-        case none
-        case resumeConsumer(BytesContinuation, Result<ByteBatch?, any Error>)
+    /// What the curl thread does once a transfer ended.
+    struct FinishAction {
+        /// A waiter for the head, failed because none came.
+        var failHead: (HeadContinuation, any Error)?
+        /// The parked consumer, with the last bytes or the end.
+        var resumeConsumer: (BytesContinuation, Result<ByteBatch?, any Error>)?
     }
 
     /// curl is done with the transfer, successfully (`error == nil`) or not.
-    mutating func finished(_ error: HaulError?) -> (head: (HeadContinuation, Result<ResponseHead, any Error>)?, FinishAction) {
-        guard isRunning else { return (nil, .none) }
-        phase = .finished(error)
-        var headAction: (HeadContinuation, Result<ResponseHead, any Error>)?
-        if case .pending(let waiter) = head {
+    mutating func finished(_ error: HaulError?) -> FinishAction {
+        guard case .running(var running) = state else { return FinishAction() }
+        var action = FinishAction()
+        if case .pending(let waiter) = running.head {
             let failure: any Error = error ?? HaulError(.protocol, "the server sent no response")
-            head = .failed(failure)
-            if let waiter { headAction = (waiter, .failure(failure)) }
+            running.head = .failed(failure)
+            if let waiter { action.failHead = (waiter, failure) }
         }
-        guard let waiting = consumer else { return (headAction, .none) }
-        consumer = nil
-        waitingSince = nil
-        if let buffer = current, !buffer.isEmpty {
-            // What waited below the threshold goes first; the end comes with the next call.
-            current = nil
-            return (headAction, .resumeConsumer(waiting, .success(ByteBatch(buffer))))
+        if let waiting = running.consumer {
+            if let buffer = running.current, !buffer.isEmpty {
+                // What waited below the threshold goes first; the end comes with the next call.
+                running.current = nil
+                action.resumeConsumer = (waiting, .success(ByteBatch(buffer)))
+            } else {
+                action.resumeConsumer = (waiting, error.map { .failure($0) } ?? .success(nil))
+            }
         }
-        return (headAction, .resumeConsumer(waiting, error.map { .failure($0) } ?? .success(nil)))
+        let leftover = running.current.flatMap { $0.isEmpty ? nil : $0 }
+        state = .finished(error: error, leftover: leftover, head: running.head)
+        return action
     }
 
     // MARK: consumer (any task)
@@ -194,61 +261,81 @@ struct TransferStateMachine {
     /// What the consumer gets now. While the transfer runs, a batch smaller than `deliverThreshold` is
     /// left to grow (the consumer parks and is woken by `receive` or `flushIfDue`).
     mutating func next() -> NextAction {
-        if let buffer = current, !buffer.isEmpty, buffer.count >= deliverThreshold || !isRunning || producerPaused {
-            current = nil
-            let resume = producerPaused && isRunning
-            if resume { producerPaused = false }
-            return .bytes(ByteBatch(buffer), resumeProducer: resume)
-        }
-        switch phase {
-        case .running: return .wait
-        case .finished(nil): return .end
-        case .finished(let error?): return .fail(error)
+        switch state {
+        case .running:
+            let threshold = deliverThreshold
+            return withRunning { running -> NextAction in
+                guard let buffer = running.current, !buffer.isEmpty,
+                    buffer.count >= threshold || running.producerPaused
+                else { return .wait }
+                running.current = nil
+                let resume = running.producerPaused
+                running.producerPaused = false
+                return .bytes(ByteBatch(buffer), resumeProducer: resume)
+            } ?? .wait
+        case .finished(let error, let leftover?, let head):
+            state = .finished(error: error, leftover: nil, head: head)
+            return .bytes(ByteBatch(leftover), resumeProducer: false)
+        case .finished(nil, nil, _): return .end
+        case .finished(let error?, nil, _): return .fail(error)
         case .cancelled: return .fail(CancellationError())
+        case .modifying: preconditionFailure("state read while being modified")
         }
     }
 
     /// The buffer of the consumer's previous batch. It is reused only once nothing else refers to it:
     /// the consumer may keep a batch, and the curl thread may not yet have dropped its own reference.
     mutating func recycle(_ buffer: IOBuffer) {
-        guard isRunning, buffer.capacity == bufferCapacity else { return }
-        if spares.count >= Self.sparesKept { spares.removeFirst() }
-        spares.append(buffer)
+        guard buffer.capacity == bufferCapacity else { return }
+        withRunning { running in
+            if running.spares.count >= Self.sparesKept { running.spares.removeFirst() }
+            running.spares.append(buffer)
+        }
     }
 
     /// Parks the consumer; only valid right after `next()` answered `.wait` under the same lock.
     mutating func park(_ continuation: BytesContinuation, now: Instant) {
-        precondition(isRunning && consumer == nil, "one consumer at a time")
-        consumer = continuation
-        waitingSince = buffered > 0 ? now : nil
+        let parked: Void? = withRunning { running in
+            precondition(running.consumer == nil, "one consumer at a time")
+            running.consumer = continuation
+            running.waitingSince = (running.current?.count ?? 0) > 0 ? now : nil
+        }
+        precondition(parked != nil, "parked after the end")
     }
 
     mutating func parkForHead(_ continuation: HeadContinuation) -> Result<ResponseHead, any Error>? {
         switch head {
         case .delivered(let value): return .success(value)
         case .failed(let error): return .failure(error)
+        case .pending(.some): return .failure(HaulError(.other, "the response head is already awaited"))
         case .pending(nil):
-            if case .cancelled = phase { return .failure(CancellationError()) }
-            head = .pending(continuation)
+            withRunning { $0.head = .pending(continuation) }
             return nil
-        case .pending(.some):
-            return .failure(HaulError(.other, "the response head is already awaited"))
         }
     }
 
-    /// The consumer gave up. Returns the waiters to fail, and whether the curl thread must drop the handle.
-    mutating func cancel() -> (consumer: BytesContinuation?, head: HeadContinuation?, removeHandle: Bool) {
-        let wasRunning = isRunning
-        if wasRunning { phase = .cancelled }
-        current = nil
-        spares = []
-        let waitingConsumer = consumer
-        consumer = nil
-        var waitingHead: HeadContinuation?
-        if case .pending(let waiter) = head {
-            waitingHead = waiter
-            head = .failed(CancellationError())
+    /// What the consumer's side does once it gave up.
+    struct CancelAction {
+        /// Waiters to fail with `CancellationError`.
+        var consumer: BytesContinuation?
+        var head: HeadContinuation?
+        /// The transfer was still running: the curl thread must drop the handle.
+        var removeHandle = false
+    }
+
+    /// The consumer gave up.
+    mutating func cancel() -> CancelAction {
+        switch state {
+        case .running(let running):
+            var action = CancelAction(consumer: running.consumer, removeHandle: true)
+            if case .pending(let waiter) = running.head { action.head = waiter }
+            let head: HeadState = if case .pending = running.head { .failed(CancellationError()) } else { running.head }
+            state = .cancelled(head: head)
+            return action
+        case .finished(_, _, let head), .cancelled(let head):
+            state = .cancelled(head: head)
+            return CancelAction()
+        case .modifying: preconditionFailure("state read while being modified")
         }
-        return (waitingConsumer, waitingHead, wasRunning)
     }
 }

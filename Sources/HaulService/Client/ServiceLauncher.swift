@@ -94,8 +94,7 @@ enum ServiceLauncher {
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { break }
                 var chunk = [UInt8](repeating: 0, count: 4096)
-                let got = read(fd, &chunk, chunk.count)
-                if got < 0 && errno == EINTR { continue }
+                let got = (try? FileIO.read(fd, into: &chunk)) ?? 0
                 guard got > 0 else { break }
                 answer += chunk[..<got]
                 if answer == [0x31] { break }

@@ -1,4 +1,5 @@
 import CJPEG
+import HaulCore
 import Foundation
 
 /// Packed 8-bit RGB pixels, row by row, top row first: `pixels.count == width * height * 3`.
@@ -88,15 +89,12 @@ package struct JPEGImage: Sendable {
             throw PictureError("too large to show (\(info.st_size) bytes)")
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw PictureError("cannot read: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { break }  // shrank while reading: decode what is there
-            done += n
+        let done: Int
+        do {
+            // Short when the file shrank while reading: decode what is there.
+            done = try FileIO.readFully(fd, into: &bytes)
+        } catch {
+            throw PictureError("cannot read: \(error)")
         }
         if done < bytes.count { bytes.removeSubrange(done...) }
         return bytes

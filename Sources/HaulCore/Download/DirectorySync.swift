@@ -1,0 +1,63 @@
+import Glibc
+
+/// Makes renames durable with as few directory fsyncs as possible (group commit): a caller whose rename
+/// happened before a running fsync of the directory began shares it; one that came later waits for the
+/// next, which then covers everyone who arrived meanwhile. Eight downloads finishing together in one
+/// directory cost one or two fsyncs, not eight. Blocks the calling thread (downloads run on the
+/// `IOExecutor`, not the cooperative pool).
+final class DirectorySync: @unchecked Sendable {
+    static let shared = DirectorySync()
+
+    private struct Directory {
+        /// Sync requests so far, and how many of them a finished fsync covers.
+        var requested: UInt64 = 0
+        var covered: UInt64 = 0
+        var syncing = false
+    }
+
+    // Guarded by `mutex`. One entry per output directory, kept for the life of the process.
+    private var directories: [String: Directory] = [:]
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let syncing: @Sendable (String) -> Void
+    /// Called (under the lock) when a caller starts waiting for another's fsync: for tests.
+    private let didWait: (@Sendable () -> Void)?
+
+    init(syncing: @escaping @Sendable (String) -> Void = FileSystem.syncDirectory,
+         didWait: (@Sendable () -> Void)? = nil) {
+        self.syncing = syncing
+        self.didWait = didWait
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(done, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(done)
+        pthread_mutex_destroy(mutex)
+        done.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Returns once an fsync of `directory` that began after this call has finished.
+    func sync(_ directory: String) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        directories[directory, default: Directory()].requested += 1
+        let ticket = directories[directory, default: Directory()].requested
+        while directories[directory, default: Directory()].covered < ticket {
+            if directories[directory, default: Directory()].syncing {
+                didWait?()
+                pthread_cond_wait(done, mutex)
+                continue
+            }
+            directories[directory, default: Directory()].syncing = true
+            let covering = directories[directory, default: Directory()].requested
+            pthread_mutex_unlock(mutex)
+            syncing(directory)
+            pthread_mutex_lock(mutex)
+            directories[directory, default: Directory()].syncing = false
+            directories[directory, default: Directory()].covered = covering
+            pthread_cond_broadcast(done)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import NIOConcurrencyHelpers
+@testable import HaulCore
+
+/// Records what a test's `CurlDriver` tells its observer, and lets a test wait for an event: the waiting
+/// lives here, not in the transport.
+final class TransferEvents: Sendable {
+    private struct Waiter {
+        let transfer: ObjectIdentifier
+        let isDue: @Sendable ([TransferEvent]) -> Bool
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private let state = NIOLockedValueBox((events: [ObjectIdentifier: [TransferEvent]](), waiters: [Waiter]()))
+
+    /// A driver whose transfers this records.
+    func driver(highWatermark: Int = 1 << 20) -> CurlDriver {
+        CurlDriver(highWatermark: highWatermark, observer: { [self] in record($0, $1) })
+    }
+
+    private func record(_ transfer: ObjectIdentifier, _ event: TransferEvent) {
+        let due = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.events[transfer, default: []].append(event)
+            let seen = state.events[transfer] ?? []
+            let due = state.waiters.filter { $0.transfer == transfer && $0.isDue(seen) }
+            state.waiters.removeAll { $0.transfer == transfer && $0.isDue(seen) }
+            return due.map(\.continuation)
+        }
+        for waiter in due { waiter.resume() }
+    }
+
+    /// Returns once `isDue` holds for what `transfer` has reported.
+    func wait(for transfer: Transfer, until isDue: @escaping @Sendable ([TransferEvent]) -> Bool) async {
+        let id = transfer.id
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { state -> Bool in
+                if isDue(state.events[id] ?? []) { return true }
+                state.waiters.append(Waiter(transfer: id, isDue: isDue, continuation: continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Returns once the transfer has been paused more than `count` times, or has closed.
+    func waitUntilPaused(_ transfer: Transfer, moreThan count: Int) async {
+        await wait(for: transfer) { events in
+            events.contains { event in
+                if case .paused(let n) = event { return n > count }
+                return event == .closed
+            }
+        }
+    }
+
+    /// Returns once the transfer's curl handle has been removed and freed.
+    func waitUntilClosed(_ transfer: Transfer) async {
+        await wait(for: transfer) { $0.contains(.closed) }
+    }
+}
