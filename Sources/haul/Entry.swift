@@ -98,16 +98,11 @@ enum Entry {
         }
         var demoServer: SampleServer?
         if command.demo {
-            do {
-                let server = try await Demo.start()
-                demoServer = server
-                extra += Demo.files.map { InputEntry(url: server.downloadURL($0)) }
-                if !command.json && !command.quiet {
-                    TextOutput.standard.out("Sample server on \(server.baseURL): \(server.statusLine)")
-                }
-            } catch {
-                TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
-                return FailureCategory.other.exitCode
+            guard let server = await Demo.start(rate: Demo.rate) else { return FailureCategory.other.exitCode }
+            demoServer = server
+            extra += Demo.files.map { InputEntry(url: server.downloadURL($0)) }
+            if !command.json && !command.quiet {
+                TextOutput.standard.out("Sample server on \(server.baseURL): \(server.statusLine)")
             }
         }
         let reporter: any Reporter = command.json
@@ -173,9 +168,19 @@ final class SignalStream: @unchecked Sendable {
 /// `--demo`: the sample server in this process, throttled per connection so progress is visible.
 enum Demo {
     static let files = ["medium.bin", "photo-large.jpg", "small.bin"]
+    /// Per-connection rate of the line-output demo.
     static let rate = 8 << 20
+    /// Per-connection rate in the full-screen interface: a 20 MiB file takes 5 s over one connection,
+    /// about 1.3 s in four parts, so the bars visibly move.
+    static let screenRate = 4 << 20
 
-    static func start() async throws -> SampleServer {
-        try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
+    /// The one place the demo server starts; nil (said on stderr) when it cannot.
+    static func start(rate: Int) async -> SampleServer? {
+        do {
+            return try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
+        } catch {
+            TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
+            return nil
+        }
     }
 }

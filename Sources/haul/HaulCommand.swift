@@ -35,7 +35,7 @@ struct HaulCommand: ParsableCommand {
     var inputFile: String?
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
-    var jobs = 4
+    var jobs = DownloadManager.defaultConcurrency
 
     /// `haul` alone or `haul attach`: the TUI on the service's queue, nothing added.
     @Flag(help: .hidden)
@@ -45,7 +45,7 @@ struct HaulCommand: ParsableCommand {
     var demo = false
 
     @Option(name: [.customShort("s"), .customLong("segments")], help: "Connections per file (Range requests), \(Limits.segments).")
-    var segments = 1
+    var segments = DownloadJob.defaultSegments
 
     @Option(help: "Browse a SuperStorage-API server (its /files/list) in the full-screen interface.")
     var server: String?
@@ -60,7 +60,7 @@ struct HaulCommand: ParsableCommand {
     var quiet = false
 
     @Option(help: "Retries per download on transient errors, each resuming where it stopped; \(Limits.retries).")
-    var retries = 5
+    var retries = DownloadJob.defaultRetries
 
     @Flag(name: .customLong("no-resume"), help: "Ignore partial state and start over.")
     var noResume = false
@@ -69,10 +69,10 @@ struct HaulCommand: ParsableCommand {
     var noPartialPreview = false
 
     @Option(help: "Fail a transfer that receives no bytes for this many seconds: 0 (never) or 0.1...2592000 (30 days).")
-    var timeout: Double = 30
+    var timeout = TransferOptions.defaults.stallTimeout
 
     @Option(name: .customLong("connect-timeout"), help: "Seconds allowed to connect, 0.1...2592000 (30 days).")
-    var connectTimeout: Double = 15
+    var connectTimeout = TransferOptions.defaults.connectTimeout
 
     @Option(name: .customLong("limit-rate"), help: "Overall download rate cap, e.g. 500K, 2M; 1 byte/s to 1024G.")
     var limitRate: String?
@@ -101,7 +101,7 @@ struct HaulCommand: ParsableCommand {
     var insecure = false
 
     @Option(name: .customLong("max-redirs"), help: "Most redirects to follow, \(Limits.redirects).")
-    var maxRedirects = 10
+    var maxRedirects = TransferOptions.defaults.maxRedirects
 
     @Option(help: ArgumentHelp("PEM file of the certificate authorities to trust instead of the system's.", valueName: "file"))
     var cacert: String?

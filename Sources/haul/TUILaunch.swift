@@ -5,10 +5,6 @@ import SampleServer
 
 /// Starts the full-screen interface for a command line: `haul` on a terminal without `--plain`/`--json`.
 enum TUILaunch {
-    /// Per-connection rate of the `--demo` server in the TUI: a 20 MiB file takes 5 s over one connection,
-    /// about 1.3 s in four parts, so the bars visibly move.
-    static let demoRate = 4 << 20
-
     /// Whether this command line gets the full screen.
     static func wanted(_ command: HaulCommand) -> Bool {
         !command.plain && !command.json && FullScreen.isAvailable
@@ -20,14 +16,9 @@ enum TUILaunch {
         var server = command.server
         var demo: SampleServer?
         if command.demo {
-            do {
-                let started = try await SampleServer.start(SampleServerConfiguration(port: 0, rate: demoRate))
-                demo = started
-                server = started.baseURL
-            } catch {
-                TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
-                return FailureCategory.other.exitCode
-            }
+            guard let started = await Demo.start(rate: Demo.screenRate) else { return FailureCategory.other.exitCode }
+            demo = started
+            server = started.baseURL
         }
         let urls = command.urls + extraURLs.map(\.url)
         // The options of an input file's lines, by URL (the first line of a URL wins).

@@ -11,9 +11,13 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var headers: [String] = []
     package var transfer = TransferOptions()
     /// Connections for this file (Range requests), 1...16.
-    package var segments = 1
+    package var segments = DownloadJob.defaultSegments
     /// Retries on transient errors, each resuming where the last attempt stopped.
-    package var retries = 5
+    package var retries = DownloadJob.defaultRetries
+
+    /// The defaults the command line shows and a stored job without these fields takes.
+    package static let defaultSegments = 1
+    package static let defaultRetries = 5
     /// Continue from `NAME.part` and its state file when they match this URL.
     package var resume = true
     /// A cancelled JPEG leaves `STEM.partial.EXT` (`--no-partial-preview` turns this off).

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Fetches one URL into its file: claims `NAME.part`, resumes it when its state says so (Range +
-/// If-Range), streams the body through a `ByteAccumulator`, checkpoints (fsync + state file) every few
-/// seconds, retries transient failures from where they stopped, then syncs and renames into place.
+/// If-Range), streams the body through a `ByteAccumulator`, checkpoints (fsync + state file) one second
+/// in and every 250 ms after (`firstCheckpoint`, `checkpointInterval`), retries transient failures from where they stopped, then syncs and renames into place.
 ///
 /// The decisions (what to ask for, whether a resume holds, which name, whether to split, when to retry) are
 /// `DownloadStateMachine`'s. This is the executor around it: one loop that carries out the machine's actions

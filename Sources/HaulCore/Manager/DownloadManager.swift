@@ -114,7 +114,10 @@ package actor DownloadManager {
     private var nextID = 1
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-    package init(downloader: Downloader = Downloader(), concurrency: Int = 4) {
+    /// Downloads at once unless told (`--jobs`).
+    package static let defaultConcurrency = 4
+
+    package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency) {
         self.downloader = downloader
         self.concurrency = max(1, concurrency)
         (events, continuation) = AsyncStream.makeStream(of: ManagerEvent.self)
@@ -464,19 +467,5 @@ package actor DownloadManager {
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter.resume() }
-    }
-}
-
-/// Values bound for the duration of one download's task.
-package enum DownloadContext {
-    /// Whether this download may end with partial data (a JPEG: a cancelled one keeps a preview).
-    /// Bound with `withValue` around each download by `DownloadManager`; read in the download's task,
-    /// never on the curl thread. Child tasks (segments) inherit it.
-    @TaskLocal package static var supportsPartialDownloads = false
-
-    /// A name ending in .jpg or .jpeg (any case).
-    package static func isPartialCapable(name: String) -> Bool {
-        let lower = name.lowercased()
-        return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg")
     }
 }

@@ -37,6 +37,8 @@ package struct HTTPRequest: Sendable, Equatable {
 
 /// Knobs that are the same for every transfer of one download.
 package struct TransferOptions: Sendable, Equatable, Codable {
+    /// Every option at its default: what the command line shows and an older stored job lacks.
+    package static let defaults = TransferOptions()
     /// Seconds allowed to establish the connection.
     package var connectTimeout: Double = 15
     /// A transfer that receives no bytes for this many seconds fails with a network error.
@@ -89,7 +91,7 @@ package struct TransferOptions: Sendable, Equatable, Codable {
     /// Options missing from a stored or sent job (an older haul's) take their defaults.
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let defaults = TransferOptions()
+        let defaults = TransferOptions.defaults
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout) ?? defaults.connectTimeout
         stallTimeout = try container.decodeIfPresent(Double.self, forKey: .stallTimeout) ?? defaults.stallTimeout
         maxRedirects = try container.decodeIfPresent(Int.self, forKey: .maxRedirects) ?? defaults.maxRedirects

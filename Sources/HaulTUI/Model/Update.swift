@@ -185,17 +185,26 @@ private func handle(_ key: Key, in state: inout AppState) -> [Effect] {
     if let overlay = state.overlay {
         return handle(key, in: overlay, state: &state)
     }
-    switch key {
-    case .character("?"):
+    if key == .interrupt {
+        return quit(&state, pausing: state.pausesOnInterrupt)
+    }
+    guard let command = KeyBindings.command(for: key, in: state.view) else { return [] }
+    return perform(command, in: &state)
+}
+
+/// Carries out what a key of the table asks for in the current view.
+private func perform(_ command: Command, in state: inout AppState) -> [Effect] {
+    switch command {
+    case .help:
         state.overlay = .help
-    case .tab, .backTab:
+    case .switchView:
         state.view = state.view == .downloads ? .files : .downloads
-    case .character("a"):
+    case .add:
         state.overlay = .prompt("")
-    case .character("C"):
+    case .cancelAll:
         return cancelAll(&state)
-    case .character("+"), .character("="), .character("-"):
-        let up = key != .character("-")
+    case .raiseLimit, .lowerLimit:
+        let up = command == .raiseLimit
         let next = steppedLimit(state.overallLimit, up: up, speed: state.totalSpeed)
         if next == state.overallLimit {
             state.message = up ? "No limit" : "At the lowest limit"
@@ -204,19 +213,31 @@ private func handle(_ key: Key, in state: inout AppState) -> [Effect] {
         state.overallLimit = next
         state.message = next.map { "Limit: \(ByteFormat.rate(Double($0)))" } ?? "No limit"
         return [.setOverallLimit(next)]
-    case .character("q"):
+    case .quit:
         if state.hasRunningDownloads {
             state.overlay = state.attached ? .confirmDetach : .confirmQuit
         } else {
             return quit(&state, pausing: false)
         }
-    case .interrupt:
-        return quit(&state, pausing: state.pausesOnInterrupt)
-    default:
+    case .up, .down, .pageUp, .pageDown, .first, .last:
+        let page = Layout.listHeight(state)
         switch state.view {
-        case .downloads: return handleDownloads(key, in: &state)
-        case .files: return handleFiles(key, in: &state)
+        case .downloads: moveSelection(&state.selection, count: state.rows.count, by: command, page: page)
+        case .files: moveSelection(&state.files.selection, count: state.files.entries.count, by: command, page: page)
         }
+    case .details, .cancel, .pause, .pauseAll, .retry, .remove, .open, .openFolder, .picture:
+        return performOnSelectedDownload(command, in: &state)
+    case .download, .downloadInParts:
+        guard let server = state.files.server, let file = state.files.selected else {
+            state.message = state.files.server == nil ? "No server: start haul with --server URL or --demo" : "No file selected"
+            return []
+        }
+        let segments = command == .download ? 1 : state.multiPartSegments
+        return [.download(url: FilesAddress.download(server: server, name: file.name), segments: segments)]
+    case .reload:
+        guard state.files.server != nil else { return [] }
+        state.files.listing = .loading
+        return [.loadFiles]
     }
     return []
 }
@@ -236,64 +257,60 @@ private func cancelAll(_ state: inout AppState) -> [Effect] {
     return effects
 }
 
-private func moveSelection(_ selection: inout Int, count: Int, by key: Key, page: Int) -> Bool {
+private func moveSelection(_ selection: inout Int, count: Int, by command: Command, page: Int) {
     let last = max(0, count - 1)
-    switch key {
-    case .up, .character("k"): selection = max(0, selection - 1)
-    case .down, .character("j"): selection = min(last, selection + 1)
+    switch command {
+    case .up: selection = max(0, selection - 1)
+    case .down: selection = min(last, selection + 1)
     case .pageUp: selection = max(0, selection - max(1, page))
     case .pageDown: selection = min(last, selection + max(1, page))
-    case .home, .character("g"): selection = 0
-    case .end, .character("G"): selection = last
-    default: return false
+    case .first: selection = 0
+    case .last: selection = last
+    default: break
     }
-    return true
 }
 
-private func handleDownloads(_ key: Key, in state: inout AppState) -> [Effect] {
-    if moveSelection(&state.selection, count: state.rows.count, by: key, page: Layout.listHeight(state)) {
-        return []
-    }
+private func performOnSelectedDownload(_ command: Command, in state: inout AppState) -> [Effect] {
     guard let row = state.selectedRow else {
-        if case .character(let c) = key, "cpPrdvoO".contains(c) { state.message = "No download selected" }
+        if command != .details { state.message = "No download selected" }
         return []
     }
     let index = state.selection
-    switch key {
-    case .enter:
+    switch command {
+    case .details:
         state.overlay = .details(row.id)
-    case .character("c"):
+    case .cancel:
         guard !row.state.isFinished, row.pendingStop != .cancelled else { return [] }
         state.rows[index].pendingStop = .cancelled
         return [.cancel(row.id)]
-    case .character("p"), .character(" "):
+    case .pause:
         if row.state == .paused { return [.resume(row.id)] }
         guard row.isRunning else { return [] }
         state.rows[index].pendingStop = .paused
         return [.pause(row.id)]
-    case .character("P"):
+    case .pauseAll:
         if state.hasRunningDownloads {
             for i in state.rows.indices where state.rows[i].isRunning { state.rows[i].pendingStop = .paused }
             return [.pauseAll]
         }
         return state.rows.contains { $0.state == .paused } ? [.resumeAll] : []
-    case .character("r"):
+    case .retry:
         switch row.state {
         case .failed, .cancelled: return [.retry(row.id)]
         default: state.message = "Only a failed or cancelled download can be retried"
         }
-    case .character("d"), .delete:
+    case .remove:
         switch row.state {
         case .done, .failed, .cancelled: return [.remove(row.id)]
         default: state.message = "Only a finished download can be removed (cancel it first)"
         }
-    case .character("o"), .character("O"):
+    case .open, .openFolder:
         guard row.state == .done, let path = row.path else {
             state.message = "Only a finished download can be opened"
             return []
         }
-        return [.open(path: key == .character("O") ? FilePath.parent(of: path) : path)]
-    case .character("v"):
+        return [.open(path: command == .openFolder ? FilePath.parent(of: path) : path)]
+    case .picture:
         guard row.isJPEG, let path = picturePath(of: row) else {
             state.message = "Only a JPEG with data on disk can be shown"
             return []
@@ -313,35 +330,14 @@ private func picturePath(of row: DownloadRow) -> String? {
     return row.previewPath
 }
 
-private func handleFiles(_ key: Key, in state: inout AppState) -> [Effect] {
-    if moveSelection(&state.files.selection, count: state.files.entries.count, by: key,
-                     page: Layout.listHeight(state)) {
-        return []
-    }
-    switch key {
-    case .enter, .character("m"):
-        guard let server = state.files.server, let file = state.files.selected else {
-            state.message = state.files.server == nil ? "No server: start haul with --server URL or --demo" : "No file selected"
-            return []
-        }
-        let segments = key == .enter ? 1 : state.multiPartSegments
-        return [.download(url: FilesAddress.download(server: server, name: file.name), segments: segments)]
-    case .character("r"):
-        guard state.files.server != nil else { return [] }
-        state.files.listing = .loading
-        return [.loadFiles]
-    default:
-        return []
-    }
-}
-
 private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> [Effect] {
     switch overlay {
-    case .details(let id) where [.character("+"), .character("="), .character("-")].contains(key):
+    case .details(let id) where [.raiseLimit, .lowerLimit].contains(KeyBindings.command(for: key, in: state.view)):
         // This download's own cap, while its details are open.
         guard let index = state.index(of: id) else { return [] }
         let row = state.rows[index]
-        let next = steppedLimit(row.limit, up: key != .character("-"), speed: row.bytesPerSecond)
+        let next = steppedLimit(row.limit, up: KeyBindings.command(for: key, in: state.view) == .raiseLimit,
+                                speed: row.bytesPerSecond)
         guard next != row.limit else { return [] }
         state.rows[index].limit = next
         return [.setLimit(id, next)]

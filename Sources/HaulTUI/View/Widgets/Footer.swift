@@ -36,14 +36,6 @@ enum Footer {
         case .details, .picture: return [("Esc", "close")]
         case nil: break
         }
-        switch state.view {
-        case .downloads:
-            return [("?", "help"), ("q", state.attached ? "detach" : "quit"), ("c", "cancel"), ("C", "cancel all"), ("p", "pause"),
-                    ("a", "add"), ("Tab", "files"), ("r", "retry"), ("d", "remove"), ("Enter", "details"),
-                    (glyphs.upDown, "select")]
-        case .files:
-            return [("?", "help"), ("q", state.attached ? "detach" : "quit"), ("Enter", "download"), ("m", "multi-part"), ("C", "cancel all"),
-                    ("a", "add"), ("Tab", "downloads"), ("r", "reload"), (glyphs.upDown, "select")]
-        }
+        return KeyBindings.hints(state.keyContext(glyphs)).map { ($0.key, $0.action) }
     }
 }

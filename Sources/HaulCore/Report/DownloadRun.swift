@@ -7,7 +7,7 @@ package struct DownloadRun: Sendable {
     /// stopped downloads are reported as interrupted, and the run exits with that category's code.
     package let interrupted: @Sendable () -> FailureCategory?
 
-    package init(downloader: Downloader = Downloader(), concurrency: Int = 4, reporter: any Reporter,
+    package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency, reporter: any Reporter,
                 interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
         self.manager = DownloadManager(downloader: downloader, concurrency: concurrency)
         self.reporter = reporter
