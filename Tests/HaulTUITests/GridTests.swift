@@ -72,22 +72,42 @@ import Testing
 
     @Test func progressBarInEighths() {
         var grid = Grid(Size(columns: 4, rows: 1))
-        ProgressBar.draw(0.5, x: 0, y: 0, width: 4, style: .plain, glyphs: .unicode, into: &grid)
-        #expect(grid.lines == ["██░░"])
-        ProgressBar.draw(0.3, x: 0, y: 0, width: 4, style: .plain, glyphs: .unicode, into: &grid)
-        #expect(grid.lines == ["█▏░░"])
-        ProgressBar.draw(1, x: 0, y: 0, width: 4, style: .plain, glyphs: .ascii, into: &grid)
-        #expect(grid.lines == ["####"])
-        ProgressBar.draw(nil, x: 0, y: 0, width: 4, style: .plain, glyphs: .ascii, into: &grid)
-        #expect(grid.lines == ["----"])
-        ProgressBar.draw(.nan, x: 0, y: 0, width: 4, style: .plain, glyphs: .ascii, into: &grid)
-        #expect(grid.lines == ["----"])
+        func bar(_ fraction: Double?, _ glyphs: Glyphs) -> [String] {
+            grid.draw(in: Rect.row(0, width: 4)) {
+                ProgressBar.draw(fraction, x: 0, y: 0, width: 4, style: .plain, glyphs: glyphs, into: &$0)
+            }
+            return grid.lines
+        }
+        #expect(bar(0.5, .unicode) == ["██░░"])
+        #expect(bar(0.3, .unicode) == ["█▏░░"])
+        #expect(bar(1, .ascii) == ["####"])
+        #expect(bar(nil, .ascii) == ["----"])
+        #expect(bar(.nan, .ascii) == ["----"])
+    }
+
+    @Test func aCanvasDrawsInItsAreaOnly() {
+        var grid = Grid(Size(columns: 10, rows: 3))
+        grid.draw(in: Rect(x: 2, y: 1, width: 4, height: 1)) { canvas in
+            #expect(canvas.size == Size(columns: 4, rows: 1))
+            canvas.put("abcdefgh", x: 0, y: 0)
+            canvas.put("zz", x: 0, y: 1)  // below the area: dropped
+            canvas.fill("#", x: -3, y: 0, count: 4)  // left of the area: clipped to its first column
+            canvas.restyle(x: 3, y: 0, count: 10) { $0.bold = true }
+        }
+        #expect(grid.lines == ["", "  #bcd", ""])
+        #expect(grid[5, 1].style.bold && !grid[6, 1].style.bold && !grid[4, 1].style.bold)
+        // An area partly off the screen is clipped to it.
+        grid.draw(in: Rect(x: 8, y: 2, width: 5, height: 5)) { canvas in
+            #expect(canvas.size == Size(columns: 2, rows: 1))
+            canvas.put("xyz", x: 0, y: 0)
+        }
+        #expect(grid.lines[2] == "        xy")
     }
 
     @Test func layoutShrinksToTheScreen() {
         func parts(_ columns: Int, _ rows: Int, _ view: AppState.View) -> [Int?] {
             let layout = Layout(size: Size(columns: columns, rows: rows), view: view)
-            return [layout.header, layout.status, layout.headings, layout.listTop, layout.listHeight, layout.footer]
+            return [layout.header?.y, layout.status?.y, layout.headings?.y, layout.list.y, layout.list.height, layout.footer?.y]
         }
         #expect(parts(20, 5, .downloads) == [0, nil, 1, 2, 2, 4])
         #expect(parts(20, 6, .files) == [0, 1, 2, 3, 2, 5])

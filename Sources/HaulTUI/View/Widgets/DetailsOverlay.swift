@@ -24,11 +24,11 @@ enum DetailsOverlay {
         return lines
     }
 
-    static func draw(_ id: DownloadID, _ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
+    static func draw(_ id: DownloadID, _ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
         guard let index = state.index(of: id) else { return }
         let lines = lines(state.rows[index])
-        let box = Box.centered(width: 90, height: lines.count + 2, in: grid.size)
-        box.draw(title: "Download \(id)", glyphs: glyphs, into: &grid)
-        box.write(lines, glyphs: glyphs, into: &grid)
+        let box = Box.centered(width: 90, height: lines.count + 2, in: canvas.size)
+        box.draw(title: "Download \(id)", glyphs: glyphs, into: &canvas)
+        box.write(lines, glyphs: glyphs, into: &canvas)
     }
 }

@@ -39,28 +39,29 @@ enum DownloadList {
         }
     }
 
-    static func draw(_ state: AppState, layout: Layout, glyphs: Glyphs, into grid: inout Grid) {
-        let columns = Columns(width: grid.width)
-        if let y = layout.headings {
-            drawHeadings(columns, y: y, into: &grid)
-        }
-        guard layout.listHeight > 0 else { return }
+    /// The rows, scrolled so the selection shows, into the list's area.
+    static func draw(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
+        guard canvas.height > 0 else { return }
         if state.rows.isEmpty {
-            drawEmpty(state, layout: layout, glyphs: glyphs, into: &grid)
+            drawEmpty(state, glyphs: glyphs, into: &canvas)
             return
         }
-        let offset = Layout.scrollOffset(selection: state.selection, count: state.rows.count, height: layout.listHeight)
-        for (line, index) in (offset..<min(state.rows.count, offset + layout.listHeight)).enumerated() {
+        let columns = Columns(width: canvas.width)
+        let offset = Layout.scrollOffset(selection: state.selection, count: state.rows.count, height: canvas.height)
+        for (line, index) in (offset..<min(state.rows.count, offset + canvas.height)).enumerated() {
             drawRow(state.rows[index], selected: index == state.selection, columns: columns,
-                    y: layout.listTop + line, colors: state.colors, glyphs: glyphs, into: &grid)
+                    y: line, colors: state.colors, glyphs: glyphs, into: &canvas)
         }
     }
 
-    private static func drawHeadings(_ columns: Columns, y: Int, into grid: inout Grid) {
+    /// The column headings, into a one-row area as wide as the list.
+    static func drawHeadings(into canvas: inout Canvas) {
+        let columns = Columns(width: canvas.width)
+        let y = 0
         var x = 1
         func heading(_ title: String, _ width: Int, right: Bool = false) {
             guard width > 0 else { return }
-            grid.put(right ? Text.right(title, width) : Text.left(title, width), x: x, y: y, limit: width, style: .bold)
+            canvas.put(right ? Text.right(title, width) : Text.left(title, width), x: x, y: y, limit: width, style: .bold)
             x += width + 1
         }
         heading("NAME", columns.name)
@@ -72,29 +73,28 @@ enum DownloadList {
         heading("STATE", columns.state)
     }
 
-    private static func drawEmpty(_ state: AppState, layout: Layout, glyphs: Glyphs, into grid: inout Grid) {
+    private static func drawEmpty(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
         var lines = ["No downloads yet.", "Press a to add a URL."]
         if let server = state.files.server { lines.append("Tab browses \(server).") }
-        for (offset, line) in lines.prefix(layout.listHeight).enumerated() {
-            grid.put(Text.truncated(line, to: grid.width - 2, ellipsis: glyphs.ellipsis), x: 2,
-                     y: layout.listTop + offset, style: .dim)
+        for (offset, line) in lines.prefix(canvas.height).enumerated() {
+            canvas.put(Text.truncated(line, to: canvas.width - 2, ellipsis: glyphs.ellipsis), x: 2, y: offset, style: .dim)
         }
     }
 
     static func drawRow(_ row: DownloadRow, selected: Bool, columns: Columns, y: Int, colors: Bool, glyphs: Glyphs,
-                        into grid: inout Grid) {
+                        into canvas: inout Canvas) {
         var x = 0
-        grid.put(selected ? String(glyphs.marker) : " ", x: 0, y: y, style: .bold)
+        canvas.put(selected ? String(glyphs.marker) : " ", x: 0, y: y, style: .bold)
         x = 1
         func column(_ text: String, _ width: Int, right: Bool = false, style: Style = .plain) {
             guard width > 0 else { return }
-            grid.put(right ? Text.right(text, width) : Text.left(text, width), x: x, y: y, limit: width, style: style)
+            canvas.put(right ? Text.right(text, width) : Text.left(text, width), x: x, y: y, limit: width, style: style)
             x += width + 1
         }
         column(Text.truncatedMiddle(row.name, to: columns.name, ellipsis: glyphs.ellipsis), columns.name)
         if columns.bar > 0 {
             ProgressBar.draw(row.fraction, x: x, y: y, width: columns.bar, style: barStyle(row, colors: colors),
-                             glyphs: glyphs, into: &grid)
+                             glyphs: glyphs, into: &canvas)
             x += columns.bar + 1
         }
         column(percentText(row), columns.percent, right: true)
@@ -108,7 +108,7 @@ enum DownloadList {
         column(Text.truncated(state, to: columns.state, ellipsis: glyphs.ellipsis), columns.state,
                style: stateStyle(row, colors: colors))
         if selected {
-            grid.restyle(x: 0, y: y, count: grid.width) { $0.reverse = true }
+            canvas.restyle(x: 0, y: y, count: canvas.width) { $0.reverse = true }
         }
     }
 

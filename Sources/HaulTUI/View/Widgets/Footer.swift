@@ -1,18 +1,19 @@
 /// The last row: key hints for what is on screen, or the current message.
 enum Footer {
-    static func draw(_ state: AppState, y: Int, glyphs: Glyphs, into grid: inout Grid) {
-        let width = grid.width
-        grid.fill(x: 0, y: y, count: width)
+    static func draw(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
+        let y = 0
+        let width = canvas.width
+        canvas.fill(x: 0, y: y, count: width)
         if state.quitting {
             let pausing = state.rows.contains { $0.pendingStop == .paused }
             let text = (pausing ? " Pausing downloads and quitting" : (state.attached ? " Detaching" : " Quitting"))
                 + glyphs.ellipsis
-            grid.put(Text.truncated(text, to: width, ellipsis: glyphs.ellipsis), x: 0, y: y, style: .bold)
+            canvas.put(Text.truncated(text, to: width, ellipsis: glyphs.ellipsis), x: 0, y: y, style: .bold)
             return
         }
         if let message = state.message {
             let style = state.colors ? Style(foreground: .yellow, bold: true) : Style.bold
-            grid.put(" " + Text.truncated(message, to: width - 1, ellipsis: glyphs.ellipsis), x: 0, y: y, style: style)
+            canvas.put(" " + Text.truncated(message, to: width - 1, ellipsis: glyphs.ellipsis), x: 0, y: y, style: style)
             return
         }
         var x = 1
@@ -20,8 +21,8 @@ enum Footer {
             let needed = DisplayWidth.of(key) + 1 + DisplayWidth.of(action)
             if x + needed > width { break }
             let keyStyle = state.colors ? Style(foreground: .cyan, bold: true) : Style.bold
-            x += grid.put(key, x: x, y: y, style: keyStyle)
-            x += grid.put(" " + action, x: x, y: y, style: .dim)
+            x += canvas.put(key, x: x, y: y, style: keyStyle)
+            x += canvas.put(" " + action, x: x, y: y, style: .dim)
             x += 2
         }
     }

@@ -9,10 +9,10 @@ enum HelpOverlay {
         }
     }
 
-    static func draw(_ state: AppState, glyphs: Glyphs, into grid: inout Grid) {
+    static func draw(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
         let lines = lines(state.keyContext(glyphs))
-        let box = Box.centered(width: 66, height: lines.count + 2, in: grid.size)
-        box.draw(title: "Keys", glyphs: glyphs, into: &grid)
-        box.write(lines, glyphs: glyphs, into: &grid)
+        let box = Box.centered(width: 66, height: lines.count + 2, in: canvas.size)
+        box.draw(title: "Keys", glyphs: glyphs, into: &canvas)
+        box.write(lines, glyphs: glyphs, into: &canvas)
     }
 }

@@ -6,27 +6,27 @@ enum PictureOverlay {
         (max(0, size.columns - 4), max(0, size.rows - 3))
     }
 
-    static func draw(path: String, picture: PictureCells?, glyphs: Glyphs, into grid: inout Grid) {
-        let box = Box.centered(width: grid.width, height: grid.height, in: grid.size)
+    static func draw(path: String, picture: PictureCells?, glyphs: Glyphs, into canvas: inout Canvas) {
+        let box = Box.centered(width: canvas.width, height: canvas.height, in: canvas.size)
         let name = path.split(separator: "/").last.map(String.init) ?? path
-        box.draw(title: name, glyphs: glyphs, into: &grid)
+        box.draw(title: name, glyphs: glyphs, into: &canvas)
         let inner = box.inner
         guard let picture else {
-            box.write([("Decoding \(name)\(glyphs.ellipsis)", .dim)], glyphs: glyphs, into: &grid)
+            box.write([("Decoding \(name)\(glyphs.ellipsis)", .dim)], glyphs: glyphs, into: &canvas)
             return
         }
-        let area = area(in: grid.size)
+        let area = area(in: canvas.size)
         let left = inner.x + max(0, (area.width - picture.columns) / 2)
         let top = inner.y + max(0, (area.height - picture.lines) / 2)
         for (row, cells) in picture.rows.prefix(area.height).enumerated() {
             for (column, cell) in cells.prefix(area.width).enumerated() {
                 let style = Style(foreground: color(cell.foreground), background: color(cell.background))
-                grid.fill(cell.character, x: left + column, y: top + row, count: 1, style: style)
+                canvas.fill(cell.character, x: left + column, y: top + row, count: 1, style: style)
             }
         }
         if inner.height > 0 {
             let caption = Text.truncated(picture.caption + "  (Esc closes)", to: inner.width, ellipsis: glyphs.ellipsis)
-            grid.put(caption, x: inner.x, y: inner.y + inner.height - 1, limit: inner.width,
+            canvas.put(caption, x: inner.x, y: inner.y + inner.height - 1, limit: inner.width,
                      style: picture.failed ? .bold : .dim)
         }
     }

@@ -1,11 +1,11 @@
 /// A horizontal bar, `width` columns, filled to `fraction` in eighths of a cell (whole cells in ASCII).
 enum ProgressBar {
     static func draw(_ fraction: Double?, x: Int, y: Int, width: Int, style: Style, glyphs: Glyphs,
-                     into grid: inout Grid) {
+                     into canvas: inout Canvas) {
         guard width > 0 else { return }
         let emptyStyle = Style(foreground: style.foreground, dim: true)
         guard let fraction else {
-            grid.fill(glyphs.barEmpty, x: x, y: y, count: width, style: emptyStyle)
+            canvas.fill(glyphs.barEmpty, x: x, y: y, count: width, style: emptyStyle)
             return
         }
         let clamped = min(1, max(0, fraction.isFinite ? fraction : 0))
@@ -13,12 +13,12 @@ enum ProgressBar {
         let filled = Int((clamped * Double(width * steps)).rounded(.down))
         let full = filled / steps
         let partial = filled % steps
-        grid.fill(glyphs.barFull, x: x, y: y, count: full, style: style)
+        canvas.fill(glyphs.barFull, x: x, y: y, count: full, style: style)
         var column = x + full
         if partial > 0 {
-            grid.fill(glyphs.barPartials[partial], x: column, y: y, count: 1, style: style)
+            canvas.fill(glyphs.barPartials[partial], x: column, y: y, count: 1, style: style)
             column += 1
         }
-        grid.fill(glyphs.barEmpty, x: column, y: y, count: x + width - column, style: emptyStyle)
+        canvas.fill(glyphs.barEmpty, x: column, y: y, count: x + width - column, style: emptyStyle)
     }
 }
