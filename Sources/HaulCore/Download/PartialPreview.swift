@@ -56,20 +56,20 @@ package enum PartialPreview {
     @discardableResult
     package static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
                                     contentType: String?) throws(HaulError) -> String? {
-        guard DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType),
-              contiguousBytes > 0
-        else { return nil }
+        guard isWanted(contiguousBytes: contiguousBytes, contentType: contentType) else { return nil }
         let path = previewPath(for: targetPath)
         let written = try write(prefixOf: partPath, length: contiguousBytes, to: path)
         return written > 0 ? path : nil
     }
 
+    private static func isWanted(contiguousBytes: Int64, contentType: String?) -> Bool {
+        (DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType)) && contiguousBytes > 0
+    }
+
     /// `saveIfWanted` for a download's own open part file: read through its descriptor, never by name.
     static func saveIfWanted(part: PartFile, targetPath: String, contiguousBytes: Int64,
                              contentType: String?) throws(HaulError) -> String? {
-        guard DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType),
-              contiguousBytes > 0
-        else { return nil }
+        guard isWanted(contiguousBytes: contiguousBytes, contentType: contentType) else { return nil }
         let path = previewPath(for: targetPath)
         let written = try part.withDescriptor { (fd) throws(HaulError) in
             try write(prefixOf: fd, sourcePath: part.path, length: contiguousBytes, to: path)

@@ -1,20 +1,22 @@
 /// A framed box with a title, cleared inside: the frame of every overlay.
 struct Box {
-    var x: Int
-    var y: Int
-    var width: Int
-    var height: Int
+    /// The frame's area, in the canvas's coordinates.
+    var frame: Rect
+    var x: Int { frame.x }
+    var y: Int { frame.y }
+    var width: Int { frame.width }
+    var height: Int { frame.height }
 
-    /// A box of at most `width` x `height`, centred on a screen of `size` and never larger than it.
+    /// A box of at most `width` x `height`, centred on a canvas of `size` and never larger than it.
     static func centered(width: Int, height: Int, in size: Size) -> Box {
         let w = max(0, min(width, size.columns))
         let h = max(0, min(height, size.rows))
-        return Box(x: (size.columns - w) / 2, y: (size.rows - h) / 2, width: w, height: h)
+        return Box(frame: Rect(x: (size.columns - w) / 2, y: (size.rows - h) / 2, width: w, height: h))
     }
 
-    /// The area inside the frame.
-    var inner: (x: Int, y: Int, width: Int, height: Int) {
-        (x + 2, y + 1, max(0, width - 4), max(0, height - 2))
+    /// The area inside the frame (a column of margin each side).
+    var inner: Rect {
+        Rect(x: x + 2, y: y + 1, width: max(0, width - 4), height: max(0, height - 2))
     }
 
     func draw(title: String, glyphs: Glyphs, style: Style = .plain, into canvas: inout Canvas) {
