@@ -35,12 +35,16 @@ let package = Package(
             providers: [.apt(["libjpeg-dev"])]),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // XXH3, the checksum of each block a download records (crash resume, `haul verify`).
+        .systemLibrary(
+            name: "CXXHash", path: "Sources/CXXHash",
+            providers: [.apt(["libxxhash-dev"])]),
 
         // The engine: transport, downloads, files on disk. No terminal code.
         .target(
             name: "HaulCore",
             dependencies: [
-                "CCurl", "CLinux",
+                "CCurl", "CLinux", "CXXHash",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -22,6 +22,7 @@ enum Entry {
             TextOutput.standard.err("haul: " + error.message)
             exit(FailureCategory.usage.exitCode)
         }
+        if arguments.first == "verify" { exit(VerifyCommand.run(Array(arguments.dropFirst()))) }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             exit(await SessionCommands.run(arguments, config: config))
         }

@@ -82,8 +82,13 @@ struct HaulCommand: ParsableCommand {
         valueName: "rate"))
     var maxDownloadLimit: String?
 
-    @Option(help: "Verify the file after download: sha256=HEX, sha1=HEX or md5=HEX (single URL only).")
+    @Option(help: "Verify the file: sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX (single URL only; computed while the bytes stream).")
     var checksum: String?
+
+    @Option(name: .customLong("checksum-file"), help: ArgumentHelp(
+        "Verify every download whose name FILE lists ('HEX  NAME' as sha256sum writes it, or 'SHA256 (NAME) = HEX').",
+        valueName: "file"))
+    var checksumFile: String?
 
     @Flag(help: "Replace an existing file of the same name.")
     var overwrite = false
@@ -212,6 +217,9 @@ struct HaulCommand: ParsableCommand {
             if case .failure(let error) = Checksum.parse(checksum) { throw ValidationError(error.message) }
             if urls.count + (inputFile == nil ? 0 : 2) > 1 { throw ValidationError("--checksum takes a single URL") }
         }
+        if let checksumFile, case .failure(let error) = ChecksumFile.read(checksumFile) {
+            throw ValidationError(error.message)
+        }
         for header in headers where !header.contains(":") {
             throw ValidationError("--header '\(header)' is not \"Name: value\"")
         }
@@ -316,6 +324,7 @@ struct HaulCommand: ParsableCommand {
             let here = FileManager.default.currentDirectoryPath
             directory = directory == "." ? here : FilePath.join(here, directory)
         }
+        let listed = checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:]
         return (urls.map { InputEntry(url: $0) } + extra).map { entry in
             var job = DownloadJob(url: entry.url, outputDirectory: directory, outputName: placed?.name)
             job.existingFile = policy
@@ -331,6 +340,9 @@ struct HaulCommand: ParsableCommand {
             job.timestamping = timestamping
             job.remoteTime = !noRemoteTime
             entry.options.apply(to: &job, absolute: absolute)
+            if job.checksum == nil, !listed.isEmpty {
+                job.checksum = listed[job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))]
+            }
             return job
         }
     }

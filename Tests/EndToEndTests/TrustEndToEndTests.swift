@@ -47,7 +47,7 @@ import Testing
             #expect(exit.status == 7)
             #expect(exit.stderr.hasPrefix("haul: medium.bin: the server answered bytes 0-"))
             #expect(exit.stderr.split(separator: "\n").count == 1)
-            #expect(dir.listing() == ["medium.bin.part", "medium.bin.part.json"])
+            #expect(dir.listing() == ["medium.bin.part", "medium.bin.part.journal", "medium.bin.part.json"])
         }
     }
 

@@ -86,7 +86,8 @@ import Testing
             let image = DecodedJPEG(preview)
             #expect(image.status >= 0)
             #expect(image.width == 4_000 && image.height == 3_000 && image.rowsDecoded == 3_000)
-            #expect(dir.listing() == ["photo-large.jpg.part", "photo-large.jpg.part.json", "photo-large.partial.jpg"])
+            #expect(dir.listing() == ["photo-large.jpg.part", "photo-large.jpg.part.journal", "photo-large.jpg.part.json",
+                                      "photo-large.partial.jpg"])
         }
     }
 

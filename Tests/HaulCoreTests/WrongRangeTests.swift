@@ -41,7 +41,7 @@ import Testing
             #expect(error.message.contains("to a request for bytes \(before.contiguousPrefix)-")
                     || error.message.contains("not \(20 << 20) as before"), "\(error.message)")
             // Nothing named done, and what was good stays resumable.
-            #expect(dir.listing() == ["medium.bin.part", "medium.bin.part.json"])
+            #expect(dir.listing() == ["medium.bin.part", "medium.bin.part.journal", "medium.bin.part.json"])
             guard case .found(let after) = ResumeState.load(from: dir.file("medium.bin.part.json")) else {
                 Issue.record("the state file is gone")
                 return

@@ -57,8 +57,10 @@ struct TokenBucketTests {
         #expect(now > 0.4 && now < 0.5)
     }
 
-    @Test func chunksAreAboutAGentieth() {
-        #expect(TokenBucket.chunkSize(forRate: 100_000, maximum: 262_144) == 5_000)
+    @Test func chunksAreAboutAHundredthAndTheBucketHoldsAFifth() {
+        #expect(TokenBucket.chunkSize(forRate: 1_000_000, maximum: 262_144) == 10_000)
+        #expect(TokenBucket.capacity(forRate: 1_000_000, chunk: 10_000) == 50_000)
+        #expect(TokenBucket.chunkSize(forRate: 100_000, maximum: 262_144) == 1_024)
         #expect(TokenBucket.chunkSize(forRate: 100, maximum: 262_144) == 1_024)
         #expect(TokenBucket.chunkSize(forRate: 1 << 30, maximum: 262_144) == 262_144)
     }

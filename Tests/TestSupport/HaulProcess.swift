@@ -38,8 +38,9 @@ public final class HaulProcess: Sendable {
     /// With `measuringMemory`, GNU time starts haul and records its peak RSS. (A child spawned from this big
     /// test process inherits the parent's memory high-water mark across exec, so wait4's ru_maxrss would
     /// measure the test, not haul; time's own small process forks haul afresh.)
+    /// `wrapper` runs haul under another program (`strace -o FILE`, say), which must exec it.
     public init(_ arguments: [String], in directory: String, stdin: String? = nil, measuringMemory: Bool = false,
-                environment extra: [String: String] = [:]) throws {
+                environment extra: [String: String] = [:], wrapper: [String] = []) throws {
         let scratch = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
         stdoutPath = scratch + ".out"
         stderrPath = scratch + ".err"
@@ -59,7 +60,7 @@ public final class HaulProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         // coreutils' env changes directory and execs haul, so the pid is haul's own.
-        let launcher = rssPath.map { ["/usr/bin/time", "-f", "%M", "-o", $0] } ?? []
+        let launcher = (rssPath.map { ["/usr/bin/time", "-f", "%M", "-o", $0] } ?? []) + wrapper
         let argv = (launcher + ["/usr/bin/env", "-C", directory, Self.binary] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var environment = ProcessInfo.processInfo.environment
@@ -107,9 +108,9 @@ public final class HaulProcess: Sendable {
     /// Runs `haul ARGS` to the end.
     public static func run(_ arguments: [String], in directory: String, stdin: String? = nil,
                            environment: [String: String] = [:],
-                           measuringMemory: Bool = false) async throws -> Exit {
+                           measuringMemory: Bool = false, wrapper: [String] = []) async throws -> Exit {
         try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory,
-                              environment: environment).wait()
+                              environment: environment, wrapper: wrapper).wait()
     }
 
     /// Waits for the first stdout line that satisfies `condition`, and returns it.

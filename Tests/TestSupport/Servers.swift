@@ -34,7 +34,11 @@ public func generatedFile(_ name: String) -> GeneratedFile {
 
 /// The sha256 of a generated file as the server serves it, computed from the generator in 1 MiB pieces.
 public func expectedSHA256(_ name: String) -> String {
-    let file = generatedFile(name)
+    expectedSHA256(of: generatedFile(name))
+}
+
+/// The sha256 of any generated file (one a test adds to the server's set).
+public func expectedSHA256(of file: GeneratedFile) -> String {
     var hasher = SHA256()
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     var offset = 0

@@ -18,9 +18,12 @@ struct Claim {
     var contentType: String?
     /// A state file exists (found at the start, or written by a checkpoint): only then is there one to remove.
     private(set) var stateOnDisk = false
+    /// The journal file exists (found at the start, or opened): only then is there one to remove.
+    private(set) var journalOnDisk = false
 
     var partName: String { name + ".part" }
     var stateName: String { ResumeState.path(forPart: partName) }
+    var journalName: String { partName + ".journal" }
     var path: String { directory.file(name) }
     var partPath: String { directory.file(partName) }
 
@@ -102,13 +105,51 @@ struct Claim {
                 notice(.resumeRefused(part: name + ".part", reason: .notWanted))
             } else {
                 state = found
+                recover(partSize: size, notice: notice)
             }
         }
+    }
+
+    /// Takes back what the journal recorded past the last checkpoint: every record whose bytes the part still
+    /// holds joins the state (the next checkpoint makes them durable); the others are fetched again. The
+    /// journal then goes on with the good records only.
+    private mutating func recover(partSize: Int64, notice: (DownloadFact) -> Void) {
+        guard var recovered = state, let journal = part.journal else { return }
+        let records = WriteJournal.load(journalName, in: directory)
+        let durable = recovered.completed
+        let check = (try? part.withDescriptor { fd in
+            WriteJournal.check(records, against: fd, size: partSize, trusted: durable)
+        }) ?? WriteJournal.Check()
+        for range in check.goodRanges { recovered.add(range) }
+        let damaged = check.damagedRanges.flatMap { ByteRange.subtract(recovered.completed, from: $0) }
+            .reduce(Int64(0)) { $0 + $1.count }
+        if damaged > 0 { notice(.damagedRefetched(part: partName, bytes: damaged)) }
+        state = recovered
+        journal.open(journalName, in: directory, with: check.good)
+        journalOnDisk = journal.isOpen
+    }
+
+    /// The download has run long enough that a crash should not cost what it received: the state file (not
+    /// synced: nothing in it is durable yet) and the journal go to disk, with the records held so far.
+    mutating func startRecording() throws(HaulError) {
+        guard let journal = part.journal, !journal.isOpen, let current = state else { return }
+        if !stateOnDisk {
+            try current.save(to: directory, name: stateName, durable: false)
+            stateOnDisk = true
+        }
+        journal.open(journalName, in: directory)
+        journalOnDisk = journal.isOpen
     }
 
     /// Gives the name up for another: an empty `.part` this run created is removed.
     func release() {
         discardIfEmpty()
+        close()
+    }
+
+    /// Closes the part and its journal.
+    func close() {
+        part.journal?.close()
         try? part.close()
     }
 
@@ -119,17 +160,24 @@ struct Claim {
         }
     }
 
-    /// Drops the state file, if there is one.
+    /// Drops the state file and the journal, if there are any.
     mutating func removeState() {
+        if journalOnDisk {
+            part.journal?.close()
+            directory.remove(journalName)
+            journalOnDisk = false
+        }
         guard stateOnDisk else { return }
         directory.remove(stateName)
         stateOnDisk = false
     }
 
-    /// Makes the bytes so far durable and records them: fsync the data, then replace the state file.
+    /// Makes the bytes so far durable and records them: fsync the data (and the journal's records of it),
+    /// then replace the state file.
     mutating func checkpoint(adding range: ByteRange?) throws(HaulError) {
         guard var current = state else { return }
         try part.syncData()
+        part.journal?.sync()
         if let range { current.add(range) }
         try current.save(to: directory, name: stateName)
         stateOnDisk = true

@@ -18,6 +18,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     case splitDeferred(bytesPerSecond: Double)
     /// The single connection slowed to `bytesPerSecond`: `connections` now share what is left.
     case split(bytesPerSecond: Double, connections: Int)
+    /// After a crash, `bytes` that `part` should have held past its last checkpoint failed their check (a
+    /// power loss leaves zeros or old bytes there): they are fetched again.
+    case damagedRefetched(part: String, bytes: Int64)
     /// A cancelled JPEG left the prefix it had received as a picture at `path`.
     case previewSaved(path: String)
     /// The download's own rate cap (all its connections together), nil for none: as it was added, or as
@@ -34,6 +37,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .oneConnection: "one-connection"
         case .splitDeferred: "split-deferred"
         case .split: "split"
+        case .damagedRefetched: "damaged-refetched"
         case .previewSaved: "preview-saved"
         case .limited: "limit"
         }

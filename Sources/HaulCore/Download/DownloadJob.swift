@@ -102,13 +102,14 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// Lower-case hex.
     package var hex: String
 
-    /// Parses `sha256=HEX`, `sha1=HEX` or `md5=HEX` (also as aria2 spells them: `sha-256=HEX`, `sha-1=HEX`);
+    /// Parses `sha512=HEX`, `sha256=HEX`, `sha1=HEX` or `md5=HEX` (also as aria2 spells them: `sha-256=HEX`,
+    /// `sha-1=HEX`);
     /// nil with a reason otherwise.
     package static func parse(_ text: String) -> Result<Checksum, HaulError> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts.first?.lowercased().replacingOccurrences(of: "-", with: "") ?? ""
         guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
-            return .failure(HaulError(.usage, "--checksum wants sha256=HEX, sha1=HEX or md5=HEX"))
+            return .failure(HaulError(.usage, "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"))
         }
         let hex = parts[1].lowercased()
         let length = algorithm.hexLength

@@ -16,6 +16,9 @@ package struct Downloader: Sendable {
     /// Time between checkpoints (and before the first one of a resumed download): what a crash can
     /// cost at most.
     package var checkpointInterval: Duration = .milliseconds(250)
+    /// When a fresh download's journal starts (with the records of every batch so far): a crash after this
+    /// costs only what was still in memory. One that ends sooner writes neither journal nor state.
+    package var recordAfter: Duration = .milliseconds(100)
     package var retryPolicy = RetryPolicy()
     /// Bytes per second of the first megabyte over one connection above which `-s N` does not split: such a
     /// connection is not what limits the download (a loopback or LAN server), and more connections would
@@ -59,7 +62,8 @@ package struct Downloader: Sendable {
         guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
                                          resume: job.resume, notice: { events(.fact($0)) })
         else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
-        defer { try? claim.part.close() }
+        defer { claim.close() }
+        if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
         var machine = DownloadStateMachine(job: job, name: claim.name, fastConnection: fastConnection,
                                            retryPolicy: retryPolicy)
@@ -135,6 +139,7 @@ package struct Downloader: Sendable {
             let contentType = claim.contentType
             claim = moved
             claim.contentType = contentType
+            if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
             return .next(try machine.claimMoved(to: claim.name, resume: claim.state))
 
         case .stream(let body):
@@ -144,6 +149,8 @@ package struct Downloader: Sendable {
                 // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
                 // whole at close (seen in bench/profile).
                 if try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
+                claim.part.journal?.reset()
+                if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
                 claim.state = fresh
             }
             if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total)) }
@@ -199,7 +206,7 @@ package struct Downloader: Sendable {
         let start = body.start
         var written = start
         let progress = ProgressLoop(clock: clock, first: start > 0 ? checkpointInterval : firstCheckpoint,
-                                    interval: checkpointInterval)
+                                    interval: checkpointInterval, record: recordAfter)
         let batches = ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, end: body.end,
                                       total: body.total, clock: clock)
         do {
@@ -233,7 +240,7 @@ package struct Downloader: Sendable {
         let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, connections: job.segments,
                                    total: total, deferSplit: deferSplit, fastConnection: fastConnection,
                                    splitWindow: splitWindow, firstCheckpoint: firstCheckpoint,
-                                   checkpointInterval: checkpointInterval)
+                                   checkpointInterval: checkpointInterval, recordAfter: recordAfter)
         do {
             try await fetch.run(claim: &claim, events: events)
         } catch let refused as SegmentRefused {
@@ -252,8 +259,16 @@ package struct Downloader: Sendable {
                         events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         try claim.part.sync()
         if let checksum = job.checksum {
-            let actual = try claim.part.withDescriptor { (fd) throws(HaulError) in
-                try FileDigest.hex(ofDescriptor: fd, path: claim.partPath, algorithm: checksum.algorithm)
+            // Computed while the bytes came when they came in order from byte 0; else read back once.
+            let size = try claim.part.size()
+            let actual: String
+            if let streamed = claim.part.writtenDigest(size: size) {
+                actual = streamed
+            } else {
+                let path = claim.partPath
+                actual = try claim.part.withDescriptor { (fd) throws(HaulError) in
+                    try FileDigest.hex(ofDescriptor: fd, path: path, algorithm: checksum.algorithm)
+                }
             }
             guard actual == checksum.hex else {
                 // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.

@@ -111,7 +111,20 @@ final class OutputDirectory: Sendable {
             if code == EWOULDBLOCK { return nil }
             throw PartFile.error("cannot lock", file(name), code)
         }
-        return PartFile(descriptor: fd, path: file(name))
+        return PartFile(descriptor: fd, path: file(name), journal: WriteJournal())
+    }
+
+    /// Opens the journal `name` for appending, emptied: created if missing (mode 0600), else only when it is
+    /// a file haul may write into (as a part: regular, this user's, one link). nil when it cannot be.
+    func openJournal(_ name: String) -> Int32? {
+        let fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Self.untrustworthy(info) == nil, ftruncate(fd, 0) == 0 else {
+            Glibc.close(fd)
+            return nil
+        }
+        return fd
     }
 
     /// Whether `name` is still the file open as `part` (nobody swapped the name since it was claimed).
@@ -180,15 +193,18 @@ final class OutputDirectory: Sendable {
     }
 
     /// Writes `bytes` to `name` atomically and durably (see the other `replace`), mode 0600.
-    func replace(_ name: String, with bytes: [UInt8]) throws(HaulError) {
-        try replace(name, mode: 0o600) { (file) throws(HaulError) in try file.write(bytes, at: 0) }
+    func replace(_ name: String, with bytes: [UInt8], durable: Bool = true) throws(HaulError) {
+        try replace(name, mode: 0o600, durable: durable) { (file) throws(HaulError) in try file.write(bytes, at: 0) }
     }
 
     /// The one atomic write: `write` fills a new file of a unique name beside `name` (created exclusively,
     /// no link followed, `mode`), which is then synced and renamed over `name`. When a step fails nothing is
     /// left behind and an earlier `name` stays as it was. The rename is durable once the directory is synced
-    /// (`sync()`), which a caller does when the name must survive a power loss, not only a crash.
-    func replace(_ name: String, mode: mode_t, writing write: (PartFile) throws(HaulError) -> Void) throws(HaulError) {
+    /// (`sync()`), which a caller does when the name must survive a power loss, not only a crash. Without
+    /// `durable` the new file is not synced: a crash keeps it, a power loss may leave it empty or torn (for
+    /// contents that a reader checks, such as a resume state with nothing durable in it yet).
+    func replace(_ name: String, mode: mode_t, durable: Bool = true,
+                 writing write: (PartFile) throws(HaulError) -> Void) throws(HaulError) {
         // Short enough to fit beside any name haul makes (FileNaming.maxBytes leaves the room).
         let temporary = name + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tmp"
         let fd = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
@@ -196,7 +212,7 @@ final class OutputDirectory: Sendable {
         let written = PartFile(descriptor: fd, path: file(temporary))
         do {
             try write(written)
-            try written.sync()
+            if durable { try written.sync() }
             try written.close()
             try rename(temporary, name)
         } catch {

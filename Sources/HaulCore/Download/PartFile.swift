@@ -41,6 +41,7 @@ package final class PartFile: @unchecked Sendable {
     /// link at `path` is refused, not followed.
     package init(path: String, truncate: Bool) throws(HaulError) {
         self.path = path
+        journal = nil
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0)
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw PartFile.error("cannot create", path) }
@@ -49,9 +50,25 @@ package final class PartFile: @unchecked Sendable {
 
     /// Takes over an open descriptor (readable and writable, from `OutputDirectory`); `path` names it in
     /// messages only: the file is never opened by its name again.
-    init(descriptor: Int32, path: String) {
+    init(descriptor: Int32, path: String, journal: WriteJournal? = nil) {
         self.path = path
         self.descriptor = descriptor
+        self.journal = journal
+    }
+
+    /// A download's part records each write here (`NAME.part.journal`); nil for other files.
+    let journal: WriteJournal?
+    /// The digest `--checksum` asks for, fed by the writes while they come in order from offset 0.
+    private let digest = NIOLockedValueBox<RunningDigest?>(nil)
+
+    /// Starts (or starts over) a digest of what is written from offset 0 on.
+    func startDigest(_ algorithm: FileDigest.Algorithm) {
+        digest.withLockedValue { $0 = RunningDigest(algorithm) }
+    }
+
+    /// The running digest's hex when the writes covered the file's `size` bytes in order; nil otherwise.
+    func writtenDigest(size: Int64) -> String? {
+        digest.withLockedValue { $0?.hex(ofSize: size) }
     }
 
     /// The file's current size.
@@ -84,6 +101,12 @@ package final class PartFile: @unchecked Sendable {
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
     /// large and its memory lines up with the file's pages (transfer buffers do), the rest buffered.
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+        try writeData(bytes, at: offset)
+        journal?.record(bytes, at: offset)
+        digest.withLockedValue { $0?.feed(bytes, at: offset) }
+    }
+
+    private func writeData(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         let align = Int64(IOBuffer.alignment)
         let head = (align - offset % align) % align
         let bodyEnd = (offset + Int64(bytes.count)) / align * align

@@ -85,12 +85,12 @@ package struct ResumeState: Codable, Equatable, Sendable {
 
     /// Replaces the state file `name` atomically and durably (a unique temporary file created exclusively,
     /// mode 0600, fsync, rename).
-    func save(to directory: OutputDirectory, name: String) throws(HaulError) {
+    func save(to directory: OutputDirectory, name: String, durable: Bool = true) throws(HaulError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
         do { data = try encoder.encode(self) } catch { throw HaulError(.other, "cannot encode resume state") }
-        try directory.replace(name, with: [UInt8](data))
+        try directory.replace(name, with: [UInt8](data), durable: durable)
     }
 
     /// `save` by path (tests and tools).

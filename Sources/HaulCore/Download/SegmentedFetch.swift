@@ -17,6 +17,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     let splitWindow: Duration
     let firstCheckpoint: Duration
     let checkpointInterval: Duration
+    let recordAfter: Duration
 
     /// Fetches what `claim.state` lacks. Throws `SegmentRefused` when a segment's Range request is answered
     /// with something else.
@@ -39,7 +40,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         let done = Self.bytes(in: claim)
         // As over one connection: a fresh download's first checkpoint comes later than the next ones.
         let progress = ProgressLoop(clock: clock, first: done <= SegmentPlan.defaultMinimumSplit ? firstCheckpoint
-                                        : checkpointInterval, interval: checkpointInterval)
+                                        : checkpointInterval, interval: checkpointInterval, record: recordAfter)
         var watch = SplitWatch(length: splitWindow, fastConnection: fastConnection, from: origin, completed: done)
         try await progress.run(updates, claim: &claim, events: events) { update, claim in
             let batch: Int64

@@ -21,6 +21,8 @@ extension DownloadFact {
             "one connection brought \(ByteFormat.rate(rate)); more join if it slows down"
         case .split(let rate, let connections):
             "the connection slowed to \(ByteFormat.rate(rate)); splitting over \(connections) connections"
+        case .damagedRefetched(let part, let bytes):
+            "\(ByteFormat.size(bytes)) of \(part) failed their check after a crash; fetching them again"
         case .previewSaved(let path):
             "partial preview saved: \(path)"
         case .limited(let rate):

@@ -247,7 +247,7 @@ private final class DriverLoop {
             var pending = false
             for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
-            curl_multi_poll(multi, nil, 0, pending ? 10 : handles.isEmpty ? 60_000 : 1_000, nil)
+            curl_multi_poll(multi, nil, 0, pending ? 5 : handles.isEmpty ? 60_000 : 1_000, nil)
         }
         driver.threadDidExit()
     }

@@ -60,7 +60,7 @@ struct TransferStateMachine {
     private(set) var peakBuffered = 0
     private(set) var buffersAllocated = 0
 
-    init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(40)) {
+    init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(10)) {
         self.highWatermark = highWatermark
         self.deliverThreshold = deliverThreshold ?? Swift.max(1, highWatermark / 2)
         self.maxDelay = maxDelay

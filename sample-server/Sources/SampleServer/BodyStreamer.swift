@@ -24,6 +24,8 @@ struct BodyStreamer: Sendable {
 
     func responseBody() -> ResponseBody {
         ResponseBody(contentLength: plan.range.count) { writer in
+            controller.bodyStarted()
+            defer { controller.bodyEnded() }
             try await stream(to: &writer)
         }
     }
@@ -33,7 +35,7 @@ struct BodyStreamer: Sendable {
         let total = plan.range.count
         let chunkLimit = plan.rate.map { TokenBucket.chunkSize(forRate: $0, maximum: Self.maximumChunk) }
             ?? Self.maximumChunk
-        var bucket = plan.rate.map { TokenBucket(rate: $0, capacity: chunkLimit) }
+        var bucket = plan.rate.map { TokenBucket(rate: $0, capacity: TokenBucket.capacity(forRate: $0, chunk: chunkLimit)) }
         var stall = plan.stall.flatMap { $0.after < total ? $0 : nil }
         let clock = ContinuousClock()
         let start = clock.now

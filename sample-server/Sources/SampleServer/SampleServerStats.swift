@@ -6,9 +6,13 @@ public struct SampleServerStats: Sendable, Equatable {
     public var bodyBytesSent: Int
     /// Download requests that carried a `Range` header.
     public var rangeRequests: Int
+    /// Response bodies being streamed now: 0 once every body has ended (sent, or cut by a client gone), so
+    /// `bodyBytesSent` no longer moves.
+    public var bodiesStreaming: Int
 
     /// All counters at zero.
-    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0) {
+    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, bodiesStreaming: Int = 0) {
+        self.bodiesStreaming = bodiesStreaming
         self.requests = requests
         self.bodyBytesSent = bodyBytesSent
         self.rangeRequests = rangeRequests

@@ -42,7 +42,9 @@ final class ServerController: Sendable {
     }
 
     func resetStats() {
-        state.withLockedValue { $0.stats = SampleServerStats() }
+        // The bodies under way are not history.
+        state.withLockedValue { $0.stats = SampleServerStats(requests: 0, bodyBytesSent: 0, rangeRequests: 0,
+                                                             bodiesStreaming: $0.stats.bodiesStreaming) }
     }
 
     /// Counts a download request and returns the faults and rate that govern it.
@@ -78,5 +80,13 @@ final class ServerController: Sendable {
 
     func recordBodyBytes(_ count: Int) {
         state.withLockedValue { $0.stats.bodyBytesSent += count }
+    }
+
+    func bodyStarted() {
+        state.withLockedValue { $0.stats.bodiesStreaming += 1 }
+    }
+
+    func bodyEnded() {
+        state.withLockedValue { $0.stats.bodiesStreaming -= 1 }
     }
 }
