@@ -704,14 +704,16 @@ def machine() -> list[str]:
 class SampleServer:
     """The repository's sample server (`--port 0 --rate R -q`); its URL is read from its first line."""
 
-    def __init__(self, binary: str, rate: str):
+    def __init__(self, binary: str, rate: str, extra: list[str] | None = None):
         self.binary = binary
         self.rate = rate
+        self.extra = extra or []
         self.process: subprocess.Popen | None = None
         self.base = ""
 
     def start(self) -> None:
-        self.process = subprocess.Popen([self.binary, "--port", "0", "--rate", self.rate, "-q", "--no-jpegs"],
+        self.process = subprocess.Popen([self.binary, "--port", "0", "--rate", self.rate, "-q", "--no-jpegs"]
+                                        + self.extra,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         seen = []

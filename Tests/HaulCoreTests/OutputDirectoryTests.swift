@@ -129,6 +129,29 @@ import Testing
         #expect(dir.listing() == ["medium.bin", "medium.bin.part.json.tmp"])
     }
 
+    /// A link at the journal's name (symbolic, or a hard link to another file) is neither truncated nor
+    /// appended to: the download goes on without a journal and the link stays as it was.
+    @Test(arguments: [true, false])
+    func aPlantedJournalLinkIsNotWrittenThrough(symbolic: Bool) async throws {
+        let dir = TempDirectory()
+        let outside = Outside()
+        var downloader = eager
+        downloader.recordAfter = .zero
+        try await withSampleServer(rate: 16 << 20) { (server) async throws in
+            if symbolic {
+                symlink(outside.path, at: dir.file("medium.bin.part.journal"))
+            } else {
+                #expect(link(outside.path, dir.file("medium.bin.part.journal")) == 0)
+            }
+            let (result, _) = await downloader.runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().path == dir.file("medium.bin"))
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+        #expect(outside.untouched)
+        #expect(dir.listing() == ["medium.bin", "medium.bin.part.journal"])
+        #expect(WriteJournal.load("medium.bin.part.journal", in: try OutputDirectory(dir.path)).isEmpty)
+    }
+
     @Test func stateFilesAreOwnerOnlyAndHoldNoPassword() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in

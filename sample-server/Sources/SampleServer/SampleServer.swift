@@ -59,6 +59,12 @@ public final class SampleServer: Sendable {
         router.get("/files/status", use: listing.status)
         router.get("/files/download", use: download.respond)
         router.head("/files/download", use: download.respond)
+        // Not SuperStorage's: the counters, for benchmarks that run the server as a process (bench/crash).
+        router.get("/stats") { _, _ in
+            let stats = controller.stats
+            return "{\"requests\": \(stats.requests), \"bodyBytesSent\": \(stats.bodyBytesSent), "
+                + "\"rangeRequests\": \(stats.rangeRequests), \"bodiesStreaming\": \(stats.bodiesStreaming)}\n"
+        }
 
         let (boundPorts, boundPortSink) = AsyncStream.makeStream(of: Int.self)
         let server: HTTPServerBuilder
