@@ -33,6 +33,10 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg-dev"])]),
+        // libchafa: pictures at the terminal's real resolution (kitty, sixel, iTerm2, or symbols).
+        .systemLibrary(
+            name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
+            providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // XXH3, the checksum of each block a download records (crash resume, `haul verify`).
@@ -54,7 +58,7 @@ let package = Package(
         .target(
             name: "HaulTUI",
             dependencies: [
-                "HaulCore", "CNcurses", "CJPEG",
+                "HaulCore", "CNcurses", "CJPEG", "CChafa",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <jpeglib.h>
+#include <jerror.h>
 
 // libjpeg reports fatal errors through `error_exit`, which by default calls exit(). Swift cannot longjmp, so the
 // helpers below do all libjpeg work in C behind a setjmp-based error manager: a fatal error returns a status code,
@@ -53,14 +54,35 @@ static inline struct jpeg_error_mgr *haul_jpeg_install_errors(struct haul_jpeg_e
 /// - Returns: 0 on success (possibly with missing data), 1 when the data had to be padded or was damaged (the image
 ///   is still usable), -1 when no image could be read (not a JPEG, header incomplete, or larger than 100 Mpixel).
 ///   On -1 nothing is allocated and `*out_rgb` is NULL.
+static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigned long length,
+                                              unsigned long max_pixels, int *out_width, int *out_height,
+                                              unsigned char **out_rgb, int *out_rows_decoded, int *out_image_width,
+                                              int *out_image_height);
+
 static inline int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long length, int *out_width,
                                        int *out_height, unsigned char **out_rgb, int *out_rows_decoded) {
+    int image_width, image_height;
+    return haul_jpeg_decode_rgb_scaled(data, length, 0, out_width, out_height, out_rgb, out_rows_decoded,
+                                       &image_width, &image_height);
+}
+
+/// `haul_jpeg_decode_rgb`, decoded at 1/2, 1/4 or 1/8 of the size (libjpeg's DCT scaling: less work and memory)
+/// while the picture has more than `max_pixels` (0: full size). The picture's own size goes to
+/// `out_image_width` / `out_image_height`. Bounded whatever the data says: a picture over 100 Mpixel or 65500 on
+/// a side is refused after its header, before libjpeg allocates for it, and libjpeg's own memory is capped at
+/// 256 MiB (a progressive picture's coefficient buffers).
+static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigned long length,
+                                              unsigned long max_pixels, int *out_width, int *out_height,
+                                              unsigned char **out_rgb, int *out_rows_decoded, int *out_image_width,
+                                              int *out_image_height) {
     struct jpeg_decompress_struct cinfo;
     struct haul_jpeg_error_manager errors;
     *out_width = 0;
     *out_height = 0;
     *out_rgb = NULL;
     *out_rows_decoded = 0;
+    *out_image_width = 0;
+    *out_image_height = 0;
     if (data == NULL || length < 4) {
         return -1;
     }
@@ -68,9 +90,14 @@ static inline int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long 
     if (setjmp(errors.jump)) {
         // A fatal error after the image buffer exists still returns what was decoded.
         int rows = (int)cinfo.output_scanline;
+        int code = errors.base.msg_code;
+        *out_image_width = (int)cinfo.image_width;
+        *out_image_height = (int)cinfo.image_height;
         jpeg_destroy_decompress(&cinfo);
         if (errors.buffer == NULL) {
-            return -1;
+            // Too large for libjpeg's limits or for its memory cap: told apart from damage.
+            return (code == JERR_IMAGE_TOO_BIG || code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE
+                    || code == JERR_WIDTH_OVERFLOW) ? -2 : -1;
         }
         *out_rgb = errors.buffer;
         *out_rows_decoded = rows;
@@ -79,7 +106,26 @@ static inline int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long 
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, (unsigned char *)data, length);
     jpeg_read_header(&cinfo, TRUE);
+    *out_image_width = (int)cinfo.image_width;
+    *out_image_height = (int)cinfo.image_height;
+    if (cinfo.image_width == 0 || cinfo.image_height == 0) {
+        jpeg_destroy_decompress(&cinfo);
+        return -1;
+    }
+    if (cinfo.image_width > 65500 || cinfo.image_height > 65500
+        || (unsigned long)cinfo.image_width * cinfo.image_height > 100000000UL) {
+        jpeg_destroy_decompress(&cinfo);
+        return -2;
+    }
+    cinfo.mem->max_memory_to_use = 256L << 20;
     cinfo.out_color_space = JCS_RGB;
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = 1;
+    while (max_pixels > 0 && cinfo.scale_denom < 8
+           && ((unsigned long)cinfo.image_width / cinfo.scale_denom) * (cinfo.image_height / cinfo.scale_denom)
+                  > max_pixels) {
+        cinfo.scale_denom *= 2;
+    }
     jpeg_start_decompress(&cinfo);
     unsigned long width = cinfo.output_width;
     unsigned long height = cinfo.output_height;

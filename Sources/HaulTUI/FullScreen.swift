@@ -15,6 +15,8 @@ package struct FullScreenOptions: Sendable {
     package var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
     /// Tell the desktop (OSC 9 / 777) when a long download is done (`--no-notify` turns it off).
     package var notify = true
+    /// `--pictures none` turns `v` off; any other mode draws libchafa's symbols in the full screen.
+    package var pictures = true
 
     package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -41,6 +43,7 @@ package enum FullScreen {
         var state = AppState(size: Size(columns: 80, rows: 24))
         state.attached = manager.outlivesFrontEnd
         state.notify = options.notify
+        state.pictures = options.pictures
         state.files.server = options.server
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)

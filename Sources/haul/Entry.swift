@@ -23,6 +23,9 @@ enum Entry {
             exit(FailureCategory.usage.exitCode)
         }
         if arguments.first == "verify" { exit(VerifyCommand.run(Array(arguments.dropFirst()))) }
+        if arguments.first == "view" {
+            exit(ViewCommand.run(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+        }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             exit(await SessionCommands.run(arguments, config: config))
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulCore
+import HaulTUI
 
 /// The command line of the SPEC, parsed. `Entry` runs it.
 struct HaulCommand: ParsableCommand {
@@ -172,6 +173,11 @@ struct HaulCommand: ParsableCommand {
 
     @Flag(name: .customLong("hook-shell"), help: "Run --on-complete and --on-error with /bin/sh -c.")
     var hookShell = false
+
+    @Option(help: ArgumentHelp(
+        "How pictures are drawn: kitty, sixel, iterm, symbols or none (default: what the terminal supports; the full screen draws symbols).",
+        valueName: "mode"))
+    var pictures: PictureMode?
 
     @Flag(name: .customLong("no-notify"), help: "No desktop notification (OSC 9/777) when a long download is done in the full screen.")
     var noNotify = false

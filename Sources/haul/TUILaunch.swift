@@ -55,6 +55,7 @@ enum TUILaunch {
         if let rate = command.overallRate { await control.setOverallLimit(rate) }
         var screen = options
         screen.notify = !command.noNotify
+        screen.pictures = command.pictures != PictureMode.none
         let code: Int32?
         do {
             code = try await FullScreen.run(screen, manager: control)

@@ -28,14 +28,50 @@ import Testing
             }
             let preview = dir.file("out/photo-large.partial.jpg")
             let decoded = try JPEGImage(path: preview)
-            #expect(decoded.image.width == 4000 && decoded.image.height == 3000, "the whole picture, blurred")
+            #expect(decoded.width == 4000 && decoded.height == 3000, "the whole picture, blurred")
+            #expect(decoded.rowsDecoded == decoded.image.height, "every row (decoded scaled down to fit the screen)")
             #expect(FileManager.default.fileExists(atPath: dir.file("out/photo-large.jpg.part")), "still resumable")
 
             try tmux.send("v")
             try await tmux.waitFor("the picture") { screen in
                 screen.contains { $0.contains("photo-large.partial.jpg  4000x3000") }
-                    && screen.contains { $0.contains("▀") }
+                    && screen.contains { $0.unicodeScalars.contains { (0x2580...0x259F).contains($0.value) } }
             }
+            try tmux.send("Escape", "q")
+            try await TUITests.expectExit(tmux, 0)
+        }
+    }
+
+    /// `v` on a JPEG while it downloads: the picture comes from the part and sharpens as bytes arrive (a
+    /// progressive JPEG goes from blurred to sharp), then becomes the finished file.
+    @Test func theLivePictureChangesAsTheDownloadAdvances() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(Self.server) { server in
+            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+            let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
+            let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
+            let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
+            try tmux.send(contentsOf: Array(repeating: "Down", count: photo - selected) + ["Enter", "Tab"])
+            try await tmux.waitFor("a quarter of the picture") {
+                (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 25
+            }
+            try tmux.send("v")
+            func picture(_ screen: [String]) -> [String] {
+                screen.filter { $0.unicodeScalars.contains { (0x2580...0x259F).contains($0.value) } }
+            }
+            let early = try await tmux.waitFor("the live picture", within: .seconds(10)) { screen in
+                screen.contains { $0.contains("photo-large.jpg.part  4000x3000  partial") } && !picture(screen).isEmpty
+            }
+            let earlyColours = try tmux.screenWithEscapes()
+            // Decoded again as bytes arrive: the picture changes while the part is still being written.
+            _ = try await tmux.waitFor("a sharper live picture", within: .seconds(20)) { screen in
+                screen.contains { $0.contains("photo-large.jpg.part") } && (try? tmux.screenWithEscapes()) != earlyColours
+            }
+            let done = try await tmux.waitFor("the finished picture", within: .seconds(30)) { screen in
+                screen.contains { $0.contains("photo-large.jpg  4000x3000  (Esc closes)") }
+            }
+            #expect(!picture(done).isEmpty && !picture(early).isEmpty)
+            #expect(try tmux.screenWithEscapes() != earlyColours, "the finished picture differs from the first")
             try tmux.send("Escape", "q")
             try await TUITests.expectExit(tmux, 0)
         }
@@ -57,7 +93,7 @@ import Testing
                     "\(exit.stdout)")
             #expect(exit.stderr == "haul: photo-large.jpg: interrupted (\(url))\n")
             let decoded = try JPEGImage(path: dir.file("photo-large.partial.jpg"))
-            #expect(decoded.image.width == 4000)
+            #expect(decoded.width == 4000)
         }
     }
 }

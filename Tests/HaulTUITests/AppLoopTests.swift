@@ -74,6 +74,8 @@ import TestSupport
             try await waitFor(app.screen, "every row cancelled") { lines in
                 ["medium.bin", "large.bin"].allSatisfy { Self.row(lines, $0)?.hasSuffix("cancelled") == true }
             }
+            // The rows say cancelled when the engine reports it; the task handles go as each task ends.
+            try await within(10, "the manager idle") { await app.manager.waitUntilIdle() }
             #expect(await app.manager.runningCount == 0, "every stored task handle is gone")
             #expect(app.clock.sleeperCount == 0, "the clock task is cancelled")
             app.clock.advance(by: .seconds(5))

@@ -132,7 +132,7 @@ import Testing
             " notes.│   p Space P pause / resume the selected download / all         │",
             " done.i│   r         retry a failed or cancelled download               │",
             " missin│   d Delete  remove a finished row (files stay)                 │r answ…",
-            " stoppe│   v         show the selected JPEG as a picture                │",
+            " stoppe│   v         show the selected JPEG (live while it downloads)   │",
             " photo-│   o O       open the finished file / its folder (xdg-open)     │rtial …",
             " large.│ Files view                                                     │",
             "       │   Enter     download the selected file, 1 connection           │",

@@ -55,6 +55,8 @@ struct AppState: Sendable, Equatable {
     var overallLimit: Int64?
     /// A download seen running for `notifyAfterSeconds` of the clock tells the desktop when it is done.
     var notify = true
+    /// `v` shows pictures (`--pictures none` turns it off).
+    var pictures = true
     static let notifyAfterSeconds = 10
     /// The caps `+` and `-` step through, bytes per second (binary units, as `--limit-rate` reads them).
     static let limitSteps: [Int64] = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131_072,

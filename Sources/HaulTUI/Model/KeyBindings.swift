@@ -104,7 +104,7 @@ enum KeyBindings {
                    rank: 7),
         KeyBinding(.remove, .downloads, [.character("d"), .delete], "d Delete", "remove a finished row (files stay)",
                    hint: "remove", rank: 8),
-        KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG as a picture"),
+        KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG (live while it downloads)"),
         KeyBinding(.open, .downloads, [.character("o")], "o O", "open the finished file / its folder (xdg-open)"),
         KeyBinding(.openFolder, .downloads, [.character("O")], label: nil, help: { _ in "" }),
         // Files view

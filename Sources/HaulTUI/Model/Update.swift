@@ -26,10 +26,15 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
         for index in state.rows.indices where state.rows[index].isRunning { state.rows[index].secondsWatched += 1 }
-        effects = []
+        // A live picture is decoded again once a second, from what the part holds by now.
+        if case .picture(let path)? = state.overlay, livePictureRow(path, in: state) != nil {
+            effects = [.showPicture(path: path)]
+        } else {
+            effects = []
+        }
     case .manager(let event):
         apply(event, to: &state)
-        effects = notification(for: event, in: state)
+        effects = notification(for: event, in: state) + followLivePicture(&state)
     case .limitLoaded(let limit):
         state.overallLimit = limit
         effects = []
@@ -311,6 +316,10 @@ private func performOnSelectedDownload(_ command: Command, in state: inout AppSt
         }
         return [.open(path: command == .openFolder ? FilePath.parent(of: path) : path)]
     case .picture:
+        guard state.pictures else {
+            state.message = "Pictures are off (--pictures none)"
+            return []
+        }
         guard row.isJPEG, let path = picturePath(of: row) else {
             state.message = "Only a JPEG with data on disk can be shown"
             return []
@@ -324,10 +333,30 @@ private func performOnSelectedDownload(_ command: Command, in state: inout AppSt
     return []
 }
 
-/// The complete file when done, else the partial preview (`STEM.partial.EXT`) once one was saved.
+/// The complete file when done; while it downloads, its part (a live picture, decoded again as bytes arrive);
+/// else the partial preview (`STEM.partial.EXT`) once one was saved.
 private func picturePath(of row: DownloadRow) -> String? {
     if row.state == .done { return row.path }
+    if row.isRunning, row.completed > 0, let path = row.path { return path + ".part" }
     return row.previewPath
+}
+
+/// The running download whose part the picture at `path` is, if any.
+private func livePictureRow(_ path: String, in state: AppState) -> DownloadRow? {
+    guard path.hasSuffix(".part") else { return nil }
+    return state.rows.first { $0.isRunning && $0.path.map { $0 + ".part" } == path }
+}
+
+/// When the download a live picture follows ends, the picture moves to the file it left: the finished file, or
+/// a cancelled JPEG's preview. A failed one keeps the last picture decoded.
+private func followLivePicture(_ state: inout AppState) -> [Effect] {
+    guard case .picture(let path)? = state.overlay, path.hasSuffix(".part"), livePictureRow(path, in: state) == nil,
+        let row = state.rows.first(where: { $0.path.map { $0 + ".part" } == path })
+    else { return [] }
+    let next = row.state == .done ? row.path : row.previewPath
+    guard let next else { return [] }
+    state.overlay = .picture(path: next)
+    return [.showPicture(path: next)]
 }
 
 private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> [Effect] {

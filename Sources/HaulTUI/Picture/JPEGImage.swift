@@ -40,27 +40,41 @@ package struct PictureError: Error, Sendable, Equatable, CustomStringConvertible
 /// picture, blurred; a baseline one to its top rows (the rest stays mid-gray); data without a readable header
 /// is a `PictureError`.
 package struct JPEGImage: Sendable {
+    /// The pixels, at most `maximumPixels` of them: a larger picture is decoded at 1/2, 1/4 or 1/8 of its size.
     package let image: RGBImage
-    /// Rows libjpeg produced from the data; below them the picture is mid-gray.
+    /// The picture's own size, as its header gives it.
+    package let width: Int
+    package let height: Int
+    /// Rows of `image` libjpeg produced from the data; below them the picture is mid-gray.
     package let rowsDecoded: Int
     /// False when libjpeg had to pad missing data or skip damaged data, or stopped before the last row.
     package let complete: Bool
 
-    /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel).
+    /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel, and its own
+    /// memory is capped at 256 MiB).
     package static let maximumFileSize = 256 << 20
+    /// More pixels than a terminal shows even in an image protocol: larger pictures are decoded scaled down.
+    package static let maximumPixels = 4_000_000
 
     /// Decodes JPEG bytes, complete or any prefix.
     package init(bytes: [UInt8]) throws(PictureError) {
         var width: Int32 = 0
         var height: Int32 = 0
         var rows: Int32 = 0
+        var imageWidth: Int32 = 0
+        var imageHeight: Int32 = 0
         var rgb: UnsafeMutablePointer<UInt8>?
         let status = bytes.withUnsafeBufferPointer {
-            haul_jpeg_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &rows)
+            haul_jpeg_decode_rgb_scaled($0.baseAddress, UInt($0.count), UInt(Self.maximumPixels), &width, &height,
+                                        &rgb, &rows, &imageWidth, &imageHeight)
         }
         defer { haul_jpeg_free(rgb) }
         guard status >= 0, let rgb, width > 0, height > 0 else {
             let isJPEG = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
+            if status == -2 {
+                throw PictureError(imageWidth > 0 && imageHeight > 0 ? "too large to show (\(imageWidth)x\(imageHeight))"
+                                       : "too large to show")
+            }
             throw PictureError(isJPEG ? "the JPEG header is incomplete or damaged" : "not a JPEG")
         }
         let count = Int(width) * Int(height) * 3
@@ -68,6 +82,8 @@ package struct JPEGImage: Sendable {
                                    pixels: Array(UnsafeBufferPointer(start: rgb, count: count)))
         else { throw PictureError("not a JPEG") }
         self.image = image
+        self.width = Int(imageWidth)
+        self.height = Int(imageHeight)
         rowsDecoded = Int(rows)
         complete = status == 0 && rowsDecoded == image.height
     }

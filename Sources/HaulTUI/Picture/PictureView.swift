@@ -42,11 +42,12 @@ package enum PictureView {
     /// Fits an already decoded image into `width` × `height` cells; `name` goes into the caption.
     package static func render(_ image: JPEGImage, name: String, width: Int, height: Int,
                               capability: ColorCapability) -> PictureCells {
-        let rows = PictureRenderer.render(image.image, columns: width, lines: height, capability: capability)
-        var caption = "\(name)  \(image.image.width)x\(image.image.height)"
+        let rows = ChafaPicture.cells(image.image, columns: width, lines: height, capability: capability)
+        var caption = "\(name)  \(image.width)x\(image.height)"
         if !image.complete {
-            caption += image.rowsDecoded < image.image.height
-                ? "  partial: \(image.rowsDecoded) of \(image.image.height) rows" : "  partial"
+            // Rows in the picture's own units (a large one is decoded scaled down).
+            let rows = image.rowsDecoded * image.height / Swift.max(1, image.image.height)
+            caption += image.rowsDecoded < image.image.height ? "  partial: \(rows) of \(image.height) rows" : "  partial"
         }
         return PictureCells(rows: rows, caption: caption, failed: false, complete: image.complete)
     }

@@ -1,0 +1,122 @@
+#ifndef HAUL_CCHAFA_SHIM_H
+#define HAUL_CCHAFA_SHIM_H
+/* libchafa (Debian's libchafa-dev): pictures at the terminal's real resolution. These helpers keep GLib's
+   types on the C side: Swift hands over RGB pixels and gets bytes or cells back. */
+#include <stdlib.h>
+#include <string.h>
+#include <chafa.h>
+
+enum { HAUL_PIXELS_SYMBOLS = 0, HAUL_PIXELS_SIXEL = 1, HAUL_PIXELS_KITTY = 2, HAUL_PIXELS_ITERM = 3 };
+enum { HAUL_COLORS_TRUE = 0, HAUL_COLORS_256 = 1, HAUL_COLORS_16 = 2, HAUL_COLORS_NONE = 3 };
+
+/* What the terminal described by `envp` (TERM, TERM_PROGRAM, KITTY_WINDOW_ID, ...) draws pictures with, as
+   chafa's own tool decides it: the first of kitty, iTerm2 and sixel whose sequences its database knows for
+   that terminal, else symbols. */
+static inline int haul_chafa_detect_pixels(char **envp) {
+    ChafaTermInfo *info = chafa_term_db_detect(chafa_term_db_get_default(), envp);
+    int mode = HAUL_PIXELS_SYMBOLS;
+    if (chafa_term_info_have_seq(info, CHAFA_TERM_SEQ_BEGIN_KITTY_IMMEDIATE_IMAGE_V1)) mode = HAUL_PIXELS_KITTY;
+    else if (chafa_term_info_have_seq(info, CHAFA_TERM_SEQ_BEGIN_ITERM2_IMAGE)) mode = HAUL_PIXELS_ITERM;
+    else if (chafa_term_info_have_seq(info, CHAFA_TERM_SEQ_BEGIN_SIXELS)) mode = HAUL_PIXELS_SIXEL;
+    chafa_term_info_unref(info);
+    return mode;
+}
+
+static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width, int height, int columns, int lines,
+                                             int pixels, int colors, int *out_columns, int *out_lines) {
+    gint w = columns > 0 ? columns : 1, h = lines > 0 ? lines : 1;
+    /* A cell is about twice as tall as wide. */
+    chafa_calc_canvas_geometry(width, height, &w, &h, 0.5f, FALSE, FALSE);
+    if (w < 1) w = 1;
+    if (h < 1) h = 1;
+    ChafaSymbolMap *map = chafa_symbol_map_new();
+    if (colors == HAUL_COLORS_NONE) {
+        chafa_symbol_map_add_by_tags(map, CHAFA_SYMBOL_TAG_ASCII);
+    } else {
+        chafa_symbol_map_add_by_tags(map, CHAFA_SYMBOL_TAG_BLOCK | CHAFA_SYMBOL_TAG_BORDER | CHAFA_SYMBOL_TAG_SPACE
+                                              | CHAFA_SYMBOL_TAG_QUAD | CHAFA_SYMBOL_TAG_HALF);
+        chafa_symbol_map_remove_by_tags(map, CHAFA_SYMBOL_TAG_WIDE | CHAFA_SYMBOL_TAG_AMBIGUOUS);
+    }
+    ChafaCanvasConfig *config = chafa_canvas_config_new();
+    chafa_canvas_config_set_geometry(config, w, h);
+    chafa_canvas_config_set_cell_geometry(config, 10, 20);
+    ChafaCanvasMode mode = CHAFA_CANVAS_MODE_TRUECOLOR;
+    if (colors == HAUL_COLORS_256) mode = CHAFA_CANVAS_MODE_INDEXED_240;
+    else if (colors == HAUL_COLORS_16) mode = CHAFA_CANVAS_MODE_INDEXED_16;
+    else if (colors == HAUL_COLORS_NONE) mode = CHAFA_CANVAS_MODE_FGBG;
+    chafa_canvas_config_set_canvas_mode(config, mode);
+    ChafaPixelMode pixel = CHAFA_PIXEL_MODE_SYMBOLS;
+    if (pixels == HAUL_PIXELS_SIXEL) pixel = CHAFA_PIXEL_MODE_SIXELS;
+    else if (pixels == HAUL_PIXELS_KITTY) pixel = CHAFA_PIXEL_MODE_KITTY;
+    else if (pixels == HAUL_PIXELS_ITERM) pixel = CHAFA_PIXEL_MODE_ITERM2;
+    chafa_canvas_config_set_pixel_mode(config, pixel);
+    chafa_canvas_config_set_dither_mode(config, (colors == HAUL_COLORS_256 || colors == HAUL_COLORS_16)
+                                                    ? CHAFA_DITHER_MODE_ORDERED : CHAFA_DITHER_MODE_NONE);
+    chafa_canvas_config_set_symbol_map(config, map);
+    ChafaCanvas *canvas = chafa_canvas_new(config);
+    chafa_canvas_config_unref(config);
+    chafa_symbol_map_unref(map);
+    chafa_canvas_draw_all_pixels(canvas, CHAFA_PIXEL_RGB8, rgb, width, height, width * 3);
+    *out_columns = w;
+    *out_lines = h;
+    return canvas;
+}
+
+/* The picture as the terminal's bytes for `pixels` (escape sequences, or symbols with colour sequences), in a
+   malloc'd buffer of *out_length bytes (free it with free()). The sequences are those chafa's database has for
+   the terminal of `envp`, supplemented with its defaults, so a mode asked for by name always has them. */
+static inline char *haul_chafa_print(const unsigned char *rgb, int width, int height, int columns, int lines,
+                                     int pixels, int colors, char **envp, size_t *out_length, int *out_columns,
+                                     int *out_lines) {
+    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, pixels, colors, out_columns, out_lines);
+    ChafaTermDb *db = chafa_term_db_get_default();
+    ChafaTermInfo *info = chafa_term_db_detect(db, envp);
+    ChafaTermInfo *fallback = chafa_term_db_get_fallback_info(db);
+    chafa_term_info_supplement(info, fallback);
+    chafa_term_info_unref(fallback);
+    GString *printed = chafa_canvas_print(canvas, info);
+    chafa_term_info_unref(info);
+    chafa_canvas_unref(canvas);
+    char *bytes = malloc(printed->len + 1);
+    if (bytes) {
+        memcpy(bytes, printed->str, printed->len);
+        bytes[printed->len] = 0;
+        *out_length = printed->len;
+    } else {
+        *out_length = 0;
+    }
+    g_string_free(printed, TRUE);
+    return bytes;
+}
+
+/* The picture as symbol cells, for a screen that draws its own cells: per cell, its character (a Unicode scalar)
+   and its foreground and background (0xRRGGBB in true colour, a palette index otherwise, -1 for the terminal's
+   own). The arrays hold *out_columns * *out_lines entries, row by row; free each with free(). */
+static inline int haul_chafa_cells(const unsigned char *rgb, int width, int height, int columns, int lines, int colors,
+                                   unsigned int **out_chars, int **out_fg, int **out_bg, int *out_columns,
+                                   int *out_lines) {
+    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, HAUL_PIXELS_SYMBOLS, colors,
+                                            out_columns, out_lines);
+    size_t count = (size_t)*out_columns * (size_t)*out_lines;
+    unsigned int *chars = malloc(count * sizeof(unsigned int));
+    int *fg = malloc(count * sizeof(int));
+    int *bg = malloc(count * sizeof(int));
+    if (!chars || !fg || !bg) {
+        free(chars); free(fg); free(bg);
+        chafa_canvas_unref(canvas);
+        return -1;
+    }
+    for (int y = 0; y < *out_lines; y++) {
+        for (int x = 0; x < *out_columns; x++) {
+            size_t i = (size_t)y * (size_t)*out_columns + (size_t)x;
+            chars[i] = chafa_canvas_get_char_at(canvas, x, y);
+            chafa_canvas_get_colors_at(canvas, x, y, &fg[i], &bg[i]);
+        }
+    }
+    chafa_canvas_unref(canvas);
+    *out_chars = chars;
+    *out_fg = fg;
+    *out_bg = bg;
+    return 0;
+}
+#endif

@@ -1,0 +1,94 @@
+import Foundation
+import HaulCore
+import SampleServer
+import TestSupport
+import Testing
+
+/// `haul view FILE`: a JPEG drawn to stdout in each format, byte for byte what a terminal takes; hostile files
+/// get one line and a bounded memory.
+@Suite struct ViewTests {
+    /// A real progressive JPEG from the sample server (photo-small.jpg), and the directory it is in.
+    static func photo() async throws -> TempDirectory {
+        let dir = TempDirectory()
+        try await withSampleServer(jpegs: true) { server in
+            let exit = try await HaulProcess.run(["--plain", "-q", server.downloadURL("photo-small.jpg")], in: dir.path)
+            #expect(exit.status == 0, "\(exit.stderr)")
+        }
+        return dir
+    }
+
+    static func view(_ arguments: [String], in dir: TempDirectory, term: String = "xterm-256color",
+                     colorTerm: String = "") async throws -> HaulProcess.Exit {
+        try await HaulProcess.run(["view"] + arguments, in: dir.path,
+                                  environment: ["TERM": term, "COLORTERM": colorTerm, "TMUX": ""])
+    }
+
+    @Test func eachFormatIsItsTerminalsSequence() async throws {
+        let dir = try await Self.photo()
+        let kitty = try await Self.view(["--pictures", "kitty", "--width", "40", "--height", "12", "photo-small.jpg"], in: dir)
+        #expect(kitty.status == 0, "\(kitty.stderr)")
+        #expect(kitty.stdout.hasPrefix("\u{1B}_Ga=T,f=32,"), "kitty's graphics protocol, RGBA")
+        #expect(kitty.stdout.contains("\u{1B}\\"))
+        let sixel = try await Self.view(["--pictures", "sixel", "--width", "40", "--height", "12", "photo-small.jpg"], in: dir)
+        #expect(sixel.stdout.hasPrefix("\u{1B}P") && sixel.stdout.prefix(12).contains("q"), "a DCS sixel string")
+        #expect(sixel.stdout.contains("\u{1B}\\"))
+        let iterm = try await Self.view(["--pictures", "iterm", "--width", "40", "--height", "12", "photo-small.jpg"], in: dir)
+        #expect(iterm.stdout.hasPrefix("\u{1B}]1337;File=inline=1"), "\(iterm.stdout.prefix(40).debugDescription)")
+        let none = try await Self.view(["--pictures", "none", "photo-small.jpg"], in: dir)
+        #expect(none.status == 0 && none.stdout.isEmpty)
+    }
+
+    @Test func symbolsFitTheCellsAskedFor() async throws {
+        let dir = try await Self.photo()
+        let exit = try await Self.view(["--pictures", "symbols", "--width", "30", "--height", "10", "photo-small.jpg"],
+                                       in: dir, colorTerm: "truecolor")
+        #expect(exit.status == 0, "\(exit.stderr)")
+        let lines = exit.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect((1...10).contains(lines.count), "\(lines.count) lines")
+        // Without the colour sequences, each line is at most 30 cells of block symbols.
+        let visible = lines.map { $0.replacing(/\u{1B}\[[0-9;?]*[A-Za-z]/, with: "") }
+        // One of the two bounds is met (the aspect decides which).
+        #expect(visible.allSatisfy { $0.count <= 30 } && (lines.count == 10 || visible.contains { $0.count == 30 }),
+                "\(visible.map(\.count))")
+        #expect(exit.stdout.contains("\u{1B}[38;2;"), "true colour")
+        let dumb = try await Self.view(["--width", "30", "--height", "10", "photo-small.jpg"], in: dir, term: "dumb")
+        #expect(dumb.status == 0 && !dumb.stdout.contains("\u{1B}") && dumb.stdout.allSatisfy(\.isASCII),
+                "a dumb terminal gets plain ASCII")
+    }
+
+    @Test func aPartAndAPreviewAreShownToo() async throws {
+        let dir = try await Self.photo()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("photo-small.jpg")))
+        try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: dir.file("cut.jpg.part")))
+        let exit = try await Self.view(["--pictures", "symbols", "--width", "20", "--height", "6", "cut.jpg.part"], in: dir)
+        #expect(exit.status == 0 && !exit.stdout.isEmpty, "\(exit.stderr)")
+    }
+
+    @Test func hostileFilesGetOneLineAndBoundedMemory() async throws {
+        let dir = try await Self.photo()
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("photo-small.jpg"))))
+        // The frame header (SOF0 or SOF2): its height and width become 65535.
+        let sof = try #require(bytes.indices.dropLast(9).first { bytes[$0] == 0xFF && [0xC0, 0xC2].contains(bytes[$0 + 1]) })
+        for i in (sof + 5)...(sof + 8) { bytes[i] = 0xFF }
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.file("huge.jpg")))
+        try Data("GIF89a not a jpeg".utf8).write(to: URL(fileURLWithPath: dir.file("fake.jpg")))
+        try Data([0xFF, 0xD8, 0xFF]).write(to: URL(fileURLWithPath: dir.file("stub.jpg")))
+        for (name, reason) in [("huge.jpg", "too large to show (65535x65535)"), ("fake.jpg", "not a JPEG"),
+                               ("stub.jpg", "the JPEG header is incomplete or damaged")] {
+            let exit = try await HaulProcess.run(["view", "--pictures", "kitty", name], in: dir.path, measuringMemory: true)
+            #expect(exit.status == 1, "\(name): \(exit.stderr)")
+            #expect(exit.stderr == "haul: view: \(name): cannot preview: \(reason)\n")
+            #expect(exit.stdout.isEmpty)
+            #expect((exit.maxRSSKiB ?? .max) < 256 * 1024, "\(name): \(exit.maxRSSKiB ?? -1) KiB")
+        }
+        // 12000 x 8000 (96 Mpixel, under the refusal line): decoded scaled down or refused by libjpeg's memory
+        // cap, either way in bounded memory and one line.
+        bytes[sof + 5] = 0x1F; bytes[sof + 6] = 0x40  // height 8000
+        bytes[sof + 7] = 0x2E; bytes[sof + 8] = 0xE0  // width 12000
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.file("big.jpg")))
+        let big = try await HaulProcess.run(["view", "--pictures", "symbols", "--width", "20", "--height", "5", "big.jpg"],
+                                            in: dir.path, measuringMemory: true)
+        #expect(big.status == 0 || big.stderr.hasPrefix("haul: view: big.jpg: cannot preview: "), "\(big.stderr)")
+        #expect((big.maxRSSKiB ?? .max) < 256 * 1024, "big.jpg: \(big.maxRSSKiB ?? -1) KiB")
+    }
+}
