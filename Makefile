@@ -46,12 +46,16 @@ release: deps
 
 test: deps pydeps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip CrashResumeTests
+	# The crash-cost bounds count the bytes a server sent against kills at wall-clock moments: run alone, not
+	# beside the rest of the suite on two cores (which would starve the killed process of its last writes).
+	$(SWIFT) test --skip-build --filter CrashResumeTests
 
 # The whole suite under the thread sanitizer, in its own build folder.
 test-tsan: deps pydeps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
-	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
+	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
 
 demo: build
 	$(SWIFT) run haul --demo

@@ -42,7 +42,11 @@ import Testing
             #expect(dir.listing() == [Self.file.name])
             let ratio = Double(server.stats.bodyBytesSent) / Double(Self.file.size)
             print("kill -9 at 0.3-1.0 s x\(delays.count), -s \(segments): the server sent \(ratio)x the file")
-            #expect(ratio <= bound, "the server sent \(ratio)x the file; kill delays \(delays) ms")
+            // Under a sanitizer haul runs several times slower and holds more in memory at each kill: the cost
+            // is the plain run's to check (as memory bounds are); the file must be right either way.
+            if !TestEnvironment.sanitized {
+                #expect(ratio <= bound, "the server sent \(ratio)x the file; kill delays \(delays) ms")
+            }
         }
     }
 

@@ -136,7 +136,8 @@ struct FaultTests {
             #expect(server.rate == nil)
             let fast = try await RawHTTPClient.fetch(from: server, downloadTarget("small.bin"))
             #expect(fast.body.count == 1 << 20)
-            #expect(fast.elapsed < TestEnvironment.bound(.milliseconds(1_500)))
+            // Faster than the 512 KiB/s throttle allows for 1 MiB (2 s): the throttle is off.
+            #expect(fast.elapsed < TestEnvironment.bound(.milliseconds(1_900)))
         }
     }
 
