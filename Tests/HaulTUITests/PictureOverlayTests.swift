@@ -1,3 +1,4 @@
+import HaulCore
 import Testing
 @testable import HaulTUI
 
@@ -54,6 +55,44 @@ import Testing
         _ = update(&state, .manager(.fact(id: 1, .previewSaved(path: "/d/photo.partial.jpg"))))
         #expect(DownloadList.stateText(state.rows[0]) == "cancelled, partial preview saved")
         #expect(update(&state, .key(.character("v"))) == [.showPicture(path: "/d/photo.partial.jpg")])
+    }
+
+    /// `v` on a JPEG that is downloading shows its part, decoded again each second, and moves to the finished
+    /// file when it is done.
+    @Test func aDownloadingJPEGIsShownLiveAndThenAsTheFinishedFile() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .downloading, completed: 1 << 20)])
+        state.clockRunning = true
+        #expect(update(&state, .key(.character("v"))) == [.showPicture(path: "downloads/photo.jpg.part")])
+        _ = update(&state, .pictureLoaded(path: "downloads/photo.jpg.part", cells))
+        #expect(state.picture == cells)
+        #expect(update(&state, .tick) == [.showPicture(path: "downloads/photo.jpg.part")], "decoded again")
+        let result = DownloadResult(file: "photo.jpg", path: "downloads/photo.jpg", bytes: 20 << 20, skipped: false)
+        // Saved under another name (something appeared at photo.jpg): the picture follows the download.
+        var renamed = result
+        renamed.file = "photo.1.jpg"
+        renamed.path = "downloads/photo.1.jpg"
+        #expect(update(&state, .manager(.finished(id: 1, renamed, seconds: 3))).isEmpty)
+        let effects = update(&state, .manager(.state(id: 1, .done)))
+        #expect(state.overlay == .picture(path: "downloads/photo.1.jpg"))
+        #expect(effects.contains(.showPicture(path: "downloads/photo.1.jpg")))
+        #expect(state.picture == cells, "the last picture stays until the finished one is decoded")
+        #expect(update(&state, .tick).isEmpty, "a finished file is not decoded again")
+        // Nothing on disk yet: nothing to show.
+        var other = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .connecting)])
+        other.clockRunning = true
+        #expect(update(&other, .key(.character("v"))) == [])
+    }
+
+    @Test func theDetailsSayWhatThePictureIsAndFollowTheDownload() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .downloading, completed: 1 << 20)])
+        state.clockRunning = true
+        #expect(update(&state, .key(.enter)) == [.describePicture(1, path: "downloads/photo.jpg.part")])
+        _ = update(&state, .pictureDescribed(1, "4000x3000, 42 % of the rows decode"))
+        #expect(DetailsOverlay.lines(state.rows[0]).contains { $0.0 == "Image  4000x3000, 42 % of the rows decode" })
+        #expect(update(&state, .tick) == [.describePicture(1, path: "downloads/photo.jpg.part")])
+        var plain = Fixtures.state(size, rows: [Fixtures.row(1, "data.bin", .downloading, completed: 1 << 20)])
+        plain.clockRunning = true
+        #expect(update(&plain, .key(.enter)) == [], "no picture to describe")
     }
 
     @Test func coloursMapToWhatTheTerminalHas() {

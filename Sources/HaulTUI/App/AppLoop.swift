@@ -122,6 +122,10 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                                                        capability: capability)
                         sink.yield(.message(.pictureLoaded(path: path, cells)))
                     }
+                case .describePicture(let id, let path):
+                    group.addTask {
+                        sink.yield(.message(.pictureDescribed(id, PictureView.describe(path: path))))
+                    }
                 case .quit(let pausing):
                     ticker.stop()
                     draw()

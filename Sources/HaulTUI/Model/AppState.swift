@@ -42,6 +42,8 @@ struct AppState: Sendable, Equatable {
     var defaultSegments = 1
     /// The picture of the `.picture` overlay, once decoded and fitted to the screen.
     var picture: PictureCells?
+    /// The download whose part the picture overlay shows live (decoded again as it grows), while it runs.
+    var livePicture: DownloadID?
     /// How pictures are drawn on this terminal.
     var pictureColors = ColorCapability.shades
     /// The terminal can show colours / Unicode block and box characters.
@@ -105,6 +107,8 @@ struct DownloadRow: Sendable, Equatable {
     var lastFact: DownloadFact?
     /// Where a cancelled JPEG's `STEM.partial.EXT` preview is, once the engine saved one.
     var previewPath: String?
+    /// Its picture's size and how much of it decodes, once its details asked (a JPEG's).
+    var picture: String?
     /// While the engine waits to retry; cleared by the next progress.
     var retrying: Retry?
 

@@ -19,6 +19,8 @@ enum Effect: Sendable, Equatable {
     case loadFiles
     /// Decode and show the JPEG at `path` (complete or partial) in the picture overlay.
     case showPicture(path: String)
+    /// Decode the JPEG at `path` to say, in a download's details, its size and how much of it decodes.
+    case describePicture(DownloadID, path: String)
     /// Change one download's own cap (nil = none), at once.
     case setLimit(DownloadID, Int64?)
     /// Change the overall receive cap (nil = none), at once.

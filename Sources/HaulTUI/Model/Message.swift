@@ -13,6 +13,8 @@ enum Message: Sendable, Equatable {
     case statusLoaded(String)
     /// The picture for the `v` overlay of `path`, decoded and fitted.
     case pictureLoaded(path: String, PictureCells)
+    /// What a download's picture is, for its details: "4000x3000, 42 % of the rows decode".
+    case pictureDescribed(DownloadID, String)
     /// SIGINT or SIGTERM, or the terminal went away: quit now, pausing downloads.
     case interrupt
     /// The overall cap in force when the screen started (the service's, or `--limit-rate`).

@@ -26,10 +26,18 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
         for index in state.rows.indices where state.rows[index].isRunning { state.rows[index].secondsWatched += 1 }
-        // A live picture is decoded again once a second, from what the part holds by now.
-        if case .picture(let path)? = state.overlay, livePictureRow(path, in: state) != nil {
+        // A live picture is decoded again once a second, from what the part holds by now; so is the
+        // description in a running JPEG's details.
+        switch state.overlay {
+        case .picture(let path)? where state.livePicture.flatMap(state.index(of:)).map({ state.rows[$0].isRunning }) == true:
             effects = [.showPicture(path: path)]
-        } else {
+        case .details(let id)?:
+            if let index = state.index(of: id), state.rows[index].isRunning, let effect = describe(state.rows[index]) {
+                effects = [effect]
+            } else {
+                effects = []
+            }
+        default:
             effects = []
         }
     case .manager(let event):
@@ -54,11 +62,17 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .pictureLoaded(let path, let cells):
         if state.overlay == .picture(path: path) { state.picture = cells }
         effects = []
+    case .pictureDescribed(let id, let text):
+        if let index = state.index(of: id) { state.rows[index].picture = text }
+        effects = []
     case .interrupt:
         if state.quitting { return [] }
         effects = quit(&state, pausing: state.pausesOnInterrupt)
     }
-    if case .picture? = state.overlay {} else { state.picture = nil }
+    if case .picture? = state.overlay {} else {
+        state.picture = nil
+        state.livePicture = nil
+    }
     return effects + clockEdges(&state)
 }
 
@@ -284,6 +298,7 @@ private func performOnSelectedDownload(_ command: Command, in state: inout AppSt
     switch command {
     case .details:
         state.overlay = .details(row.id)
+        return describe(row).map { [$0] } ?? []
     case .cancel:
         guard !row.state.isFinished, row.pendingStop != .cancelled else { return [] }
         state.rows[index].pendingStop = .cancelled
@@ -326,6 +341,7 @@ private func performOnSelectedDownload(_ command: Command, in state: inout AppSt
         }
         state.overlay = .picture(path: path)
         state.picture = nil
+        state.livePicture = row.isRunning ? row.id : nil
         return [.showPicture(path: path)]
     default:
         break
@@ -341,20 +357,25 @@ private func picturePath(of row: DownloadRow) -> String? {
     return row.previewPath
 }
 
-/// The running download whose part the picture at `path` is, if any.
-private func livePictureRow(_ path: String, in state: AppState) -> DownloadRow? {
-    guard path.hasSuffix(".part") else { return nil }
-    return state.rows.first { $0.isRunning && $0.path.map { $0 + ".part" } == path }
+/// For a JPEG with data on disk: the effect that says, in its details, what its picture is.
+private func describe(_ row: DownloadRow) -> Effect? {
+    guard row.isJPEG, let path = picturePath(of: row) else { return nil }
+    return .describePicture(row.id, path: path)
 }
 
-/// When the download a live picture follows ends, the picture moves to the file it left: the finished file, or
-/// a cancelled JPEG's preview. A failed one keeps the last picture decoded.
+/// When the download a live picture follows ends, the picture moves to the file it left: the finished file
+/// (by the name it got), or a cancelled JPEG's preview once saved. A failed one keeps the last picture decoded.
 private func followLivePicture(_ state: inout AppState) -> [Effect] {
-    guard case .picture(let path)? = state.overlay, path.hasSuffix(".part"), livePictureRow(path, in: state) == nil,
-        let row = state.rows.first(where: { $0.path.map { $0 + ".part" } == path })
+    guard let id = state.livePicture, case .picture? = state.overlay, let index = state.index(of: id),
+        !state.rows[index].isRunning
     else { return [] }
+    let row = state.rows[index]
     let next = row.state == .done ? row.path : row.previewPath
-    guard let next else { return [] }
+    guard let next else {
+        if row.state != .cancelled { state.livePicture = nil }  // a preview may still come for a cancel
+        return []
+    }
+    state.livePicture = nil
     state.overlay = .picture(path: next)
     return [.showPicture(path: next)]
 }

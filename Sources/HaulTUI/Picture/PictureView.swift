@@ -52,6 +52,26 @@ package enum PictureView {
         return PictureCells(rows: rows, caption: caption, failed: false, complete: image.complete)
     }
 
+    /// What a download's details say of its picture: its size and how much of it decodes.
+    package static func describe(path: String) -> String {
+        do {
+            return describe(try JPEGImage(path: path))
+        } catch {
+            return "cannot preview: \(error.message)"
+        }
+    }
+
+    package static func describe(_ image: JPEGImage) -> String {
+        let size = "\(image.width)x\(image.height)"
+        if image.complete { return size + ", complete" }
+        if image.rowsDecoded < image.image.height {
+            let percent = image.rowsDecoded * 100 / Swift.max(1, image.image.height)
+            return size + ", \(percent) % of the rows decode"
+        }
+        // Every row came out, but not every scan: a progressive picture, whole and not yet sharp.
+        return size + ", the whole picture decodes, not yet sharp"
+    }
+
     private static func baseName(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
     }

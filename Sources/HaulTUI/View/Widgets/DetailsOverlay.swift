@@ -15,6 +15,9 @@ enum DetailsOverlay {
         }
         lines.append(("Limit  " + (row.limit.map { ByteFormat.rate(Double($0)) } ?? "none")
                       + (row.state.isFinished ? "" : "  (+ and - change it)"), .plain))
+        if let picture = row.picture {
+            lines.append(("Image  " + picture, .plain))
+        }
         if let seconds = row.seconds {
             lines.append(("Took   " + ByteFormat.duration(seconds: seconds), .plain))
         }
