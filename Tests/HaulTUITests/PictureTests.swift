@@ -90,6 +90,8 @@ import Testing
     @Test func paletteCellsUseThePalettesColours() {
         let cells = ChafaPicture.cells(gradient(64, 48), columns: 16, lines: 6, capability: .palette256)
         #expect(!cells.isEmpty)
+        let used = Set(cells.joined().flatMap { [$0.foreground, $0.background] })
+        #expect(used.count > 8, "a gradient takes many palette entries: \(used)")
         for cell in cells.joined() {
             for color in [cell.foreground, cell.background] {
                 switch color {
@@ -99,6 +101,15 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test func paletteIndexIsTheNearestEntry() {
+        #expect(ChafaPicture.paletteIndex(255, 0, 0) == 196)
+        #expect(ChafaPicture.paletteIndex(95, 135, 175) == 67)
+        #expect(ChafaPicture.paletteIndex(128, 128, 128) == 244)
+        #expect(ChafaPicture.paletteIndex(8, 8, 8) == 232)
+        #expect(ChafaPicture.paletteIndex(238, 238, 238) == 255)
+        #expect(ChafaPicture.paletteIndex(0, 0, 95) == 17)
     }
 
     @Test func withoutColourThePictureIsASCII() {

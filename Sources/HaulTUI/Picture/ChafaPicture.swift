@@ -94,18 +94,35 @@ package enum ChafaPicture {
         }
     }
 
+    /// A cell colour as chafa gives it: packed 0xRRGGBB in every colour mode (in the 256-colour mode, the RGB of
+    /// the palette entry it chose), -1 for the terminal's own.
     private static func color(_ value: Int32, _ capability: ColorCapability) -> PictureColor {
+        guard value >= 0, capability != .shades else { return .terminalDefault }
+        let (r, g, b) = (Int((value >> 16) & 0xFF), Int((value >> 8) & 0xFF), Int(value & 0xFF))
         switch capability {
-        case .trueColor:
-            guard value >= 0 else { return .terminalDefault }
-            return .trueColor(r: UInt8((value >> 16) & 0xFF), g: UInt8((value >> 8) & 0xFF), b: UInt8(value & 0xFF))
-        case .palette256:
-            // chafa's own indexes past 255 name the terminal's foreground, background or transparency.
-            guard (0...255).contains(value) else { return .terminalDefault }
-            return .palette256(UInt8(value))
-        case .shades:
-            return .terminalDefault
+        case .trueColor: return .trueColor(r: UInt8(r), g: UInt8(g), b: UInt8(b))
+        case .palette256: return .palette256(paletteIndex(r, g, b))
+        case .shades: return .terminalDefault
         }
+    }
+
+    /// The channel levels of the xterm colour cube (16...231).
+    private static let cubeLevels = [0, 95, 135, 175, 215, 255]
+
+    /// The xterm palette entry (16...255) nearest to an RGB colour: the cube's or the gray ramp's (232...255,
+    /// levels 8, 18, ..., 238). chafa's 256-colour mode picks entries of this palette, so its colours map back
+    /// exactly.
+    static func paletteIndex(_ r: Int, _ g: Int, _ b: Int) -> UInt8 {
+        func nearest(_ value: Int) -> Int {
+            cubeLevels.indices.min { abs(cubeLevels[$0] - value) < abs(cubeLevels[$1] - value) } ?? 0
+        }
+        let cube = [nearest(r), nearest(g), nearest(b)]
+        let cubeDistance = zip([r, g, b], cube).reduce(0) { $0 + ($1.0 - cubeLevels[$1.1]) * ($1.0 - cubeLevels[$1.1]) }
+        let gray = Swift.min(23, Swift.max(0, ((r + g + b) / 3 - 8 + 5) / 10))
+        let level = 8 + 10 * gray
+        let grayDistance = [r, g, b].reduce(0) { $0 + ($1 - level) * ($1 - level) }
+        if grayDistance < cubeDistance { return UInt8(232 + gray) }
+        return UInt8(16 + 36 * cube[0] + 6 * cube[1] + cube[2])
     }
 }
 
