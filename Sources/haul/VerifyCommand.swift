@@ -20,15 +20,9 @@ struct VerifyCommand: ParsableCommand {
     /// Runs `arguments` (after the verb) and returns the exit code.
     static func run(_ arguments: [String]) -> Int32 {
         let command: VerifyCommand
-        do {
-            command = try parse(arguments)
-        } catch {
-            if exitCode(for: error) == .success {
-                print(fullMessage(for: error))
-                return 0
-            }
-            TextOutput.standard.err("haul: verify: " + message(for: error))
-            return FailureCategory.usage.exitCode
+        switch parseVerb("verify", arguments) {
+        case .success(let parsed): command = parsed
+        case .failure(let exit): return exit.code
         }
         var code: Int32 = 0
         for path in command.paths {

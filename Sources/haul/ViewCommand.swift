@@ -35,18 +35,10 @@ struct ViewCommand: ParsableCommand {
 
     /// Runs `arguments` (after the verb) and returns the exit code.
     static func run(_ arguments: [String], environment: [String: String]) -> Int32 {
-        let command: ViewCommand
-        do {
-            command = try parse(arguments)
-        } catch {
-            if exitCode(for: error) == .success {
-                print(fullMessage(for: error))
-                return 0
-            }
-            TextOutput.standard.err("haul: view: " + message(for: error))
-            return FailureCategory.usage.exitCode
+        switch parseVerb("view", arguments) {
+        case .success(let command): return command.draw(environment: environment)
+        case .failure(let exit): return exit.code
         }
-        return command.draw(environment: environment)
     }
 
     func draw(environment: [String: String]) -> Int32 {

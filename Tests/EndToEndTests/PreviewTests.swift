@@ -13,11 +13,7 @@ import Testing
     @Test func cancelAllDuringTheLargeJPEGSavesAPreviewThatDecodesAndVShowsIt() async throws {
         let dir = TempDirectory()
         try await withSampleServer(Self.server) { server in
-            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
-            let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
-            let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
-            let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
-            try tmux.send(contentsOf: Array(repeating: "Down", count: photo - selected) + ["Enter", "Tab"])
+            let tmux = try await Self.downloadingThePhoto(server, in: dir)
             try await tmux.waitFor("a tenth of the picture") {
                 (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 10
             }
@@ -47,11 +43,7 @@ import Testing
     @Test func theLivePictureChangesAsTheDownloadAdvances() async throws {
         let dir = TempDirectory()
         try await withSampleServer(Self.server) { server in
-            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
-            let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
-            let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
-            let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
-            try tmux.send(contentsOf: Array(repeating: "Down", count: photo - selected) + ["Enter", "Tab"])
+            let tmux = try await Self.downloadingThePhoto(server, in: dir)
             try await tmux.waitFor("a quarter of the picture") {
                 (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 25
             }
@@ -75,6 +67,16 @@ import Testing
             try tmux.send("Escape", "q")
             try await TUITests.expectExit(tmux, 0)
         }
+    }
+
+    /// The full screen on `server`'s files, with photo-large.jpg started from them, in the downloads view.
+    static func downloadingThePhoto(_ server: SampleServer, in dir: TempDirectory) async throws -> TmuxSession {
+        let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+        let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
+        let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
+        let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
+        try tmux.send(contentsOf: Array(repeating: "Down", count: photo - selected) + ["Enter", "Tab"])
+        return tmux
     }
 
     @Test func ctrlCInPlainModeSavesThePreviewAndSaysWhere() async throws {
