@@ -37,6 +37,10 @@ let package = Package(
         .systemLibrary(
             name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
             providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // libpng's progressive reader: partial and interlaced PNGs.
+        .systemLibrary(
+            name: "CPNG", path: "Sources/CPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // XXH3, the checksum of each block a download records (crash resume, `haul verify`).
@@ -58,7 +62,7 @@ let package = Package(
         .target(
             name: "HaulTUI",
             dependencies: [
-                "HaulCore", "CNcurses", "CJPEG", "CChafa",
+                "HaulCore", "CNcurses", "CJPEG", "CPNG", "CChafa",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

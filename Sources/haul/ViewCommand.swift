@@ -3,16 +3,16 @@ import Glibc
 import HaulCore
 import HaulTUI
 
-/// `haul view FILE`: draws a JPEG (complete, `NAME.part`, or a `STEM.partial.EXT` preview) on the terminal, as
+/// `haul view FILE`: draws a JPEG or PNG (complete, `NAME.part`, or a `STEM.partial.EXT` preview) on the terminal, as
 /// an image protocol or symbols, and exits.
 struct ViewCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "view",
-        abstract: "Draw a JPEG (a finished file, a NAME.part, or a partial preview) to stdout and exit.",
+        abstract: "Draw a JPEG or PNG (a finished file, a NAME.part, or a partial preview) to stdout and exit.",
         discussion: """
             The format is what the terminal supports, as libchafa detects it (kitty, sixel, iTerm2 images; \
             inside tmux or screen, and on other terminals, coloured symbols; plain ASCII on a dumb terminal), \
-            or --pictures. Exit codes: 0 drawn, 1 the file cannot be previewed (not a JPEG, damaged header, \
+            or --pictures. Exit codes: 0 drawn, 1 the file cannot be previewed (not a JPEG or PNG, damaged header, \
             too large), 2 usage, 3 the file cannot be read.
             """)
 
@@ -43,9 +43,9 @@ struct ViewCommand: ParsableCommand {
 
     func draw(environment: [String: String]) -> Int32 {
         let name = FilePath.baseName(of: path)
-        let image: JPEGImage
+        let image: PictureImage
         do {
-            image = try JPEGImage(path: path)
+            image = try PictureImage(path: path)
         } catch {
             let unreadable = error.message.hasPrefix("cannot open") || error.message.hasPrefix("cannot read")
             TextOutput.standard.err("haul: view: \(name): cannot preview: \(error.message)")

@@ -10,7 +10,12 @@ import Testing
 @Suite struct CrashResumeTests {
     /// 50 MiB served at 5 MB/s per connection (the loop; peers: curl -C - 1.01x, aria2c 1.59x/2.71x).
     static let file = GeneratedFile(name: "fifty.bin", size: 50 << 20)
-    static let configuration = SampleServerConfiguration(port: 0, rate: 5_000_000, files: [file], jpegs: false)
+    static let configuration: SampleServerConfiguration = {
+        var configuration = SampleServerConfiguration(port: 0, rate: 5_000_000, files: [file], jpegs: false)
+        // Paced in 1/100 s pieces: a killed client has little on its way, as from a real server's socket writes.
+        configuration.chunksPerSecond = 100
+        return configuration
+    }()
 
     static func expected() -> String { expectedSHA256(of: file) }
 

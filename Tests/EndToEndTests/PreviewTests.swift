@@ -23,7 +23,7 @@ import Testing
                 TUITests.row($0, "photo-large.jpg")?.contains("cancelled, partial previe") == true
             }
             let preview = dir.file("out/photo-large.partial.jpg")
-            let decoded = try JPEGImage(path: preview)
+            let decoded = try PictureImage(path: preview)
             #expect(decoded.width == 4000 && decoded.height == 3000, "the whole picture, blurred")
             #expect(decoded.rowsDecoded == decoded.image.height, "every row (decoded scaled down to fit the screen)")
             #expect(FileManager.default.fileExists(atPath: dir.file("out/photo-large.jpg.part")), "still resumable")
@@ -94,7 +94,7 @@ import Testing
             #expect(exit.stdout.contains("photo-large.jpg: partial preview saved: ./photo-large.partial.jpg"),
                     "\(exit.stdout)")
             #expect(exit.stderr == "haul: photo-large.jpg: interrupted (\(url))\n")
-            let decoded = try JPEGImage(path: dir.file("photo-large.partial.jpg"))
+            let decoded = try PictureImage(path: dir.file("photo-large.partial.jpg"))
             #expect(decoded.width == 4000)
         }
     }

@@ -1,3 +1,4 @@
+import CPNG
 import Foundation
 import HaulCore
 import SampleServer
@@ -62,6 +63,26 @@ import Testing
         try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: dir.file("cut.jpg.part")))
         let exit = try await Self.view(["--pictures", "symbols", "--width", "20", "--height", "6", "cut.jpg.part"], in: dir)
         #expect(exit.status == 0 && !exit.stdout.isEmpty, "\(exit.stderr)")
+    }
+
+    /// A PNG too, and half of an interlaced one (the whole picture, coarse).
+    @Test func aPNGAndHalfAnInterlacedOneAreShown() async throws {
+        let dir = TempDirectory()
+        var pixels: [UInt8] = []
+        for i in 0..<(64 * 48) {
+            pixels += [UInt8(i % 64 * 4), UInt8(i / 64 * 5), 128]
+        }
+        var data: UnsafeMutablePointer<UInt8>?
+        var length: UInt = 0
+        #expect(pixels.withUnsafeBufferPointer { haul_png_encode_rgb($0.baseAddress, 64, 48, 1, &data, &length) } == 0)
+        let png = Data(UnsafeBufferPointer(start: try #require(data), count: Int(length)))
+        free(data)
+        try png.write(to: URL(fileURLWithPath: dir.file("whole.png")))
+        try png.prefix(png.count / 2).write(to: URL(fileURLWithPath: dir.file("half.png.part")))
+        let whole = try await Self.view(["--pictures", "kitty", "--width", "20", "--height", "6", "whole.png"], in: dir)
+        #expect(whole.status == 0 && whole.stdout.hasPrefix("\u{1B}_Ga=T"), "\(whole.stderr)")
+        let half = try await Self.view(["--pictures", "symbols", "--width", "20", "--height", "6", "half.png.part"], in: dir)
+        #expect(half.status == 0 && !half.stdout.isEmpty, "\(half.stderr)")
     }
 
     @Test func hostileFilesGetOneLineAndBoundedMemory() async throws {

@@ -66,14 +66,16 @@ import Testing
     }
 
     @Test func jpegCapabilityByNameOrContentType() {
-        #expect(PartialPreview.isJPEG(name: "photo.jpg", contentType: nil))
-        #expect(PartialPreview.isJPEG(name: "PHOTO.JPEG", contentType: nil))
-        #expect(PartialPreview.isJPEG(name: "photo", contentType: "image/jpeg"))
-        #expect(PartialPreview.isJPEG(name: nil, contentType: "Image/JPEG; charset=binary"))
-        #expect(!PartialPreview.isJPEG(name: "photo.png", contentType: "image/png"))
-        #expect(!PartialPreview.isJPEG(name: "jpg", contentType: nil))
-        #expect(!PartialPreview.isJPEG(name: "photo.jpg.bin", contentType: "application/octet-stream"))
-        #expect(!PartialPreview.isJPEG(contentType: "image/jpeg2000"))
+        #expect(PartialPreview.isPicture(name: "photo.jpg", contentType: nil))
+        #expect(PartialPreview.isPicture(name: "PHOTO.JPEG", contentType: nil))
+        #expect(PartialPreview.isPicture(name: "photo", contentType: "image/jpeg"))
+        #expect(PartialPreview.isPicture(name: nil, contentType: "Image/JPEG; charset=binary"))
+        #expect(PartialPreview.isPicture(name: "photo.png", contentType: nil))
+        #expect(PartialPreview.isPicture(name: "photo", contentType: "image/png"))
+        #expect(!PartialPreview.isPicture(name: "photo.gif", contentType: "image/gif"))
+        #expect(!PartialPreview.isPicture(name: "jpg", contentType: nil))
+        #expect(!PartialPreview.isPicture(name: "photo.jpg.bin", contentType: "application/octet-stream"))
+        #expect(!PartialPreview.isPicture(contentType: "image/jpeg2000"))
     }
 
     @Test func previewPathSitsBesideTheTarget() {
@@ -274,7 +276,7 @@ import Testing
             let target = dir.file("medium.bin")
             let received = try await receive(server.downloadURL("medium.bin"), fraction: 0.3, into: target + ".part")
             #expect(received.written > 0 && received.written < received.total)
-            let capable = PartialPreview.isJPEG(name: "medium.bin", contentType: received.contentType)
+            let capable = PartialPreview.isPicture(name: "medium.bin", contentType: received.contentType)
             #expect(!capable)
             let saved = try DownloadContext.$supportsPartialDownloads.withValue(capable) {
                 try PartialPreview.saveIfWanted(partPath: target + ".part", targetPath: target,

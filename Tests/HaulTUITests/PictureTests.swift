@@ -1,4 +1,5 @@
 import CJPEG
+import CPNG
 import Foundation
 import TestSupport
 import Testing
@@ -196,7 +197,7 @@ import Testing
         let complete = gradient(256, 256)
         let bytes = try encode(complete, quality: 90, progressive: false)
         let path = try write(Array(bytes[..<(bytes.count / 2)]), "half.jpg", in: dir)
-        let decoded = try JPEGImage(path: path)
+        let decoded = try PictureImage(path: path)
         #expect(!decoded.complete)
         let picture = PictureView.render(decoded, name: "half.jpg", width: 64, height: 32, capability: .trueColor)
         #expect(picture.caption.hasPrefix("half.jpg  256x256  partial"))
@@ -228,6 +229,83 @@ import Testing
         #expect(folder.failed && folder.caption.hasSuffix("not a regular file"))
     }
 
+    // MARK: PNG
+
+    private func encodePNG(_ image: RGBImage, interlaced: Bool) throws -> [UInt8] {
+        var data: UnsafeMutablePointer<UInt8>?
+        var length: UInt = 0
+        let status = image.pixels.withUnsafeBufferPointer {
+            haul_png_encode_rgb($0.baseAddress, Int32(image.width), Int32(image.height), interlaced ? 1 : 0, &data, &length)
+        }
+        defer { free(data) }
+        try #require(status == 0)
+        return Array(UnsafeBufferPointer(start: try #require(data), count: Int(length)))
+    }
+
+    @Test func aPNGDecodesExactly() throws {
+        let picture = gradient(64, 48)
+        for interlaced in [false, true] {
+            let decoded = try PictureImage(bytes: try encodePNG(picture, interlaced: interlaced))
+            #expect(decoded.complete && decoded.width == 64 && decoded.height == 48)
+            let differing = zip(decoded.image.pixels, picture.pixels).enumerated().filter { $0.element.0 != $0.element.1 }
+            #expect(differing.isEmpty, "lossless (interlaced: \(interlaced)): \(differing.count) bytes differ, first \(differing.first.map { "\($0.offset): \($0.element)" } ?? "")")
+        }
+    }
+
+    /// Half an interlaced PNG is the whole picture in coarse blocks; half a plain one, its top rows.
+    @Test func aTruncatedInterlacedPNGShowsTheWholePictureCoarse() throws {
+        let picture = gradient(64, 48)
+        let interlaced = try encodePNG(picture, interlaced: true)
+        let coarse = try PictureImage(bytes: Array(interlaced.prefix(interlaced.count / 2)))
+        #expect(!coarse.complete && coarse.width == 64)
+        // The bottom right corner is already near the picture's colour there, not mid-gray.
+        let corner = coarse.image[60, 44]
+        let truth = picture[60, 44]
+        #expect(abs(Int(corner.r) - Int(truth.r)) < 40 && abs(Int(corner.g) - Int(truth.g)) < 40, "\(corner) vs \(truth)")
+        let plain = try encodePNG(picture, interlaced: false)
+        let top = try PictureImage(bytes: Array(plain.prefix(plain.count / 2)))
+        #expect(!top.complete && top.rowsDecoded > 0 && top.rowsDecoded < 48)
+        #expect(top.image[60, 47] == (128, 128, 128), "rows not reached stay mid-gray")
+        #expect(top.image[5, 0] == picture[5, 0])
+    }
+
+    @Test func hostilePNGsGiveAReasonNotAPicture() throws {
+        var bytes = try encodePNG(gradient(16, 16), interlaced: true)
+        // IHDR at byte 8: length, "IHDR", width, height, ...; its CRC follows the 13 data bytes.
+        func setSize(_ width: UInt32, _ height: UInt32) {
+            for (i, value) in [width, height].enumerated() {
+                for b in 0..<4 { bytes[16 + i * 4 + b] = UInt8((value >> (24 - 8 * UInt32(b))) & 0xFF) }
+            }
+            let crc = crc32(Array(bytes[12..<29]))
+            for b in 0..<4 { bytes[29 + b] = UInt8((crc >> (24 - 8 * UInt32(b))) & 0xFF) }
+        }
+        setSize(20_000, 20_000)
+        #expect(throws: PictureError("too large to show (20000x20000)")) { try PictureImage(bytes: bytes) }
+        setSize(65_535, 65_535)
+        #expect(throws: PictureError.self) { try PictureImage(bytes: bytes) }
+        var random = SplitMix64(seed: 0x504E_47)
+        let seed = try encodePNG(gradient(40, 30), interlaced: true)
+        for _ in 0..<150 {
+            var damaged = Array(seed[..<Int.random(in: 0...seed.count, using: &random)])
+            for _ in 0..<Int.random(in: 0...6, using: &random) where damaged.count > 8 {
+                damaged[Int.random(in: 8..<damaged.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
+            if let picture = try? PictureImage(bytes: damaged) {
+                #expect(picture.image.pixels.count == picture.image.width * picture.image.height * 3)
+            }
+        }
+    }
+
+    /// CRC-32 (ISO-HDLC), as PNG chunks carry it.
+    private func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+
     @Test func damagedJPEGsNeverCrash() throws {
         var random = SplitMix64(seed: 0x4A50_4547)
         var shown = 0
@@ -240,7 +318,7 @@ import Testing
                     damaged[Int.random(in: 0..<damaged.count, using: &random)] = UInt8.random(in: 0...255,
                                                                                               using: &random)
                 }
-                let outcome = (try? JPEGImage(bytes: damaged)).map {
+                let outcome = (try? PictureImage(bytes: damaged)).map {
                     PictureView.render($0, name: "x.jpg", width: 20, height: 8, capability: .palette256)
                 }
                 if let picture = outcome {

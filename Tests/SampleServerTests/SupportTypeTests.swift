@@ -57,10 +57,11 @@ struct TokenBucketTests {
         #expect(now > 0.4 && now < 0.5)
     }
 
-    @Test func chunksAreAboutAHundredthAndTheBucketHoldsAFifth() {
-        #expect(TokenBucket.chunkSize(forRate: 1_000_000, maximum: 262_144) == 10_000)
+    @Test func chunksAreAboutATwentiethAndTheBucketHoldsAtLeastThat() {
+        #expect(TokenBucket.chunkSize(forRate: 100_000, maximum: 262_144) == 5_000)
+        #expect(TokenBucket.chunkSize(forRate: 1_000_000, maximum: 262_144, perSecond: 100) == 10_000)
         #expect(TokenBucket.capacity(forRate: 1_000_000, chunk: 10_000) == 50_000)
-        #expect(TokenBucket.chunkSize(forRate: 100_000, maximum: 262_144) == 1_024)
+        #expect(TokenBucket.capacity(forRate: 1_000_000, chunk: 50_000) == 50_000)
         #expect(TokenBucket.chunkSize(forRate: 100, maximum: 262_144) == 1_024)
         #expect(TokenBucket.chunkSize(forRate: 1 << 30, maximum: 262_144) == 262_144)
     }

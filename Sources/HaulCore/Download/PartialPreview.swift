@@ -1,9 +1,10 @@
 import Foundation
 
-/// The preview a cancelled JPEG download leaves beside its target: `STEM.partial.EXT`, holding the contiguous
+/// The preview a cancelled JPEG or PNG download leaves beside its target: `STEM.partial.EXT`, holding the contiguous
 /// prefix received so far, followed by an EOI marker (FF D9) when the prefix does not already end with one.
 ///
-/// A progressive JPEG cut after its first scan decodes to the whole picture, blurred; a baseline one to its top
+/// A progressive JPEG cut after its first scan (or an interlaced PNG after its first passes) decodes to the whole
+/// picture, blurred; a baseline one (or a plain PNG) to its top
 /// rows. `NAME.part` and its state are only read, never changed, so the download stays resumable, and finishing it
 /// later leaves the preview as it was.
 package enum PartialPreview {
@@ -13,21 +14,21 @@ package enum PartialPreview {
     /// Bytes copied per read: the prefix streams through this buffer, never the whole file in memory.
     static let chunkSize = 256 * 1024
 
-    /// Content types that name a JPEG (`image/jpeg`, and the old `image/pjpeg` and `image/jpg` spellings).
-    private static let jpegContentTypes: Set<String> = ["image/jpeg", "image/pjpeg", "image/jpg"]
+    /// Content types that name a JPEG (`image/jpeg`, and the old `image/pjpeg` and `image/jpg` spellings) or a PNG.
+    private static let pictureContentTypes: Set<String> = ["image/jpeg", "image/pjpeg", "image/jpg", "image/png"]
 
-    /// Whether a download of `name` served as `contentType` is partial-capable: the name ends in .jpg or .jpeg
-    /// (any case), or the content type is `image/jpeg` (parameters and case ignored).
-    package static func isJPEG(name: String?, contentType: String?) -> Bool {
+    /// Whether a download of `name` served as `contentType` is partial-capable: the name ends in .jpg, .jpeg or
+    /// .png (any case), or the content type is `image/jpeg` or `image/png` (parameters and case ignored).
+    package static func isPicture(name: String?, contentType: String?) -> Bool {
         if let name, DownloadContext.isPartialCapable(name: name) { return true }
-        return isJPEG(contentType: contentType)
+        return isPicture(contentType: contentType)
     }
 
-    /// Whether a `Content-Type` value names a JPEG: "image/jpeg", "IMAGE/JPEG; q=1", ...
-    package static func isJPEG(contentType: String?) -> Bool {
+    /// Whether a `Content-Type` value names a JPEG or PNG: "image/jpeg", "IMAGE/JPEG; q=1", "image/png", ...
+    package static func isPicture(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return jpegContentTypes.contains(mediaType.trimmingCharacters(in: .whitespaces).lowercased())
+        return pictureContentTypes.contains(mediaType.trimmingCharacters(in: .whitespaces).lowercased())
     }
 
     /// Where the preview of `targetPath` goes: "dir/photo.jpg" -> "dir/photo.partial.jpg",
@@ -41,7 +42,7 @@ package enum PartialPreview {
     /// Writes the preview of a download that ended by cancellation, when it is wanted.
     ///
     /// Wanted when the calling task has `DownloadContext.supportsPartialDownloads` bound to true, or when
-    /// `contentType` is a JPEG type, and at least one byte arrived. Call it from the download's task (the
+    /// `contentType` is a JPEG or PNG type, and at least one byte arrived. Call it from the download's task (the
     /// task-local value does not reach other threads).
     ///
     /// - Parameters:
@@ -63,7 +64,7 @@ package enum PartialPreview {
     }
 
     private static func isWanted(contiguousBytes: Int64, contentType: String?) -> Bool {
-        (DownloadContext.supportsPartialDownloads || isJPEG(contentType: contentType)) && contiguousBytes > 0
+        (DownloadContext.supportsPartialDownloads || isPicture(contentType: contentType)) && contiguousBytes > 0
     }
 
     /// `saveIfWanted` for a download's own open part file: read through its descriptor, never by name.
@@ -110,6 +111,7 @@ package enum PartialPreview {
         defer { buffer.deallocate() }
         var copied: Int64 = 0
         var tail: [UInt8] = []
+        var isPNG = false
         while copied < length {
             let want = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(chunkSize), length - copied))])
             let count: Int
@@ -118,11 +120,13 @@ package enum PartialPreview {
             }
             if count == 0 { break }  // the part file is shorter than asked: what is there is the prefix
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            if copied == 0 { isPNG = chunk.starts(with: [0x89, 0x50, 0x4E, 0x47]) }
             try output.write(chunk, at: copied)
             tail = Array((tail + chunk.suffix(2)).suffix(2))
             copied += Int64(count)
         }
-        if copied > 0, tail != endOfImage { try output.write(endOfImage, at: copied) }
+        // A JPEG's prefix gets its End Of Image; a PNG's is read as far as it goes without one.
+        if copied > 0, !isPNG, tail != endOfImage { try output.write(endOfImage, at: copied) }
         return copied
     }
 }

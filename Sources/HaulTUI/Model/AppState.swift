@@ -140,7 +140,7 @@ struct DownloadRow: Sendable, Equatable {
         return Double(max(0, total - completed)) / bytesPerSecond
     }
 
-    var isJPEG: Bool { DownloadContext.isPartialCapable(name: name) }
+    var isPicture: Bool { DownloadContext.isPartialCapable(name: name) }
 }
 
 /// The server browser: `/files/list` and `/files/status` of `--server` (or the demo server).

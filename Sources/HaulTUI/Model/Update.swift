@@ -335,8 +335,8 @@ private func performOnSelectedDownload(_ command: Command, in state: inout AppSt
             state.message = "Pictures are off (--pictures none)"
             return []
         }
-        guard row.isJPEG, let path = picturePath(of: row) else {
-            state.message = "Only a JPEG with data on disk can be shown"
+        guard row.isPicture, let path = picturePath(of: row) else {
+            state.message = "Only a JPEG or PNG with data on disk can be shown"
             return []
         }
         state.overlay = .picture(path: path)
@@ -359,7 +359,7 @@ private func picturePath(of row: DownloadRow) -> String? {
 
 /// For a JPEG with data on disk: the effect that says, in its details, what its picture is.
 private func describe(_ row: DownloadRow) -> Effect? {
-    guard row.isJPEG, let path = picturePath(of: row) else { return nil }
+    guard row.isPicture, let path = picturePath(of: row) else { return nil }
     return .describePicture(row.id, path: path)
 }
 

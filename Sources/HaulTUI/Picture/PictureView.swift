@@ -24,14 +24,14 @@ package struct PictureCells: Sendable, Equatable {
 /// What the `v` key shows: a JPEG file, complete or a partial preview, scaled into an area of the screen.
 ///
 /// Decoding a large photo takes a moment (about a tenth of a second per 10 Mpixel); a caller that must stay
-/// responsive runs it off its drawing thread, and keeps the `JPEGImage` to re-render after a resize.
+/// responsive runs it off its drawing thread, and keeps the `PictureImage` to re-render after a resize.
 package enum PictureView {
     /// Decodes the file at `path` and fits it into `width` × `height` cells (the caption is not counted in them).
     /// Never crashes: a truncated file shows what decodes; an unreadable one gives a caption saying why.
     package static func render(path: String, width: Int, height: Int, capability: ColorCapability) -> PictureCells {
         let name = baseName(path)
         do {
-            let image = try JPEGImage(path: path)
+            let image = try PictureImage(path: path)
             return render(image, name: name, width: width, height: height, capability: capability)
         } catch {
             return PictureCells(rows: [], caption: "cannot show \(name): \(error.message)", failed: true,
@@ -40,7 +40,7 @@ package enum PictureView {
     }
 
     /// Fits an already decoded image into `width` × `height` cells; `name` goes into the caption.
-    package static func render(_ image: JPEGImage, name: String, width: Int, height: Int,
+    package static func render(_ image: PictureImage, name: String, width: Int, height: Int,
                               capability: ColorCapability) -> PictureCells {
         let rows = ChafaPicture.cells(image.image, columns: width, lines: height, capability: capability)
         var caption = "\(name)  \(image.width)x\(image.height)"
@@ -55,13 +55,13 @@ package enum PictureView {
     /// What a download's details say of its picture: its size and how much of it decodes.
     package static func describe(path: String) -> String {
         do {
-            return describe(try JPEGImage(path: path))
+            return describe(try PictureImage(path: path))
         } catch {
             return "cannot preview: \(error.message)"
         }
     }
 
-    package static func describe(_ image: JPEGImage) -> String {
+    package static func describe(_ image: PictureImage) -> String {
         let size = "\(image.width)x\(image.height)"
         if image.complete { return size + ", complete" }
         if image.rowsDecoded < image.image.height {

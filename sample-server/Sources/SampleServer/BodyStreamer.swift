@@ -33,7 +33,9 @@ struct BodyStreamer: Sendable {
     private func stream(to writer: inout any ResponseBodyWriter) async throws {
         let reader = try ContentReader(plan.file.content)
         let total = plan.range.count
-        let chunkLimit = plan.rate.map { TokenBucket.chunkSize(forRate: $0, maximum: Self.maximumChunk) }
+        let chunkLimit = plan.rate.map {
+            TokenBucket.chunkSize(forRate: $0, maximum: Self.maximumChunk, perSecond: controller.chunksPerSecond)
+        }
             ?? Self.maximumChunk
         var bucket = plan.rate.map { TokenBucket(rate: $0, capacity: TokenBucket.capacity(forRate: $0, chunk: chunkLimit)) }
         var stall = plan.stall.flatMap { $0.after < total ? $0 : nil }

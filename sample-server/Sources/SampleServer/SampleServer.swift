@@ -46,7 +46,7 @@ public final class SampleServer: Sendable {
         let root = try configuration.root.map { try RootDirectory(path: $0) }
         let jpegs = configuration.jpegs ? try await JPEGFactory.shared.value : []
         let catalog = Catalog(files: configuration.files, jpegs: jpegs, root: root)
-        let controller = ServerController(rate: configuration.rate)
+        let controller = ServerController(rate: configuration.rate, chunksPerSecond: configuration.chunksPerSecond)
         let log = RequestLog(sink: configuration.requestLog)
 
         let router = Router(context: SampleRequestContext.self)

@@ -8,6 +8,9 @@ public struct SampleServerConfiguration: Sendable {
     public var rate: Int?
     /// A directory whose regular files are also served by name (never anything outside it).
     public var root: String?
+    /// How many pieces a second a throttled body is written in (20: each 1/20 s of data). Crash tests pace
+    /// finer, so that a client killed mid-stream has little on its way, as from a server pacing socket writes.
+    public var chunksPerSecond = 20
     /// The generated binary files to serve.
     public var files: [GeneratedFile]
     /// Whether to serve the generated progressive JPEGs (`photo-*.jpg`).

@@ -12,9 +12,12 @@ final class ServerController: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    /// Chunks per second of a throttled body.
+    let chunksPerSecond: Int
 
-    init(rate: Int?) {
+    init(rate: Int?, chunksPerSecond: Int = 20) {
         state = NIOLockedValueBox(State(rate: rate))
+        self.chunksPerSecond = chunksPerSecond
     }
 
     var faults: SampleServerFaults {

@@ -15,15 +15,15 @@ struct TokenBucket: Sendable {
         self.tokens = Double(capacity)
     }
 
-    /// The chunk size to pace with: about 1/100 of a second of data, so the stream looks smooth even at low
-    /// rates, and a client that dies has at most that much on its way (as from a server pacing socket writes,
-    /// not seconds-long bursts: what a crash test counts as re-sent is the client's doing, not the pacing's).
-    static func chunkSize(forRate rate: Int, maximum: Int) -> Int {
-        Swift.min(maximum, Swift.max(1_024, rate / 100))
+    /// The chunk size to pace with: 1/`perSecond` of a second of data (1/20 by default), so the stream looks
+    /// smooth even at low rates. Finer pacing (`SampleServerConfiguration.chunksPerSecond`) leaves a client that
+    /// dies less on its way, as from a server that paces socket writes: crash tests count re-sent bytes.
+    static func chunkSize(forRate rate: Int, maximum: Int, perSecond: Int = 20) -> Int {
+        Swift.min(maximum, Swift.max(1_024, rate / Swift.max(1, perSecond)))
     }
 
-    /// The bucket's size: 1/20 of a second of data (at least a chunk), so a sleep that overshoots is made up
-    /// by the next chunks instead of lowering the rate.
+    /// The bucket's size: 1/20 of a second of data (at least a chunk), so with finer chunks a sleep that
+    /// overshoots is made up by the next chunks instead of lowering the rate.
     static func capacity(forRate rate: Int, chunk: Int) -> Int {
         Swift.max(chunk, rate / 20)
     }

@@ -30,6 +30,10 @@ struct SampleServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also serve the regular files in this directory (nothing outside it).", valueName: "dir"))
     var root: String?
 
+    @Option(name: .customLong("chunks-per-second"),
+            help: ArgumentHelp("Pieces a second a throttled body is written in (default 20).", valueName: "n"))
+    var chunksPerSecond = 20
+
     @Flag(help: "Do not serve the generated JPEGs.")
     var noJpegs = false
 
@@ -103,10 +107,11 @@ struct SampleServerCommand: AsyncParsableCommand {
     func run() async throws {
         let log: (@Sendable (String) -> Void)? = quiet ? nil : logToStandardError
         let server: SampleServer
+        var configuration = SampleServerConfiguration(
+            host: host, port: port, rate: rate?.value, root: root, jpegs: !noJpegs, requestLog: log)
+        configuration.chunksPerSecond = max(1, min(1_000, chunksPerSecond))
         do {
-            server = try await SampleServer.start(
-                SampleServerConfiguration(
-                    host: host, port: port, rate: rate?.value, root: root, jpegs: !noJpegs, requestLog: log))
+            server = try await SampleServer.start(configuration)
         } catch {
             logToStandardError("sample-server: \(error)")
             throw ExitCode.failure

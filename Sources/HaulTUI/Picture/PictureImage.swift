@@ -1,4 +1,5 @@
 import CJPEG
+import CPNG
 import HaulCore
 import Foundation
 
@@ -34,12 +35,13 @@ package struct PictureError: Error, Sendable, Equatable, CustomStringConvertible
     package var description: String { message }
 }
 
-/// A JPEG decoded with libjpeg: its pixels, and whether the data held the whole picture.
+/// A JPEG (libjpeg) or PNG (libpng's progressive reader) decoded: its pixels, and whether the data held the
+/// whole picture.
 ///
 /// Truncated or damaged data never crashes: a progressive JPEG cut after its first scan decodes to the whole
-/// picture, blurred; a baseline one to its top rows (the rest stays mid-gray); data without a readable header
-/// is a `PictureError`.
-package struct JPEGImage: Sendable {
+/// picture, blurred, and so does an interlaced (Adam7) PNG after its first passes (in blocks); a baseline JPEG
+/// or a plain PNG to its top rows (the rest stays mid-gray); data without a readable header is a `PictureError`.
+package struct PictureImage: Sendable {
     /// The pixels, at most `maximumPixels` of them: a larger picture is decoded at 1/2, 1/4 or 1/8 of its size.
     package let image: RGBImage
     /// The picture's own size, as its header gives it.
@@ -56,8 +58,19 @@ package struct JPEGImage: Sendable {
     /// More pixels than a terminal shows even in an image protocol: larger pictures are decoded scaled down.
     package static let maximumPixels = 4_000_000
 
-    /// Decodes JPEG bytes, complete or any prefix.
+    /// The eight bytes every PNG starts with.
+    static let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+
+    /// Decodes JPEG or PNG bytes (told by their signature), complete or any prefix.
     package init(bytes: [UInt8]) throws(PictureError) {
+        if bytes.starts(with: Self.pngSignature) {
+            try self.init(png: bytes)
+        } else {
+            try self.init(jpeg: bytes)
+        }
+    }
+
+    private init(jpeg bytes: [UInt8]) throws(PictureError) {
         var width: Int32 = 0
         var height: Int32 = 0
         var rows: Int32 = 0
@@ -70,12 +83,12 @@ package struct JPEGImage: Sendable {
         }
         defer { haul_jpeg_free(rgb) }
         guard status >= 0, let rgb, width > 0, height > 0 else {
-            let isJPEG = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
+            let isPicture = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
             if status == -2 {
                 throw PictureError(imageWidth > 0 && imageHeight > 0 ? "too large to show (\(imageWidth)x\(imageHeight))"
                                        : "too large to show")
             }
-            throw PictureError(isJPEG ? "the JPEG header is incomplete or damaged" : "not a JPEG")
+            throw PictureError(isPicture ? "the JPEG header is incomplete or damaged" : "not a JPEG")
         }
         let count = Int(width) * Int(height) * 3
         guard let image = RGBImage(width: Int(width), height: Int(height),
@@ -86,6 +99,51 @@ package struct JPEGImage: Sendable {
         self.height = Int(imageHeight)
         rowsDecoded = Int(rows)
         complete = status == 0 && rowsDecoded == image.height
+    }
+
+    private init(png bytes: [UInt8]) throws(PictureError) {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var passes: Int32 = 0
+        var rows: Int32 = 0
+        var rgb: UnsafeMutablePointer<UInt8>?
+        let status = bytes.withUnsafeBufferPointer {
+            haul_png_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &passes, &rows)
+        }
+        defer { free(rgb) }
+        if status == -2 { throw PictureError("too large to show (\(width)x\(height))") }
+        guard status >= 0, let rgb, width > 0, height > 0 else {
+            throw PictureError("the PNG header is incomplete or damaged")
+        }
+        guard let full = RGBImage(width: Int(width), height: Int(height),
+                                  pixels: Array(UnsafeBufferPointer(start: rgb, count: Int(width) * Int(height) * 3)))
+        else { throw PictureError("the PNG header is incomplete or damaged") }
+        self.width = Int(width)
+        self.height = Int(height)
+        image = Self.scaledDown(full)
+        // An interlaced picture is whole (coarse) once its first pass is in; a plain one as far as its rows go.
+        let decodedRows = passes > 0 ? Int(height) : Int(rows)
+        rowsDecoded = decodedRows * image.height / Swift.max(1, Int(height))
+        complete = status == 0
+    }
+
+    /// A picture over `maximumPixels`, halved until it is not (libpng has no scaled decoding).
+    private static func scaledDown(_ image: RGBImage) -> RGBImage {
+        var factor = 1
+        while (image.width / factor) * (image.height / factor) > maximumPixels { factor *= 2 }
+        guard factor > 1 else { return image }
+        let (width, height) = (Swift.max(1, image.width / factor), Swift.max(1, image.height / factor))
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let source = ((y * factor) * image.width + x * factor) * 3
+                let target = (y * width + x) * 3
+                pixels[target] = image.pixels[source]
+                pixels[target + 1] = image.pixels[source + 1]
+                pixels[target + 2] = image.pixels[source + 2]
+            }
+        }
+        return RGBImage(width: width, height: height, pixels: pixels) ?? image
     }
 
     /// Reads and decodes the file at `path`.
