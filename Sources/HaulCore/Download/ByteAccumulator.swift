@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 /// Reads a transfer's byte batches, writes each to the part file at its offset as it arrives, and
 /// yields one `Progress` per accumulated batch.
 ///
@@ -17,6 +19,9 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     let total: Int64?
     let clock: C
     let window: Duration
+    /// Told the offset past the last byte written, after every write (reports come in batches: a body that
+    /// fails between two still has what it wrote checkpointed).
+    let written: WrittenMark?
 
     /// - Parameters:
     ///   - startOffset: the file offset of the stream's first byte (non-zero when resuming).
@@ -24,7 +29,8 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     ///     never written, and its arrival fails the stream with a `.protocol` error.
     ///   - total: the size of the whole file, when known; sets the batch size.
     package init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, end endOffset: Int64? = nil,
-                total: Int64?, clock: C, window: Duration = .milliseconds(100)) {
+                total: Int64?, clock: C, window: Duration = .milliseconds(100), written: WrittenMark? = nil) {
+        self.written = written
         self.base = base
         self.file = file
         self.startOffset = startOffset
@@ -71,6 +77,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
                 }
                 try owner.file.write(chunk, at: offset)
                 offset += Int64(chunk.count)
+                owner.written?.advance(to: offset)
                 pending += Int64(chunk.count)
                 let now = owner.clock.now
                 if pending >= threshold || lastReport.duration(to: now) >= owner.window {
@@ -108,4 +115,20 @@ package struct DownloadProgress: Sendable, Equatable, Codable {
         self.total = total
         self.bytesPerSecond = bytesPerSecond
     }
+}
+
+/// Where a body's writes have reached: set by the accumulator after each write, read by the fetch that
+/// checkpoints when the body fails.
+package final class WrittenMark: Sendable {
+    private let end: NIOLockedValueBox<Int64>
+
+    package init(_ start: Int64) {
+        end = NIOLockedValueBox(start)
+    }
+
+    func advance(to offset: Int64) {
+        end.withLockedValue { $0 = Swift.max($0, offset) }
+    }
+
+    package var offset: Int64 { end.withLockedValue { $0 } }
 }

@@ -108,6 +108,8 @@ struct Claim {
                 recover(partSize: size, notice: notice)
             }
         }
+        // Starting over: an earlier run's journal describes bytes that are about to go.
+        if state == nil, stateOnDisk || size > 0 { directory.remove(journalName) }
     }
 
     /// Takes back what the journal recorded past the last checkpoint: every record whose bytes the part still

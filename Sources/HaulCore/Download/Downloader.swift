@@ -207,8 +207,9 @@ package struct Downloader: Sendable {
         var written = start
         let progress = ProgressLoop(clock: clock, first: start > 0 ? checkpointInterval : firstCheckpoint,
                                     interval: checkpointInterval, record: recordAfter)
+        let mark = WrittenMark(start)
         let batches = ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, end: body.end,
-                                      total: body.total, clock: clock)
+                                      total: body.total, clock: clock, written: mark)
         do {
             try await progress.run(batches, claim: &claim, events: events) { batch, _ in
                 written = batch.completed
@@ -216,6 +217,8 @@ package struct Downloader: Sendable {
             }
         } catch {
             let failure = HaulError.from(error)
+            // Everything written, not only what the last report counted.
+            written = Swift.max(written, mark.offset)
             if written > start { try? claim.checkpoint(adding: ByteRange(start, written)) }
             throw failure
         }
