@@ -36,7 +36,7 @@ import Testing
                 // With four connections the file may be done before ten kills (and a kill may come after
                 // the file took its name).
                 finished = exit.signal == nil || FileManager.default.fileExists(atPath: dir.file(Self.file.name))
-                try await waitFor("the server to notice the kill") { server.stats.bodiesStreaming == 0 }
+                await server.waitUntilNoBodies()
                 if exit.signal == nil { #expect(exit.status == 0, "\(exit.stderr)") }
             }
             if !finished {
@@ -109,7 +109,7 @@ import Testing
     {
         let process = try HaulProcess(arguments, in: dir.path)
         let state = dir.file(file.name + ".part.json")
-        func recorded() -> (durable: [ByteRange], records: [WriteJournal.Record])? {
+        @Sendable func recorded() -> (durable: [ByteRange], records: [WriteJournal.Record])? {
             guard case .found(let found) = ResumeState.load(from: state), let directory = try? OutputDirectory(dir.path)
             else { return nil }
             let records = WriteJournal.load(file.name + ".part.journal", in: directory)
@@ -118,11 +118,13 @@ import Testing
             return (found.completed, records)
         }
         // A file another process writes gives no other sign than its contents.
-        try await waitFor("records past the last checkpoint") { (recorded()?.records.count ?? 0) >= 4 }
+        try await waitForFiles(in: dir.path, "records past the last checkpoint", within: .seconds(30)) {
+            (recorded()?.records.count ?? 0) >= 4
+        }
         process.send(SIGKILL)
         _ = await process.wait()
         // The killed connection's last writes are counted once the server has seen it go.
-        try await waitFor("the server to notice the kill") { server.stats.bodiesStreaming == 0 }
+        await server.waitUntilNoBodies()
         return try #require(recorded(), "a state after the kill")
     }
 
@@ -169,18 +171,4 @@ import Testing
         #expect(bare.status == 1 && bare.stderr.contains("has no record to check it against"), "\(bare.stderr)")
         #expect(dir.listing() == ["plain.bin"])
     }
-}
-
-/// Polls `condition` until it holds, with a bound (a file another process writes has no event to wait on).
-private func waitFor(_ what: String, bound: Duration = .seconds(30), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + TestEnvironment.bound(bound)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}
-
-private struct WaitTimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
 }

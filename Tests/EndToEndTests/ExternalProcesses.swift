@@ -92,3 +92,41 @@ enum TestFiles {
         return found
     }
 }
+
+/// Waits until `condition` holds, checking it again each time a file in `directory` is created, written,
+/// closed or renamed into it (inotify): files another process writes give no other sign. On a thread of its
+/// own, asleep in poll(2) between events.
+func waitForFiles(in directory: String, _ what: String, within bound: Duration,
+                  until condition: @escaping @Sendable () -> Bool) async throws {
+    let limit = TestEnvironment.bound(bound)
+    let met = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        Thread.detachNewThread {
+            let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+            defer { if fd >= 0 { close(fd) } }
+            let events = UInt32(IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO)
+            guard fd >= 0, inotify_add_watch(fd, directory, events) >= 0 else {
+                continuation.resume(returning: condition())
+                return
+            }
+            let deadline = ContinuousClock.now + limit
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while !condition() {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else {
+                    continuation.resume(returning: false)
+                    return
+                }
+                var watch = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&watch, 1, Int32(min(left.components.seconds * 1000 + 1, 60_000)))
+                while read(fd, &buffer, buffer.count) > 0 {}  // the events only say: look again
+            }
+            continuation.resume(returning: true)
+        }
+    }
+    if !met { throw WaitTimedOut(what: what) }
+}
+
+struct WaitTimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}

@@ -218,7 +218,10 @@ import Testing
             let url = server.downloadURL(name)
             // 20 MiB at 2 MiB/s: 10 s, stopped once a checkpoint is on disk and a third has arrived.
             let process = try HaulProcess(["--plain", url], in: dir.path)
-            try await waitForFile(dir.file(name + ".part.json"), within: .seconds(20))
+            let state = dir.file(name + ".part.json")
+            try await waitForFiles(in: dir.path, state, within: .seconds(20)) {
+                FileManager.default.fileExists(atPath: state)
+            }
             let progress = try await within(20, "a third of the file") {
                 await process.firstLine { line in
                     guard let match = line.firstMatch(of: /^medium\.bin  (\d+)%/) else { return false }
@@ -247,18 +250,4 @@ import Testing
             #expect(dir.listing() == [name])
         }
     }
-}
-
-/// Polls until `path` exists: a checkpoint written by another process gives no other sign.
-func waitForFile(_ path: String, within bound: Duration) async throws {
-    let deadline = ContinuousClock.now + TestEnvironment.bound(bound)
-    while !FileManager.default.fileExists(atPath: path) {
-        guard ContinuousClock.now < deadline else { throw FileDidNotAppear(path: path) }
-        try await Task.sleep(for: .milliseconds(20))  // the poll interval of an observed file
-    }
-}
-
-struct FileDidNotAppear: Error, CustomStringConvertible {
-    let path: String
-    var description: String { "timed out waiting for \(path)" }
 }

@@ -129,6 +129,12 @@ public final class SampleServer: Sendable {
         controller.stats
     }
 
+    /// Returns once every response body under way has ended (sent, or cut by a client gone): from then on
+    /// `stats.bodyBytesSent` holds still until the next request.
+    public func waitUntilNoBodies() async {
+        await controller.waitUntilNoBodies()
+    }
+
     /// Sets every counter back to zero.
     public func resetStats() {
         controller.resetStats()

@@ -9,6 +9,8 @@ final class ServerController: Sendable {
         var responsesDropped = 0
         var stats = SampleServerStats()
         var rate: Int?
+        /// Waiting for every body under way to end.
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -90,6 +92,24 @@ final class ServerController: Sendable {
     }
 
     func bodyEnded() {
-        state.withLockedValue { $0.stats.bodiesStreaming -= 1 }
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.stats.bodiesStreaming -= 1
+            guard state.stats.bodiesStreaming == 0 else { return [] }
+            defer { state.idleWaiters = [] }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once no response body is being streamed.
+    func waitUntilNoBodies() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLockedValue { state -> Bool in
+                if state.stats.bodiesStreaming == 0 { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
     }
 }
