@@ -33,8 +33,7 @@ import Testing
     func run(_ job: DownloadJob, cancelAt fraction: Double?, all: Bool = false) async throws -> Outcome {
         let manager = DownloadManager(concurrency: 1)
         let id = await manager.add(job)
-        // A deadline, stretched under a sanitizer as every time bound is (TestEnvironment.bound).
-        return try await within(TestEnvironment.sanitized ? 300 : 60, "the download to stop") {
+        return try await within(.seconds(60), "the download to stop") {
             var outcome = Outcome()
             for await event in manager.events {
                 switch event {

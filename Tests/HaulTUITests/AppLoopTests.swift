@@ -41,8 +41,7 @@ import TestSupport
     private func waitFor(_ screen: FakeScreen, _ what: String, _ condition: @escaping @Sendable ([String]) -> Bool)
         async throws
     {
-        let bound = TestEnvironment.bound(.seconds(10))
-        try await within(Double(bound.components.seconds), what) { await screen.waitUntil(condition) }
+        try await within(.seconds(10), what) { await screen.waitUntil(condition) }
         #expect(condition(screen.lines), "\(what)")
     }
 

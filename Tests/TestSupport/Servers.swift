@@ -56,6 +56,14 @@ public struct TimedOut: Error, CustomStringConvertible {
     public var description: String { "timed out waiting for \(what)" }
 }
 
+/// `within` with a time bound that stretches under a sanitizer (`TestEnvironment.bound`).
+public func within<T: Sendable>(_ bound: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T)
+    async throws -> T
+{
+    let stretched = TestEnvironment.bound(bound)
+    return try await within(Double(stretched.components.seconds), what, body)
+}
+
 /// Runs `body`, failing with `TimedOut` if it has not finished after `seconds`.
 public func within<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T

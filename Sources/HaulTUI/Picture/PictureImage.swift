@@ -82,18 +82,11 @@ package struct PictureImage: Sendable {
                                         &rgb, &rows, &imageWidth, &imageHeight)
         }
         defer { haul_jpeg_free(rgb) }
-        guard status >= 0, let rgb, width > 0, height > 0 else {
-            let isPicture = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
-            if status == -2 {
-                throw PictureError(imageWidth > 0 && imageHeight > 0 ? "too large to show (\(imageWidth)x\(imageHeight))"
-                                       : "too large to show")
-            }
-            throw PictureError(isPicture ? "the JPEG header is incomplete or damaged" : "not a JPEG")
+        if status == -2 { throw Self.tooLarge(imageWidth, imageHeight) }
+        guard status >= 0, let image = Self.copied(rgb, width, height) else {
+            let hasJPEGSignature = bytes.count >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8
+            throw PictureError(hasJPEGSignature ? "the JPEG header is incomplete or damaged" : "not a JPEG")
         }
-        let count = Int(width) * Int(height) * 3
-        guard let image = RGBImage(width: Int(width), height: Int(height),
-                                   pixels: Array(UnsafeBufferPointer(start: rgb, count: count)))
-        else { throw PictureError("not a JPEG") }
         self.image = image
         self.width = Int(imageWidth)
         self.height = Int(imageHeight)
@@ -111,13 +104,10 @@ package struct PictureImage: Sendable {
             haul_png_decode_rgb($0.baseAddress, UInt($0.count), &width, &height, &rgb, &passes, &rows)
         }
         defer { free(rgb) }
-        if status == -2 { throw PictureError("too large to show (\(width)x\(height))") }
-        guard status >= 0, let rgb, width > 0, height > 0 else {
+        if status == -2 { throw Self.tooLarge(width, height) }
+        guard status >= 0, let full = Self.copied(rgb, width, height) else {
             throw PictureError("the PNG header is incomplete or damaged")
         }
-        guard let full = RGBImage(width: Int(width), height: Int(height),
-                                  pixels: Array(UnsafeBufferPointer(start: rgb, count: Int(width) * Int(height) * 3)))
-        else { throw PictureError("the PNG header is incomplete or damaged") }
         self.width = Int(width)
         self.height = Int(height)
         image = Self.scaledDown(full)
@@ -125,6 +115,17 @@ package struct PictureImage: Sendable {
         let decodedRows = passes > 0 ? Int(height) : Int(rows)
         rowsDecoded = decodedRows * image.height / Swift.max(1, Int(height))
         complete = status == 0
+    }
+
+    /// The decoder's packed RGB pixels as an image; nil when there are none.
+    private static func copied(_ rgb: UnsafeMutablePointer<UInt8>?, _ width: Int32, _ height: Int32) -> RGBImage? {
+        guard let rgb, width > 0, height > 0 else { return nil }
+        let count = Int(width) * Int(height) * 3
+        return RGBImage(width: Int(width), height: Int(height), pixels: Array(UnsafeBufferPointer(start: rgb, count: count)))
+    }
+
+    private static func tooLarge(_ width: Int32, _ height: Int32) -> PictureError {
+        PictureError(width > 0 && height > 0 ? "too large to show (\(width)x\(height))" : "too large to show")
     }
 
     /// A picture over `maximumPixels`, halved until it is not (libpng has no scaled decoding).
