@@ -24,21 +24,9 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer(Self.configuration) { (server) async throws in
             let arguments = ["--plain", "-q", "-s", String(segments), server.downloadURL(Self.file.name)]
-            var delays: [Int] = []
-            var finished = false
-            for _ in 0..<10 where !finished {
-                let process = try HaulProcess(arguments, in: dir.path)
-                let delay = Int.random(in: 300...1000)
-                delays.append(delay)
-                try await Task.sleep(for: .milliseconds(delay))  // the moment to kill at, not synchronisation
-                process.send(SIGKILL)
-                let exit = await process.wait()
-                // With four connections the file may be done before ten kills (and a kill may come after
-                // the file took its name).
-                finished = exit.signal == nil || FileManager.default.fileExists(atPath: dir.file(Self.file.name))
-                await server.waitUntilNoBodies()
-                if exit.signal == nil { #expect(exit.status == 0, "\(exit.stderr)") }
-            }
+            // With four connections the file may be done before ten kills.
+            let (delays, finished) = try await killRepeatedly(arguments, in: dir, file: Self.file.name,
+                                                              at: 300...1000, server: server)
             if !finished {
                 let last = try await HaulProcess.run(arguments, in: dir.path)
                 #expect(last.status == 0, "\(last.stderr)")
@@ -171,4 +159,24 @@ import Testing
         #expect(bare.status == 1 && bare.stderr.contains("has no record to check it against"), "\(bare.stderr)")
         #expect(dir.listing() == ["plain.bin"])
     }
+}
+
+/// Runs `haul ARGS` in `dir` and SIGKILLs it at a random moment in `moments` (ms), ten times or until a run
+/// ends by itself or `file` took its name (a kill may come just after). Returns the moments and whether the
+/// file is done. Waits after each kill until the server has seen the connections go, so its count is final.
+func killRepeatedly(_ arguments: [String], in dir: TempDirectory, file: String, at moments: ClosedRange<Int>,
+                    server: SampleServer) async throws -> (delays: [Int], finished: Bool) {
+    var delays: [Int] = []
+    for _ in 0..<10 {
+        let process = try HaulProcess(arguments, in: dir.path)
+        let delay = Int.random(in: moments)
+        delays.append(delay)
+        try await Task.sleep(for: .milliseconds(delay))  // the moment to kill at, not synchronisation
+        process.send(SIGKILL)
+        let exit = await process.wait()
+        await server.waitUntilNoBodies()
+        if exit.signal == nil { #expect(exit.status == 0, "\(exit.stderr)") }
+        if exit.signal == nil || FileManager.default.fileExists(atPath: dir.file(file)) { return (delays, true) }
+    }
+    return (delays, false)
 }

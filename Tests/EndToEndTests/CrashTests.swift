@@ -14,16 +14,9 @@ import Testing
         // 8 MiB/s in all: a run lives 1 to 2 s, so ten of them cover half the file or more.
         try await withSampleServer(rate: (8 << 20) / segments) { (server) async throws in
             let arguments = ["--plain", "-q", "-s", String(segments), server.downloadURL("large.bin")]
-            var delays: [Int] = []
-            for _ in 0..<10 {
-                let process = try HaulProcess(arguments, in: dir.path)
-                let delay = Int.random(in: 1000...2000)
-                delays.append(delay)
-                try await Task.sleep(for: .milliseconds(delay))  // the moment to kill at, not synchronisation
-                process.send(SIGKILL)
-                let exit = await process.wait()
-                #expect(exit.signal == SIGKILL, "the run ended by itself before the kill; delays \(delays)")
-            }
+            let (delays, finished) = try await killRepeatedly(arguments, in: dir, file: "large.bin", at: 1000...2000,
+                                                              server: server)
+            #expect(!finished, "the run ended by itself before the kill; delays \(delays)")
             let last = try await HaulProcess.run(arguments, in: dir.path)
             #expect(last.status == 0, "\(last.stderr)")
             #expect(try FileDigest.hex(of: dir.file("large.bin")) == expectedSHA256("large.bin"))
