@@ -122,7 +122,7 @@ struct Claim {
         let check = (try? part.withDescriptor { fd in
             WriteJournal.check(records, against: fd, size: partSize, trusted: durable)
         }) ?? WriteJournal.Check()
-        for range in check.goodRanges { recovered.add(range) }
+        recovered.completed = ByteRange.merged(recovered.completed + check.goodRanges)
         let damaged = check.damagedRanges.flatMap { ByteRange.subtract(recovered.completed, from: $0) }
             .reduce(Int64(0)) { $0 + $1.count }
         if damaged > 0 { notice(.damagedRefetched(part: partName, bytes: damaged)) }

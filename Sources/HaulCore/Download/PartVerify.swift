@@ -83,9 +83,8 @@ package enum PartVerify {
         let onDisk = state?.completed ?? []
         report.unchecked = bytes(in: minus(minus(onDisk, check.goodRanges), check.damagedRanges))
         if let total = state?.total {
-            var known = ResumeState(url: "", etag: nil, lastModified: nil, total: nil, completed: onDisk)
-            for range in check.goodRanges { known.add(range) }
-            report.missing = Swift.max(0, total - bytes(in: minus(known.completed, check.damagedRanges)))
+            let known = ByteRange.merged(onDisk + check.goodRanges)
+            report.missing = Swift.max(0, total - bytes(in: minus(known, check.damagedRanges)))
         }
         guard report.damaged > 0 else { return report }
 

@@ -37,15 +37,7 @@ package struct ResumeState: Codable, Equatable, Sendable {
     /// Adds `range` to `completed`, keeping it sorted and merged.
     package mutating func add(_ range: ByteRange) {
         guard range.end > range.start else { return }
-        var merged: [ByteRange] = []
-        for existing in (completed + [range]).sorted(by: { $0.start < $1.start }) {
-            if let last = merged.last, existing.start <= last.end {
-                merged[merged.count - 1].end = Swift.max(last.end, existing.end)
-            } else {
-                merged.append(existing)
-            }
-        }
-        completed = merged
+        completed = ByteRange.merged(completed + [range])
     }
 
     /// The state file beside a part file.
@@ -110,4 +102,17 @@ package struct ByteRange: Codable, Equatable, Sendable {
     }
 
     package var count: Int64 { end - start }
+
+    /// `ranges` sorted and merged (touching or overlapping ranges become one; empty ones go).
+    static func merged(_ ranges: [ByteRange]) -> [ByteRange] {
+        var merged: [ByteRange] = []
+        for range in ranges.sorted(by: { $0.start < $1.start }) where range.end > range.start {
+            if let last = merged.last, range.start <= last.end {
+                merged[merged.count - 1].end = Swift.max(last.end, range.end)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
 }

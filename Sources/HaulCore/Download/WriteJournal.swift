@@ -198,8 +198,6 @@ final class WriteJournal: Sendable {
     /// `trusted` (durable ranges, when not asked to check everything) is taken as good without a read.
     static func check(_ records: [Record], against fd: Int32, size: Int64, trusted: [ByteRange] = []) -> Check {
         var result = Check()
-        var good = ResumeState(url: "", etag: nil, lastModified: nil, total: nil)
-        var damaged = good
         var buffer = [UInt8]()
         for record in records {
             let range = record.range
@@ -219,17 +217,13 @@ final class WriteJournal: Sendable {
                 ok = read == Int(record.length)
                     && buffer.withUnsafeBytes { hash(UnsafeRawBufferPointer(rebasing: $0[..<Int(record.length)])) } == record.hash
             }
-            if ok {
-                result.good.append(record)
-                good.add(range)
-            } else {
-                result.damaged.append(record)
-                damaged.add(range)
-            }
+            if ok { result.good.append(record) } else { result.damaged.append(record) }
         }
-        result.goodRanges = good.completed
+        // Merged once, not per record.
+        result.goodRanges = ByteRange.merged(result.good.map(\.range))
         // A range both damaged in one record and good in a later one (fetched again) is good.
-        result.damagedRanges = damaged.completed.flatMap { ByteRange.subtract(good.completed, from: $0) }
+        result.damagedRanges = ByteRange.merged(result.damaged.map(\.range))
+            .flatMap { ByteRange.subtract(result.goodRanges, from: $0) }
         return result
     }
 }
