@@ -7,8 +7,10 @@ import TestSupport
 /// `--on-complete` and `--on-error`: what the command is told, that no shell reads it, and that a slow one
 /// never holds a download slot.
 @Suite struct HookTests {
-    /// A hook script that writes its arguments and HAUL_* environment to `OUT/STATUS-NAME`, after waiting
-    /// for `OUT/release` when `OUT/hold` exists.
+    /// A hook command that writes its arguments and HAUL_* environment to `OUT/STATUS-NAME`, after waiting
+    /// for `OUT/release` when `OUT/hold` exists. The script is run by `/bin/sh PATH` rather than executed
+    /// itself: a script this process just wrote can be "text file busy" for a moment when a parallel test
+    /// forks while its write descriptor is open (the fork inherits it), and the hook would then fail to start.
     static func script(in dir: TempDirectory) throws -> String {
         let path = dir.file("hook.sh")
         try Data("""
@@ -19,8 +21,7 @@ import TestSupport
             { echo "ARGS=$*"; env | grep '^HAUL_' | sort; } > "$HOOK_OUT/$HAUL_STATUS-$HAUL_NAME"
 
             """.utf8).write(to: URL(fileURLWithPath: path))
-        chmod(path, 0o755)
-        return path
+        return "/bin/sh \(path)"
     }
 
     static func fields(_ path: String) throws -> [String: String] {
@@ -46,6 +47,7 @@ import TestSupport
                  "--on-error", hook, good, missing],
                 in: dir.path, environment: ["HOOK_OUT": out])
             #expect(run.status == 8, "\(run.stderr)")
+            #expect(FileManager.default.fileExists(atPath: out + "/done-small.bin"), "\(run.stderr)")
             let done = try Self.fields(out + "/done-small.bin")
             #expect(done["HAUL_FILE"] == dir.file("dl/small.bin"))
             #expect(done["HAUL_DIR"] == dir.file("dl"))

@@ -276,3 +276,37 @@ extension StateFileTests {
         #expect(outside.contents("victim") == Array("keep".utf8))
     }
 }
+
+extension StateFileTests {
+    /// A resume right after a pause continues its own part even when that part's lock outlives the last
+    /// run by a moment (a child forked by another thread holds a copy of the descriptor until it execs): the
+    /// claim waits for it instead of starting over under `NAME.1`. Another download's part is passed over
+    /// at once, as before.
+    @Test func aContinuingClaimWaitsForItsOwnPartsLingeringLock() throws {
+        let dir = TempDirectory()
+        let directory = try OutputDirectory(dir.path)
+        func holdPart() -> Int32 {
+            let fd = open(dir.file("a.bin.part"), O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return fd
+        }
+        var held = holdPart()
+        var waits: [UInt32] = []
+        let continued = try #require(try Claim.take(
+            "a.bin", in: directory, policy: .rename, url: "http://h/a.bin", resume: true, continuing: true,
+            wait: { milliseconds in
+                waits.append(milliseconds)
+                close(held)  // the forked child execs: the lock goes
+            }, notice: { _ in }))
+        #expect(continued.name == "a.bin")
+        #expect(waits.count == 1)
+        continued.close()
+
+        held = holdPart()
+        defer { close(held) }
+        let other = try #require(try Claim.take("a.bin", in: directory, policy: .rename, url: "http://h/a.bin",
+                                                resume: true, wait: { _ in Issue.record("waited") }, notice: { _ in }))
+        #expect(other.name == "a.1.bin")
+        other.close()
+    }
+}

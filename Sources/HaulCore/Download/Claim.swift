@@ -34,8 +34,35 @@ struct Claim {
     /// A name is passed over (rename policy) or refused (the others) when its `.part` is held by another
     /// download, belongs to another URL's resumable download, or is not a file haul may write into (a
     /// symbolic link, a hard link, another user's file, not a regular file); such a file is left as it is.
+    ///
+    /// `continuing`: this download held `name`'s `.part` a moment ago (a resume or retry right after a
+    /// stop). Its lock can outlive the close by a moment when another thread of this process forked then (a
+    /// hook, a helper): the child holds a copy of the descriptor until it execs. So a busy `name` is then
+    /// waited for (about a second at most, without the namespace lock) before it is passed over.
     static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
-                     resume: Bool, notice: (DownloadFact) -> Void) throws(HaulError) -> Claim? {
+                     resume: Bool, continuing: Bool = false, wait: (_ milliseconds: UInt32) -> Void = { usleep($0 * 1000) },
+                     notice: (DownloadFact) -> Void) throws(HaulError) -> Claim?
+    {
+        var waits: [UInt32] = continuing ? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] : []
+        while true {
+            switch try takeLocked(name, in: directory, policy: policy, url: url, resume: resume,
+                                  waitIfBusy: !waits.isEmpty, notice: notice) {
+            case .taken(let claim): return claim
+            case .busy: wait(waits.removeFirst())
+            }
+        }
+    }
+
+    private enum Taken {
+        case taken(Claim?)
+        /// `name` itself is held by another and the caller waits for it.
+        case busy
+    }
+
+    private static func takeLocked(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy,
+                                   url: String, resume: Bool, waitIfBusy: Bool, notice: (DownloadFact) -> Void)
+        throws(HaulError) -> Taken
+    {
         FileSystem.namespaceLock.lock()
         defer { FileSystem.namespaceLock.unlock() }
         let (stem, ext) = FileNaming.split(name)
@@ -44,7 +71,7 @@ struct Claim {
             let shown = directory.file(candidate)
             if directory.exists(candidate) {
                 switch policy {
-                case .skip: return nil
+                case .skip: return .taken(nil)
                 case .rename: continue
                 case .overwrite: break  // the finished file replaces it
                 }
@@ -54,16 +81,18 @@ struct Claim {
             switch try directory.claimPart(partName) {
             case .created(let part):
                 // No part was there: a state file left alone has nothing to resume.
-                return try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
-                                 overwrite: true, notice: notice)
+                return .taken(try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
+                                        overwrite: true, notice: notice))
             case .existing(let part):
                 // Held now: no one else writes its state, so temporaries of it are a crash's leftovers.
                 directory.removeTemporaries(of: ResumeState.path(forPart: candidate + ".part"))
                 let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
                                       overwrite: policy == .overwrite, notice: notice)
-                if let claim { return claim }
+                if let claim { return .taken(claim) }
                 try? part.close()
                 refusal = "is another URL's partial download"
+            case .busy where n == 0 && waitIfBusy:
+                return .busy
             case .busy:
                 refusal = "is in use by another download"
             case .untrusted(let why):

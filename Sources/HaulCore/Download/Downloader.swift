@@ -34,17 +34,20 @@ package struct Downloader: Sendable {
 
     /// Runs the download. Cancelling the calling task stops it promptly with a `.cancelled` error, after
     /// a last checkpoint, and leaves `NAME.part` and its state for a later resume.
-    package func download(_ job: DownloadJob, events: (DownloadEvent) -> Void) async throws(HaulError)
-        -> DownloadResult
+    /// `continuing`: the job's `outputName` is the part this download held in its previous run, a moment ago
+    /// maybe (a resume right after a pause): a lock on it that lingers is waited for (see `Claim.take`).
+    package func download(_ job: DownloadJob, continuing: Bool = false, events: (DownloadEvent) -> Void)
+        async throws(HaulError) -> DownloadResult
     {
         let clock = self.clock
         // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls.
         return try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
-            try await run(job, clock: clock, events: events)
+            try await run(job, continuing: continuing, clock: clock, events: events)
         }
     }
 
-    private func run<C: Clock<Duration>>(_ job: DownloadJob, clock: C, events: (DownloadEvent) -> Void)
+    private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, clock: C,
+                                         events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
         if let name = job.outputName, let problem = FileNaming.problem(withPlainName: name) {
@@ -60,7 +63,8 @@ package struct Downloader: Sendable {
             job.existingFile = .overwrite
         }
         guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
-                                         resume: job.resume, notice: { events(.fact($0)) })
+                                         resume: job.resume, continuing: continuing && job.outputName != nil,
+                                         notice: { events(.fact($0)) })
         else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }

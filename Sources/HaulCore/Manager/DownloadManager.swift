@@ -90,6 +90,8 @@ package actor DownloadManager {
         var stopIntent: DownloadState?
         /// Its live receive cap, shared by its transfers.
         let limit: ReceiveLimit
+        /// A run of it claimed `job.outputName`'s part: the next run continues that one.
+        var claimedBefore = false
 
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
@@ -366,11 +368,13 @@ package actor DownloadManager {
         let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
         // File I/O blocks: the download runs on the I/O executor's threads, not the cooperative pool.
         let limit = entries[id]?.limit
+        let continuing = entries[id]?.claimedBefore ?? false
         running[id] = Task(executorPreference: IOExecutor.shared) {
             let began = ContinuousClock.now
             let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                 await ReceiveLimit.$current.withValue(limit) {
-                    await Self.perform(job, id: id, downloader: downloader, events: continuation)
+                    await Self.perform(job, id: id, continuing: continuing, downloader: downloader,
+                                       events: continuation)
                 }
             }
             await self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
@@ -379,7 +383,7 @@ package actor DownloadManager {
 
     /// The download itself, outside the actor: events go straight to the stream. Also returns the path
     /// the download claimed, so that a resume or retry continues the same `.part`.
-    private static func perform(_ job: DownloadJob, id: DownloadID, downloader: Downloader,
+    private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, downloader: Downloader,
                                 events: AsyncStream<ManagerEvent>.Continuation)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
@@ -387,7 +391,7 @@ package actor DownloadManager {
         var downloading = false
         var claimed: String?
         do {
-            return (.success(try await downloader.download(job) { event in
+            return (.success(try await downloader.download(job, continuing: continuing) { event in
                 switch event {
                 case .started(let file, let path, let total):
                     claimed = path
@@ -412,7 +416,10 @@ package actor DownloadManager {
         running[id] = nil
         guard let entry = entries[id] else { return }
         // A resume or retry continues this very file, whatever the server calls it by then.
-        if let path { entries[id]?.job.outputName = FilePath.baseName(of: path) }
+        if let path {
+            entries[id]?.job.outputName = FilePath.baseName(of: path)
+            entries[id]?.claimedBefore = true
+        }
         switch result {
         case .success(let value):
             entries[id]?.file = value.file
