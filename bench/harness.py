@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -135,12 +136,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, timeout: float = 10) -> None:
+def wait_http(url: str, timeout: float = 10, cafile: str | None = None) -> None:
     deadline = time.monotonic() + timeout
+    context = ssl.create_default_context(cafile=cafile) if url.startswith("https:") else None
     while True:
         try:
             request = urllib.request.Request(url, method="HEAD")
-            with urllib.request.urlopen(request, timeout=2) as response:
+            with urllib.request.urlopen(request, timeout=2, context=context) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -201,26 +203,61 @@ def sha256_file(path: str) -> str:
 
 # --- nginx ------------------------------------------------------------------------------------------
 
+def make_certificates(workdir: str) -> tuple[str, str, str]:
+    """A throw-away certificate authority and a server certificate it signs for 127.0.0.1 (and
+    localhost), made with the openssl command in `workdir/tls`; returns (CA, certificate, key) paths.
+    Clients trust the CA by option (curl --cacert, wget2/aria2c --ca-certificate, haul --cacert)."""
+    tls = os.path.join(workdir, "tls")
+    os.makedirs(tls, exist_ok=True)
+    ca, ca_key = os.path.join(tls, "ca.pem"), os.path.join(tls, "ca.key")
+    cert, key, csr = os.path.join(tls, "server.pem"), os.path.join(tls, "server.key"), os.path.join(tls, "server.csr")
+    ext = os.path.join(tls, "server.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    run = lambda *argv: subprocess.run(["openssl", *argv], check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+        "-subj", "/CN=haul bench CA", "-keyout", ca_key, "-out", ca)
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", key, "-out", csr)
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
+        "-extfile", ext, "-out", cert)
+    for path in (ca, cert, key):
+        os.chmod(path, 0o644)
+    return ca, cert, key
+
+
 class Nginx:
     """nginx in the foreground on 127.0.0.1, with a generated config; `servers` maps a name to a
-    per-connection rate in bytes per second (0 = unthrottled) and gets a port each."""
+    per-connection rate in bytes per second (0 = unthrottled) and gets a port each. The servers named in
+    `tls` speak HTTPS with HTTP/2 (ALPN h2, http/1.1) with `certificate` = (certificate, key)."""
 
-    def __init__(self, workdir: str, root: str, servers: dict[str, int]):
+    def __init__(self, workdir: str, root: str, servers: dict[str, int], tls: set[str] | None = None,
+                 certificate: tuple[str, str] | None = None):
         self.workdir = workdir
         self.root = root
         self.ports = {name: free_port() for name in servers}
         self.rates = servers
+        self.tls = tls or set()
+        self.certificate = certificate
         self.process: subprocess.Popen | None = None
 
     def url(self, server: str, name: str) -> str:
-        return f"http://127.0.0.1:{self.ports[server]}/{name}"
+        scheme = "https" if server in self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.ports[server]}/{name}"
 
     def config(self) -> str:
         blocks = []
         for name, port in self.ports.items():
             rate = self.rates[name]
             limit = f"limit_rate {rate};" if rate else ""
-            blocks.append(f"  server {{ listen 127.0.0.1:{port}; root {self.root}; {limit} }}  # {name}")
+            if name in self.tls:
+                cert, key = self.certificate
+                listen = (f"listen 127.0.0.1:{port} ssl http2; ssl_certificate {cert}; ssl_certificate_key {key}; "
+                          "ssl_protocols TLSv1.2 TLSv1.3;")
+            else:
+                listen = f"listen 127.0.0.1:{port};"
+            blocks.append(f"  server {{ {listen} root {self.root}; {limit} }}  # {name}")
         tmp = os.path.join(self.workdir, "nginx-tmp")
         user = "user root root;" if os.geteuid() == 0 else ""
         return "\n".join([
@@ -256,7 +293,8 @@ class Nginx:
     def wait_ready(self, probe: str) -> None:
         try:
             for server in self.ports:
-                wait_http(self.url(server, probe))
+                wait_http(self.url(server, probe), cafile=self.certificate and os.path.join(
+                    os.path.dirname(self.certificate[0]), "ca.pem"))
         except RuntimeError:
             self.stop()
             errors = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
@@ -269,6 +307,39 @@ class Nginx:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+class Shaper:
+    """bench/shaper.py in front of a server: every TCP connection through it gets at most `rate` bytes per
+    second from the server (a per-connection limit a network applies, which HTTP/2's multiplexing shares
+    among all the requests on a connection)."""
+
+    def __init__(self, target_port: int, rate: int):
+        self.target_port = target_port
+        self.rate = rate
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self) -> None:
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shaper.py")
+        self.process = subprocess.Popen([sys.executable, script, "--to", f"127.0.0.1:{self.target_port}",
+                                         "--rate", str(self.rate)], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, text=True, start_new_session=True)
+        line = self.process.stdout.readline()
+        match = re.search(r"127\.0\.0\.1:(\d+)", line)
+        if not match:
+            self.stop()
+            raise RuntimeError(f"the shaping proxy did not start: {line.strip()}")
+        self.port = int(match.group(1))
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
                 self.process.wait()
 
 
@@ -500,10 +571,20 @@ class Scenario:
     tui_factory: object = None  # callable(tool, outdir) -> TUIRun
     busy_runs: int = 0  # runs that started while a Swift build or test run was going on
     runs: int = 0
+    #: As on a user's machine: no sync and no quiet before a run, and no output deleted until every round
+    #: is done (each run still gets a fresh directory), so a run pays for what earlier ones left dirty.
+    keep_outputs: bool = False
 
     def run(self, rounds: int, workdir: str) -> None:
         base = os.path.join(workdir, "out", self.key)
         os.makedirs(base, exist_ok=True)
+        try:
+            self._rounds(rounds, base, workdir)
+        finally:
+            if self.keep_outputs:
+                shutil.rmtree(base, ignore_errors=True)
+
+    def _rounds(self, rounds: int, base: str, workdir: str) -> None:
         for tool in self.tools:
             tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
         for r in range(rounds):
@@ -516,7 +597,8 @@ class Scenario:
                 # A fresh directory for every run (ext4 is slow to create files right after deleting).
                 outdir = os.path.join(base, f"{slug(tool.name)}-{r}")
                 os.makedirs(outdir)
-                settle()
+                if not self.keep_outputs:
+                    settle()
                 self.runs += 1
                 if builds_running():
                     self.busy_runs += 1
@@ -533,7 +615,8 @@ class Scenario:
                 tool.samples.append(sample)
                 if sample.error and r == 0:
                     tool.failure = sample.error  # a broken tool is not run again
-                shutil.rmtree(outdir, ignore_errors=True)
+                if not self.keep_outputs:
+                    shutil.rmtree(outdir, ignore_errors=True)
                 note(f"  {self.key} round {r + 1}/{rounds} {tool.name:<28} "
                      + (f"{sample.wall:7.3f} s {sample.cpu:7.3f} CPU-s {sample.rss_kib / 1024:7.1f} MiB"
                         if sample.error is None else f"FAILED: {sample.error}"))

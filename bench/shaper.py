@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A TCP proxy that shapes each connection on its own: what the server sends reaches the client at no more
+than RATE bytes per second per TCP connection (a token bucket per connection, 10 ms of burst), as a
+per-connection limit in a network or a server does. What the client sends passes unshaped.
+
+    bench/shaper.py --listen PORT --to HOST:PORT --rate BYTES_PER_SECOND
+
+It says `listening on 127.0.0.1:PORT` on its first line once it accepts connections, and runs until
+SIGTERM. It does not look into the bytes, so TLS and HTTP/2 pass through it: with HTTP/2, every request a
+client multiplexes onto one connection shares that connection's rate, which is the point of measuring it.
+Only the Python 3 standard library.
+"""
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+
+
+class Bucket:
+    """Tokens at `rate` per second, at most `burst`; `take` waits until `n` can be spent."""
+
+    def __init__(self, rate: float, burst: float):
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.stamp = time.monotonic()
+
+    async def take(self, n: int) -> None:
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens >= n:
+                self.tokens -= n
+                return
+            await asyncio.sleep((n - self.tokens) / self.rate)
+
+
+async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: Bucket | None,
+               chunk: int) -> None:
+    try:
+        while True:
+            data = await reader.read(chunk)
+            if not data:
+                break
+            if bucket:
+                await bucket.take(len(data))
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        try:
+            writer.close()
+        except Exception:
+            pass
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--listen", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
+    parser.add_argument("--to", required=True, help="HOST:PORT of the server")
+    parser.add_argument("--rate", type=float, required=True, help="bytes per second per connection")
+    args = parser.parse_args()
+    host, port = args.to.rsplit(":", 1)
+    # Pieces of 10 ms at the rate: smooth enough for the rates measured here, few wake-ups.
+    chunk = max(4096, int(args.rate / 100))
+
+    async def serve(client_reader, client_writer):
+        try:
+            server_reader, server_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            client_writer.close()
+            return
+        down = Bucket(args.rate, chunk)
+        await asyncio.gather(pump(client_reader, server_writer, None, 65536),
+                             pump(server_reader, client_writer, down, chunk))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", args.listen, backlog=256)
+    bound = server.sockets[0].getsockname()[1]
+    print(f"listening on 127.0.0.1:{bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
