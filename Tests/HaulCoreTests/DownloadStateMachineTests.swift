@@ -11,12 +11,11 @@ import TestSupport
     static let url = "http://h/f.bin"
     static let mib: Int64 = 1 << 20
 
-    func machine(segments: Int = 1, retries: Int = 5, outputName: String? = nil, name: String = "f.bin",
-                 fastConnection: Int64 = 256 << 20) -> Machine {
+    func machine(segments: Int = 1, retries: Int = 5, outputName: String? = nil, name: String = "f.bin") -> Machine {
         var job = DownloadJob(url: Self.url, outputDirectory: "/nowhere", outputName: outputName)
         job.segments = segments
         job.retries = retries
-        return Machine(job: job, name: name, fastConnection: fastConnection, retryPolicy: RetryPolicy())
+        return Machine(job: job, name: name, retryPolicy: RetryPolicy())
     }
 
     func head(_ status: Int, _ headers: [(String, String)] = []) -> ResponseHead {
@@ -213,33 +212,15 @@ import TestSupport
 
     // MARK: segments
 
-    @Test func aSegmentedDownloadProbesThenSplits() throws {
+    @Test func aSegmentedDownloadSplitsAsSoonAsTheProbesHeadSaysRangesWork() throws {
         var machine = machine(segments: 4)
         #expect(machine.begin(resume: nil) == .request(ask(0, Self.mib - 1)))
         let total = 20 * Self.mib
         let action = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
-        #expect(action == .stream(Body(start: 0, end: Self.mib, total: total, fresh: fresh(total: total), announce: true)))
-        // 1 MiB in a second: held back, more connections help.
-        let probed = state([ByteRange(0, Self.mib)], total: total)
-        #expect(machine.bodyEnded(at: Self.mib, elapsed: .seconds(1), resume: probed) == .segmented(total: total))
+        // Not after the probe's body: every connection starts now, the probe's going on with its range.
+        #expect(action == .segmented(first: Body(start: 0, end: Self.mib, total: total, fresh: fresh(total: total),
+                                                 announce: true), total: total))
         #expect(machine.segmentsEnded() == .finish(received: total, announce: nil))
-    }
-
-    @Test func aFastProbeDefersTheSplit() throws {
-        var machine = machine(segments: 4, fastConnection: 100 << 20)
-        _ = machine.begin(resume: nil)
-        let total = 20 * Self.mib
-        _ = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
-        let probed = state([ByteRange(0, Self.mib)], total: total)
-        // 1 MiB in 1/128 s: 128 MiB/s.
-        #expect(machine.bodyEnded(at: Self.mib, elapsed: .seconds(1) / 128, resume: probed)
-                == .deferredSplit(total: total, why: .splitDeferred(bytesPerSecond: Double(128 << 20))))
-        // No time measured at all is as fast as it gets.
-        var instant = self.machine(segments: 4)
-        _ = instant.begin(resume: nil)
-        _ = try instant.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
-        #expect(instant.bodyEnded(at: Self.mib, elapsed: .zero, resume: probed)
-                == .deferredSplit(total: total, why: .splitDeferred(bytesPerSecond: .infinity)))
     }
 
     @Test func aResumedSegmentedDownloadCountsWhatWasMissing() throws {
@@ -247,10 +228,11 @@ import TestSupport
         let total = 20 * Self.mib
         let kept = state([ByteRange(0, 2 * Self.mib), ByteRange(10 * Self.mib, 12 * Self.mib)], total: total)
         #expect(machine.begin(resume: kept) == .request(ask(2 * Self.mib, 3 * Self.mib - 1, ifRange: "\"v1\"")))
-        _ = try machine.headArrived(head(206, [("Content-Range", "bytes 2097152-3145727/\(total)"), ("ETag", "\"v1\"")]))
-        let probed = state([ByteRange(0, 3 * Self.mib), ByteRange(10 * Self.mib, 12 * Self.mib)], total: total)
-        #expect(machine.bodyEnded(at: 3 * Self.mib, elapsed: .seconds(1), resume: probed) == .segmented(total: total))
-        // 15 MiB were missing after the probe, and the probe brought 1.
+        let action = try machine.headArrived(head(206, [("Content-Range", "bytes 2097152-3145727/\(total)"),
+                                                        ("ETag", "\"v1\"")]))
+        #expect(action == .segmented(first: Body(start: 2 * Self.mib, end: 3 * Self.mib, total: total, announce: true),
+                                     total: total))
+        // 16 MiB were missing, the probe's range among them.
         #expect(machine.segmentsEnded() == .finish(received: 16 * Self.mib, announce: nil))
     }
 
@@ -315,8 +297,6 @@ import TestSupport
         let total = 20 * Self.mib
         _ = machine.begin(resume: nil)
         _ = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
-        let probed = state([ByteRange(0, Self.mib)], total: total)
-        #expect(machine.bodyEnded(at: Self.mib, elapsed: .seconds(1), resume: probed) == .segmented(total: total))
         let fetched = state([ByteRange(0, 3 * Self.mib), ByteRange(8 * Self.mib, 9 * Self.mib)], total: total)
         #expect(machine.segmentRefused(status: 200, resume: fetched)
                 == .oneConnection(why: .oneConnection(reason: .segmentRefused(status: 200)),
@@ -396,7 +376,6 @@ import TestSupport
         let total = 20 * Self.mib
         _ = machine.begin(resume: nil)
         _ = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
-        _ = machine.bodyEnded(at: Self.mib, elapsed: .seconds(1), resume: state([ByteRange(0, Self.mib)], total: total))
         let kept = state([ByteRange(0, 3 * Self.mib)], total: total)
         _ = machine.segmentRefused(status: 200, resume: kept)
         _ = machine.failed(HaulError(.network, "reset"), cancelled: false, resume: kept)
@@ -416,18 +395,11 @@ import TestSupport
     }
 }
 
-/// A deferred split's rate, window by window, on instants of a manual clock.
-@Suite struct SplitWatchTests {
-    @Test func aWindowIsJudgedOnceItHasPassedAndOnlyASlowOneSplits() {
-        let start = ManualClock().now
-        var watch = SplitWatch(length: .milliseconds(125), fastConnection: 1_000_000, from: start, completed: 500)
-        #expect(watch.slowRate(completed: 10_000, at: start.advanced(by: .milliseconds(124))) == nil, "the window runs")
-        // 1 MB in 125 ms is 8 MB/s: fast, no split, and a new window starts.
-        #expect(watch.slowRate(completed: 1_000_500, at: start.advanced(by: .milliseconds(125))) == nil)
-        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(200))) == nil)
-        // 50 kB in the next 125 ms: 400 kB/s, slow.
-        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(250))) == 400_000)
-        // A window with no bytes at all (a tick): 0 B/s.
-        #expect(watch.slowRate(completed: 1_050_500, at: start.advanced(by: .milliseconds(500))) == 0)
+extension DownloadStateMachineTests {
+    /// After a crash other connections' ranges lie past the prefix: the probe stops where they begin.
+    @Test func aResumedProbeNeverAsksForBytesThePartHolds() {
+        var machine = machine(segments: 4)
+        let kept = state([ByteRange(0, 2 * Self.mib), ByteRange(2 * Self.mib + 4096, 5 * Self.mib)], total: 20 * Self.mib)
+        #expect(machine.begin(resume: kept) == .request(ask(2 * Self.mib, 2 * Self.mib + 4095, ifRange: "\"v1\"")))
     }
 }

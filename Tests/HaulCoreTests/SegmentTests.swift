@@ -34,6 +34,24 @@ import Testing
         #expect(plan.claim(for: 2) == nil)
     }
 
+    /// The probe counts as part of worker 0's piece: the pieces are cut over the whole file, and the rest of
+    /// worker 0's piece is its own next range, so the connections end about together.
+    @Test func theProbeIsTheStartOfTheFirstConnectionsPiece() {
+        let plan = SegmentPlan(missing: [ByteRange(10, 100)], parts: 4, held: ByteRange(0, 10), minimumSplit: 10)
+        #expect(plan.end(of: 0) == 10)
+        #expect([1, 2, 3].compactMap { plan.claim(for: $0) } == [ByteRange(25, 50), ByteRange(50, 75),
+                                                                  ByteRange(75, 100)])
+        #expect(plan.claim(for: 0) == ByteRange(10, 25))
+    }
+
+    /// A first connection that never gets to its own next range (it failed) leaves it to the others.
+    @Test func aReservedRangeNobodyBeganGoesToAnotherWorker() {
+        let plan = SegmentPlan(missing: [ByteRange(10, 100)], parts: 2, held: ByteRange(0, 10), minimumSplit: 10)
+        #expect(plan.claim(for: 1) == ByteRange(50, 100))
+        #expect(plan.claim(for: 1) == ByteRange(10, 50))
+        #expect(plan.claim(for: 1) == nil)  // worker 0's 10 bytes are too few to split
+    }
+
     @Test func aBatchPastAShrunkenEndIsCut() async throws {
         let plan = SegmentPlan(missing: [ByteRange(0, 100)], minimumSplit: 10)
         _ = plan.claim(for: 0)
@@ -50,9 +68,9 @@ import Testing
         try await withSampleServer(rate: 16 << 20) { (server) async throws in
             let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(try result.get().bytes == 20 << 20)
-            #expect(facts.isEmpty)
+            #expect(facts == [.split(connections: 4)])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
-            // A 1 MiB probe, then four ranged connections.
+            // A 1 MiB probe, then its connection's next range and three more connections.
             #expect(server.stats.rangeRequests >= 5)
             // Every request asks for an exact range: only a split at the tail can send a little twice.
             #expect(server.stats.bodyBytesSent < (20 << 20) + (2 << 20))
@@ -122,57 +140,24 @@ import Testing
         }
     }
 
-    /// A connection faster than `fastConnection` is not what limits the download: the others wait, and
-    /// never start while it keeps up (the probe, then one request for the rest). On a manual clock: the probe
-    /// takes no time on it, and the one window that passes holds megabytes.
-    @Test func aConnectionFastEnoughIsNotSplit() async throws {
+    /// The other connections do not wait for the probe's body: its head says ranges work and the size,
+    /// and they start then. Throttled so that the probe's 1 MiB takes seconds: all four requests are out
+    /// while it is still arriving.
+    @Test func theOtherConnectionsStartWhileTheProbeIsStillArriving() async throws {
         let dir = TempDirectory()
-        try await withSampleServer { (server) async throws in
-            let clock = ManualClock()
-            var downloader = Downloader(clock: clock)
-            downloader.fastConnection = 64 << 10
-            downloader.splitWindow = .seconds(1)
-            var judged = false
-            let (result, facts) = await downloader.runCollectingFacts(
+        try await withSampleServer(rate: 256 << 10) { (server) async throws in
+            let seen = NIOLockedValueBox<Int64?>(nil)
+            let (result, facts) = await Downloader().runCollectingFacts(
                 DownloadJob.sample(server, "medium.bin", dir, segments: 4)
             ) { progress in
-                // At least 2 MiB since the probe, in the window of a second that passes now.
-                guard !judged, progress.completed >= 3 << 20 else { return }
-                judged = true
-                clock.advance(by: .seconds(1))
+                guard seen.withLockedValue({ $0 }) == nil, server.stats.requests >= 4 else { return }
+                seen.withLockedValue { $0 = progress.completed }
+                withUnsafeCurrentTask { $0?.cancel() }  // seen enough: stop here
             }
-            #expect(throws: Never.self) { try result.get() }
-            #expect(judged)
-            #expect(facts == [.splitDeferred(bytesPerSecond: .infinity)], "\(facts)")
-            #expect(server.stats.requests == 2)
-            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
-        }
-    }
-
-    /// ...and when it slows down (here a window of a second on the manual clock that brings at most the
-    /// rest of the file, far below `fastConnection`), the others join and take halves of what is left.
-    @Test func theOthersJoinWhenTheConnectionSlowsDown() async throws {
-        let dir = TempDirectory()
-        // Throttled so that the one connection is still at it when the others are let in.
-        try await withSampleServer(rate: 4 << 20) { (server) async throws in
-            let clock = ManualClock()
-            var downloader = Downloader(clock: clock)
-            downloader.fastConnection = 64 << 20
-            downloader.splitWindow = .seconds(1)
-            var slowed = false
-            let (result, facts) = await downloader.runCollectingFacts(
-                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
-            ) { progress in
-                guard !slowed, progress.completed >= 2 << 20 else { return }
-                slowed = true
-                clock.advance(by: .seconds(1))
-            }
-            #expect(throws: Never.self) { try result.get() }
-            #expect(facts.count == 2 && facts.first == .splitDeferred(bytesPerSecond: .infinity), "\(facts)")
-            #expect(facts.contains { if case .split(let rate, 4) = $0 { rate < Double(20 << 20) } else { false } },
-                    "\(facts)")
-            #expect(server.stats.requests > 2)
-            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(throws: HaulError.self) { try result.get() }
+            #expect(facts.first == .split(connections: 4), "\(facts)")
+            let completed = try #require(seen.withLockedValue { $0 })
+            #expect(completed < 1 << 20, "all four asked before the probe's megabyte was in: \(completed)")
         }
     }
 }

@@ -14,10 +14,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     case savedAs(wanted: String, savedAs: String)
     /// A download asked to use several connections goes on over one.
     case oneConnection(reason: OneConnectionReason)
-    /// `-s N`: one connection alone brought `bytesPerSecond`; the others join if it slows down.
-    case splitDeferred(bytesPerSecond: Double)
-    /// The single connection slowed to `bytesPerSecond`: `connections` now share what is left.
-    case split(bytesPerSecond: Double, connections: Int)
+    /// `-s N`: the server takes ranges and the file is large enough: `connections` fetch it, each a range
+    /// of its own.
+    case split(connections: Int)
     /// After a crash, `bytes` that `part` should have held past its last checkpoint failed their check (a
     /// power loss leaves zeros or old bytes there): they are fetched again.
     case damagedRefetched(part: String, bytes: Int64)
@@ -35,7 +34,6 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .partLeftAlone: "part-left-alone"
         case .savedAs: "saved-as"
         case .oneConnection: "one-connection"
-        case .splitDeferred: "split-deferred"
         case .split: "split"
         case .damagedRefetched: "damaged-refetched"
         case .previewSaved: "preview-saved"

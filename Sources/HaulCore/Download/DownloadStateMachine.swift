@@ -50,11 +50,10 @@ struct DownloadStateMachine {
         case move(to: String)
         /// Write the answer's body into the part, then report `bodyEnded`.
         case stream(Body)
-        /// Fetch the rest of a file of `total` bytes over the job's connections, then report `segmentsEnded`
-        /// (or `segmentRefused`).
-        case segmented(total: Int64)
-        /// As `segmented`, but the one connection goes on alone while it keeps up; say why first.
-        case deferredSplit(total: Int64, why: DownloadFact)
+        /// Fetch the file of `total` bytes over the job's connections, then report `segmentsEnded` (or
+        /// `segmentRefused`): the answer in hand is the first connection's, with `first` its body (set up as
+        /// `stream`'s is); the other connections start now, each on a range of its own.
+        case segmented(first: Body, total: Int64)
         /// Segments were refused: say why, and go on with `then` over one connection.
         case oneConnection(why: DownloadFact, then: Action)
         /// Say `fact` (a retry), wait `after`, then `begin` again.
@@ -94,8 +93,8 @@ struct DownloadStateMachine {
         /// The answer to `asked` names another file; its body waits for the claim to move.
         case moving(Asked, ResponseHead)
         case streaming(Streaming)
-        /// The segments are fetching the rest; `rest` bytes were missing after the probe's `probe`.
-        case segmenting(rest: Int64, probe: Int64)
+        /// The segments are fetching the `rest` bytes that were missing.
+        case segmenting(rest: Int64)
         case done
     }
 
@@ -103,7 +102,6 @@ struct DownloadStateMachine {
     private let connections: Int
     private let retries: Int
     private let renamableByJob: Bool
-    private let fastConnection: Int64
     private let retryPolicy: RetryPolicy
 
     private var phase = Phase.idle
@@ -120,13 +118,11 @@ struct DownloadStateMachine {
 
     /// - Parameters:
     ///   - name: the file name the download claimed first.
-    ///   - fastConnection: bytes per second of a probe above which a split waits (see `Downloader`).
-    init(job: DownloadJob, name: String, fastConnection: Int64, retryPolicy: RetryPolicy) {
+    init(job: DownloadJob, name: String, retryPolicy: RetryPolicy) {
         url = job.url
         connections = job.segments
         retries = job.retries
         renamableByJob = job.outputName == nil
-        self.fastConnection = fastConnection
         self.retryPolicy = retryPolicy
         self.name = name
         segments = connections
@@ -188,33 +184,21 @@ struct DownloadStateMachine {
     mutating func bodyEnded(at written: Int64, elapsed: Duration, resume: ResumeState?) -> Action {
         guard case .streaming(let body) = phase else { preconditionFailure("a body ended that was not streaming") }
         let received = written - body.start
+        // A probe whose answer did not split (a size the server will not tell): go on over one connection.
         guard body.probing, body.ranged, written < (body.total ?? .max) else {
             phase = .done
             return .finish(received: carried + received, announce: nil)
         }
-        guard let total = body.total else {
-            // A size the server will not tell: go on over one connection from here.
-            segments = 1
-            carried += received
-            return requestContinuing(resume)
-        }
-        let rest = total - (resume?.completed.reduce(0) { $0 + $1.count } ?? 0)
-        phase = .segmenting(rest: rest, probe: received)
-        // More connections help when each is held back (a per-connection limit, a long round trip). One
-        // that brought the probe this fast is not (yet): the others wait until it slows down.
-        let seconds = elapsed.seconds
-        let rate = seconds > 0 ? Double(received) / seconds : .infinity
-        if received >= SegmentPlan.defaultMinimumSplit && rate >= Double(fastConnection) {
-            return .deferredSplit(total: total, why: .splitDeferred(bytesPerSecond: rate))
-        }
-        return .segmented(total: total)
+        segments = 1
+        carried += received
+        return requestContinuing(resume)
     }
 
     /// Every missing byte came over the segments.
     mutating func segmentsEnded() -> Action {
-        guard case .segmenting(let rest, let probe) = phase else { preconditionFailure("not segmenting") }
+        guard case .segmenting(let rest) = phase else { preconditionFailure("not segmenting") }
         phase = .done
-        return .finish(received: rest + probe, announce: nil)
+        return .finish(received: carried + rest, announce: nil)
     }
 
     /// A segment's Range request was answered with `status` (a server that advertises ranges but ignores
@@ -249,14 +233,17 @@ struct DownloadStateMachine {
     }
 
     /// Asks for the bytes after `resume`'s prefix. Segmented: the first request asks for one small range only,
-    /// so learning the size and whether ranges work costs no bytes thrown away; the segments then ask for
-    /// exact ranges.
+    /// so learning the size and whether ranges work costs no bytes thrown away; once its answer's head says
+    /// so, the other connections start at once on exact ranges while this one fetches its range.
     private mutating func request(from resume: ResumeState?) -> Request {
         let offset = resume?.contiguousPrefix ?? 0
         let probing = segments > 1
         var request = Request()
         if probing {
-            request.range = AskedRange(first: offset, last: offset + SegmentPlan.defaultMinimumSplit - 1)
+            // Up to the next range the part already holds (after a crash, other connections' ranges lie
+            // beyond the prefix): the probe never fetches a byte again.
+            let held = resume?.completed.first { $0.start > offset }?.start ?? .max
+            request.range = AskedRange(first: offset, last: Swift.min(offset + SegmentPlan.defaultMinimumSplit, held) - 1)
             if offset > 0 { request.ifRange = resume?.validator }
         } else if offset > 0, let validator = resume?.validator {
             request.range = AskedRange(first: offset, last: nil)
@@ -289,6 +276,13 @@ struct DownloadStateMachine {
         }
         // Whatever this attempt asks for after a body, it asks for this file.
         renamable = false
+        if asked.probing, placement.isRange, let total = placement.total, let end = placement.end, end < total {
+            // Ranges work and there is more than the probe: every connection starts now, this one with the
+            // probe's range (waiting for the probe to end first costs its whole time on a slow connection).
+            let kept = placement.start == 0 ? 0 : resume?.completed.reduce(0) { $0 + $1.count } ?? 0
+            phase = .segmenting(rest: total - kept)
+            return .segmented(first: body, total: total)
+        }
         phase = .streaming(Streaming(start: placement.start, total: placement.total, probing: asked.probing,
                                      ranged: placement.isRange))
         return .stream(body)

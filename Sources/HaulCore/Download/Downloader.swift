@@ -20,12 +20,6 @@ package struct Downloader: Sendable {
     /// costs only what was still in memory. One that ends sooner writes neither journal nor state.
     package var recordAfter: Duration = .milliseconds(100)
     package var retryPolicy = RetryPolicy()
-    /// Bytes per second of the first megabyte over one connection above which `-s N` does not split: such a
-    /// connection is not what limits the download (a loopback or LAN server), and more connections would
-    /// only add their overhead.
-    package var fastConnection: Int64 = 256 << 20
-    /// How long a deferred split watches the one connection before judging its rate again.
-    package var splitWindow: Duration = .milliseconds(100)
 
     package init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
@@ -69,8 +63,7 @@ package struct Downloader: Sendable {
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
-        var machine = DownloadStateMachine(job: job, name: claim.name, fastConnection: fastConnection,
-                                           retryPolicy: retryPolicy)
+        var machine = DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy)
         var transfer: Transfer?
         defer { transfer?.cancel() }
         var next = machine.begin(resume: claim.state)
@@ -108,6 +101,9 @@ package struct Downloader: Sendable {
         case .request(let asked):
             var request = HTTPRequest(url: job.url, options: job.transfer)
             request.headers = job.headers
+            // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so
+            // that a limit per connection limits each; the probe's is the first of them.
+            request.ownConnection = job.segments > 1
             request.range = asked.range.map { ($0.first, $0.last) }
             request.ifRange = asked.ifRange
             // Only on a request for the whole file: a range of the part is never conditional on the date.
@@ -148,29 +144,17 @@ package struct Downloader: Sendable {
 
         case .stream(let body):
             guard let transfer else { preconditionFailure("a body to stream with no transfer") }
-            if let why = body.refused { events(.fact(why)) }
-            if let fresh = body.fresh {
-                // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
-                // whole at close (seen in bench/profile).
-                if try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
-                claim.part.journal?.reset()
-                if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
-                claim.state = fresh
-            }
-            if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total)) }
-            if let notice = body.notice { events(.fact(notice)) }
+            try prepare(body, job: job, claim: &claim, events: events)
             let began = clock.now
             let written = try await stream(transfer.bytes, body: body, into: &claim, clock: clock, events: events)
             return .next(machine.bodyEnded(at: written, elapsed: began.duration(to: clock.now), resume: claim.state))
 
-        case .segmented(let total):
-            return .next(try await fetchSegmented(job, total: total, deferSplit: false, claim: &claim,
-                                                  machine: &machine, clock: clock, events: events))
-
-        case .deferredSplit(let total, let why):
-            events(.fact(why))
-            return .next(try await fetchSegmented(job, total: total, deferSplit: true, claim: &claim,
-                                                  machine: &machine, clock: clock, events: events))
+        case .segmented(let first, let total):
+            guard let transfer, let end = first.end else { preconditionFailure("segments with no first range") }
+            try prepare(first, job: job, claim: &claim, events: events)
+            events(.fact(.split(connections: job.segments)))
+            return .next(try await fetchSegmented(job, total: total, first: (transfer, ByteRange(first.start, end)),
+                                                  claim: &claim, machine: &machine, clock: clock, events: events))
 
         case .oneConnection(let why, let then):
             events(.fact(why))
@@ -200,6 +184,23 @@ package struct Downloader: Sendable {
             }
             return .end(.failure(HaulError(.cancelled, "cancelled")))
         }
+    }
+
+    /// Before a body's first byte: drops the part's old bytes when it starts the file over, announces the
+    /// file, says what there is to say.
+    private func prepare(_ body: DownloadStateMachine.Body, job: DownloadJob, claim: inout Claim,
+                         events: (DownloadEvent) -> Void) throws(HaulError) {
+        if let why = body.refused { events(.fact(why)) }
+        if let fresh = body.fresh {
+            // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
+            // whole at close (seen in bench/profile).
+            if try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
+            claim.part.journal?.reset()
+            if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
+            claim.state = fresh
+        }
+        if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total)) }
+        if let notice = body.notice { events(.fact(notice)) }
     }
 
     /// Writes one answer's body into the part from `body.start`, through the progress loop; returns where it
@@ -234,22 +235,23 @@ package struct Downloader: Sendable {
         return written
     }
 
-    /// Fetches the rest of the file over the job's connections (`SegmentedFetch`) and tells the machine how
-    /// it went; a refused segment first checkpoints what the others fetched.
-    private func fetchSegmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, deferSplit: Bool,
+    /// Fetches the file over the job's connections (`SegmentedFetch`), the first one going on with the answer
+    /// in hand (`first`), and tells the machine how it went; a refused segment first checkpoints what the
+    /// others fetched.
+    private func fetchSegmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, first: (Transfer, ByteRange),
                                                     claim: inout Claim, machine: inout DownloadStateMachine,
                                                     clock: C, events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadStateMachine.Action
     {
         var request = HTTPRequest(url: job.url, options: job.transfer)
         request.headers = job.headers
+        request.ownConnection = true
         request.ifRange = claim.state?.validator
         let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, connections: job.segments,
-                                   total: total, deferSplit: deferSplit, fastConnection: fastConnection,
-                                   splitWindow: splitWindow, firstCheckpoint: firstCheckpoint,
+                                   total: total, firstCheckpoint: firstCheckpoint,
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter)
         do {
-            try await fetch.run(claim: &claim, events: events)
+            try await fetch.run(first: first, claim: &claim, events: events)
         } catch let refused as SegmentRefused {
             try? claim.checkpoint(adding: nil)
             return machine.segmentRefused(status: refused.status, resume: claim.state)

@@ -19,6 +19,8 @@ final class SegmentPlan: Sendable {
     private struct State {
         var unassigned: [ByteRange]
         var active: [Int: Active] = [:]
+        /// A worker's own next range, before anything unassigned (worker 0's after its first).
+        var reserved: [Int: ByteRange] = [:]
     }
 
     private let state: NIOLockedValueBox<State>
@@ -26,11 +28,15 @@ final class SegmentPlan: Sendable {
     /// Files smaller than two of these are fetched over one connection.
     static let defaultMinimumSplit: Int64 = 1 << 20
 
-    /// - Parameter parts: the missing ranges are halved (largest first) until there are this many, so
-    ///   each connection starts with a range of its own and stealing is left for the tail.
-    init(missing: [ByteRange], parts: Int = 1, minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit) {
+    /// - Parameters:
+    ///   - parts: the missing ranges are halved (largest first) until there are this many, so each
+    ///     connection starts with a range of its own and stealing is left for the tail.
+    ///   - held: a range worker 0 is fetching already (the probe). It counts as part of worker 0's piece, and
+    ///     the rest of that piece is worker 0's next range, so all the connections end about together.
+    init(missing: [ByteRange], parts: Int = 1, held: ByteRange? = nil,
+         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit) {
         self.minimumSplit = minimumSplit
-        var pieces = missing.filter { $0.count > 0 }
+        var pieces = ByteRange.merged(missing + (held.map { [$0] } ?? [])).filter { $0.count > 0 }
         while pieces.count < parts, let largest = pieces.indices.max(by: { pieces[$0].count < pieces[$1].count }),
             pieces[largest].count >= 2 * minimumSplit
         {
@@ -39,14 +45,29 @@ final class SegmentPlan: Sendable {
             pieces[largest] = ByteRange(range.start, middle)
             pieces.append(ByteRange(middle, range.end))
         }
-        state = NIOLockedValueBox(State(unassigned: pieces.sorted { $0.start > $1.start }))
+        var state = State(unassigned: [])
+        if let held {
+            state.active[0] = Active(next: held.start, end: held.end)
+            if let own = pieces.firstIndex(where: { $0.start <= held.start && held.start < $0.end }),
+                pieces[own].end > held.end
+            {
+                state.reserved[0] = ByteRange(held.end, pieces[own].end)
+            }
+            pieces = pieces.flatMap { ByteRange.subtract([held], from: $0) }
+                .filter { $0.start != state.reserved[0]?.start }
+        }
+        state.unassigned = pieces.sorted { $0.start > $1.start }
+        self.state = NIOLockedValueBox(state)
     }
 
     /// Gives `worker` its next range: a missing one, else the back half of the largest active one.
     func claim(for worker: Int) -> ByteRange? {
         state.withLockedValue { state in
             state.active[worker] = nil
-            if let range = state.unassigned.popLast() {
+            // Its own range first, then a missing one, then another's not yet begun (that one may have failed).
+            if let range = state.reserved.removeValue(forKey: worker) ?? state.unassigned.popLast()
+                ?? state.reserved.keys.min().flatMap({ state.reserved.removeValue(forKey: $0) })
+            {
                 state.active[worker] = Active(next: range.start, end: range.end)
                 return range
             }
@@ -104,81 +125,5 @@ struct SegmentBytes: AsyncSequence {
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: base.makeAsyncIterator(), plan: plan, worker: worker, offset: start)
-    }
-}
-
-/// Holds back the extra connections of a segmented download until they are wanted: `open()` lets the
-/// waiting workers go, `close()` sends them home (the download is done, or failed). Cancellation of a
-/// waiting worker's task counts as closed.
-final class SplitGate: Sendable {
-    private enum Phase {
-        case waiting([UInt64: CheckedContinuation<Bool, Never>])
-        case open
-        case closed
-    }
-
-    private let state: NIOLockedValueBox<(phase: Phase, nextWaiter: UInt64)>
-
-    init(open: Bool) {
-        state = NIOLockedValueBox((open ? .open : .waiting([:]), 0))
-    }
-
-    var isOpen: Bool {
-        state.withLockedValue { if case .open = $0.phase { true } else { false } }
-    }
-
-    /// Lets the waiting workers (and any later one) go; true if this call opened it.
-    @discardableResult
-    func open() -> Bool {
-        settle(.open)
-    }
-
-    /// Sends waiting workers (and any later one) home, unless already open.
-    func close() {
-        _ = settle(.closed)
-    }
-
-    private func settle(_ outcome: Phase) -> Bool {
-        let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>]? in
-            guard case .waiting(let waiters) = state.phase else { return nil }
-            state.phase = outcome
-            return Array(waiters.values)
-        }
-        let go = { if case .open = outcome { true } else { false } }()
-        for waiter in waiters ?? [] { waiter.resume(returning: go) }
-        return waiters != nil
-    }
-
-    /// True when the worker may start, false when it is not needed.
-    func wait() async -> Bool {
-        let id = state.withLockedValue { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let now = state.withLockedValue { state -> Bool? in
-                    switch state.phase {
-                    case .open: return true
-                    case .closed: return false
-                    case .waiting(var waiters):
-                        if Task.isCancelled { return false }
-                        waiters[id] = continuation
-                        state.phase = .waiting(waiters)
-                        return nil
-                    }
-                }
-                if let now { continuation.resume(returning: now) }
-            }
-        } onCancel: {
-            let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
-                guard case .waiting(var waiters) = state.phase, let waiter = waiters.removeValue(forKey: id) else {
-                    return nil
-                }
-                state.phase = .waiting(waiters)
-                return waiter
-            }
-            waiter?.resume(returning: false)
-        }
     }
 }

@@ -17,10 +17,8 @@ extension DownloadFact {
             "the server does not accept ranges; using one connection"
         case .oneConnection(.segmentRefused(let status)):
             "the server answered a segment's Range request with \(status); using one connection"
-        case .splitDeferred(let rate):
-            "one connection brought \(ByteFormat.rate(rate)); more join if it slows down"
-        case .split(let rate, let connections):
-            "the connection slowed to \(ByteFormat.rate(rate)); splitting over \(connections) connections"
+        case .split(let connections):
+            "fetching over \(connections) connections"
         case .damagedRefetched(let part, let bytes):
             "\(ByteFormat.size(bytes)) of \(part) failed their check after a crash; fetching them again"
         case .previewSaved(let path):

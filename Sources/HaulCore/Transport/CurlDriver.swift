@@ -317,8 +317,18 @@ private final class DriverLoop {
         }
         switch options.httpVersion {
         case .http1_1: haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
-        case .http2: haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
-        case nil: break
+        case .http2:
+            haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
+            // HTTP/2 as asked, on a connection of its own: never a stream beside another segment's.
+            if request.ownConnection { haul_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1) }
+        case nil:
+            // HTTP/1.1 connections are never shared by two transfers at once; an HTTP/2 one would be.
+            if request.ownConnection { haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)) }
+        }
+        // Several downloads from one HTTPS host: streams of one HTTP/2 connection (when the server speaks
+        // it) instead of a TLS handshake each.
+        if !request.ownConnection, request.url.prefix(6).lowercased() == "https:" {
+            haul_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         }
         if let user = options.user {
             haul_easy_setopt_string(easy, CURLOPT_USERNAME, user)

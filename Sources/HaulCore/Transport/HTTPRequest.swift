@@ -17,6 +17,10 @@ package struct HTTPRequest: Sendable, Equatable {
     package var body: [UInt8]?
     /// Connect to this Unix domain socket instead of the URL's host and port (the service's control socket).
     package var unixSocketPath: String?
+    /// A TCP connection of its own, never shared with another transfer at the same time (`-s N`'s segments,
+    /// so that a limit per connection limits each). Otherwise an HTTPS transfer waits to share a host's
+    /// HTTP/2 connection as one more stream rather than open a connection of its own.
+    package var ownConnection = false
     package var options = TransferOptions()
 
     private var rangeStart: Int64?
