@@ -1,0 +1,134 @@
+import Foundation
+import HaulCore
+import Testing
+import TestSupport
+
+/// Over HTTPS with HTTP/2 (nginx from Debian, a test CA): `-s N`'s segments are TCP connections of their
+/// own, never streams of one connection (a limit per connection would limit them all together), while many
+/// small files from the host share one connection as streams. nginx's access log says which connection
+/// carried each request.
+@Suite struct HTTP2Tests {
+    @Test func segmentsAreConnectionsOfTheirOwnWhileSmallFilesShareOne() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
+            try Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+                .write(to: URL(fileURLWithPath: root + "/big.bin"))
+            for n in 0..<16 {
+                try Data(repeating: UInt8(n), count: 64 << 10).write(to: URL(fileURLWithPath: root + "/s\(n).bin"))
+            }
+        }
+        defer { nginx.stop() }
+        let dir = TempDirectory()
+
+        let segmented = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-s", "4", "-o", "a",
+                                                   nginx.url("big.bin")], in: dir.path)
+        #expect(segmented.status == 0, "\(segmented.stderr)")
+        #expect(try FileDigest.hex(of: dir.file("a/big.bin")) == FileDigest.hex(of: nginx.root + "/big.bin"))
+        let ranges = nginx.requests().filter { $0.path == "/big.bin" }
+        #expect(Set(ranges.map(\.connection)).count == 4, "\(ranges)")
+        #expect(ranges.allSatisfy { $0.protocolVersion == "HTTP/1.1" && $0.status == 206 }, "\(ranges)")
+
+        let smallURLs = (0..<16).map { nginx.url("s\($0).bin") }
+        let small = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-j", "8", "-o", "b"]
+                                              + smallURLs, in: dir.path)
+        #expect(small.status == 0, "\(small.stderr)")
+        let shared = nginx.requests().filter { $0.path.hasPrefix("/s") }
+        #expect(shared.count == 16)
+        #expect(Set(shared.map(\.connection)).count == 1, "\(shared)")
+        #expect(shared.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "\(shared)")
+    }
+}
+
+/// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
+/// logging each request with the number of the connection that carried it.
+final class Nginx: Sendable {
+    struct Request: Sendable, CustomStringConvertible {
+        let connection: Int
+        let status: Int
+        let protocolVersion: String
+        let path: String
+        var description: String { "#\(connection) \(protocolVersion) \(status) \(path)" }
+    }
+
+    let port: Int
+    let root: String
+    private let dir: String
+    private let process: Process
+
+    private init(port: Int, root: String, dir: String, process: Process) {
+        self.port = port
+        self.root = root
+        self.dir = dir
+        self.process = process
+    }
+
+    /// `fill` writes the files to serve into the root directory it is given.
+    static func start(certificate: (String, String), fill: (String) throws -> Void) async throws -> Nginx {
+        let dir = NSTemporaryDirectory() + "nginx-\(UUID().uuidString)"
+        let root = dir + "/www"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try fill(root)
+        let port = try freeLoopbackPort()
+        let config = dir + "/nginx.conf"
+        // As root, the workers stay root: they read the test's private temporary directories.
+        let user = geteuid() == 0 ? "user root root;" : ""
+        try Data("""
+            \(user)
+            worker_processes 1;
+            daemon off;
+            pid \(dir)/nginx.pid;
+            error_log \(dir)/error.log warn;
+            events { worker_connections 256; }
+            http {
+              log_format haul '$connection $status $server_protocol $uri';
+              access_log \(dir)/access.log haul;
+              client_body_temp_path \(dir); proxy_temp_path \(dir); fastcgi_temp_path \(dir);
+              uwsgi_temp_path \(dir); scgi_temp_path \(dir);
+              server {
+                listen 127.0.0.1:\(port) ssl http2;
+                ssl_certificate \(certificate.0);
+                ssl_certificate_key \(certificate.1);
+                root \(root);
+              }
+            }
+
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", dir, "-e", dir + "/error.log", "-c", config]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let nginx = Nginx(port: port, root: root, dir: dir, process: process)
+        // nginx writes its pid file once its sockets listen.
+        try await waitForFiles(in: dir, "nginx to listen", within: .seconds(30)) {
+            FileManager.default.fileExists(atPath: dir + "/nginx.pid") || !process.isRunning
+        }
+        try #require(process.isRunning, "nginx did not start: \((try? String(contentsOfFile: dir + "/error.log", encoding: .utf8)) ?? "")")
+        return nginx
+    }
+
+    func url(_ name: String) -> String { "https://127.0.0.1:\(port)/\(name)" }
+
+    /// Every request logged so far (nginx writes a line as each request ends).
+    func requests() -> [Request] {
+        let text = (try? String(contentsOfFile: dir + "/access.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count == 4, let connection = Int(fields[0]), let status = Int(fields[1]) else { return nil }
+            return Request(connection: connection, status: status, protocolVersion: fields[2], path: fields[3])
+        }
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
