@@ -70,6 +70,19 @@ import Testing
         #expect(HTTPStatus.retryAfter("soon") == nil)
     }
 
+    /// The three forms of RFC 9110 read alike, whatever the locale; IMF-fixdate written back.
+    @Test func httpDatesInEveryFormAndBack() {
+        let stamp = Date(timeIntervalSince1970: 784_111_777)
+        for form in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            #expect(HTTPDate.parse(form) == stamp, "\(form)")
+        }
+        #expect(HTTPDate.format(stamp) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 951_782_400.75)) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        for noDate in ["", "soon", "Sun\u{0}, 06 Nov 1994"] {
+            #expect(HTTPDate.parse(noDate) == nil, "\(noDate)")
+        }
+    }
+
     /// Found by the fuzz pass: DateFormatter trapped on these, so one 503 answer ended the process.
     @Test(arguments: ["Mo\u{200D}", "Sun, 09 Sep 2001 01:46:50 GMT\u{301}", "Sun, 0\u{301}9 Sep"])
     func retryAfterWithAGraphemeClusterIsNoDate(value: String) {
