@@ -1,4 +1,5 @@
 import Glibc
+import NIOConcurrencyHelpers
 
 /// A page-aligned block of memory that carries a transfer's bytes from the curl thread to the reader,
 /// and goes back to the transfer for reuse once the reader is done with it.
@@ -26,6 +27,12 @@ final class IOBuffer: @unchecked Sendable {
 
     init(capacity: Int) {
         self.capacity = capacity
+        if let block = Self.spares.withLockedValue({ spares in
+            spares.lastIndex { $0.capacity == capacity }.map { spares.remove(at: $0) }
+        }) {
+            base = block.memory
+            return
+        }
         var memory: UnsafeMutableRawPointer?
         guard posix_memalign(&memory, IOBuffer.alignment, capacity) == 0, let memory else {
             fatalError("out of memory allocating a \(capacity)-byte transfer buffer")
@@ -34,8 +41,24 @@ final class IOBuffer: @unchecked Sendable {
     }
 
     deinit {
-        free(base)
+        let kept = Self.spares.withLockedValue { spares in
+            guard spares.count < Self.sparesKept else { return false }
+            spares.append(Block(memory: base, capacity: capacity))
+            return true
+        }
+        if !kept { free(base) }
     }
+
+    /// Memory of ended transfers, for the next ones: a buffer is larger than malloc's mmap threshold, so
+    /// each new transfer would otherwise map fresh pages (zeroed, faulted in) and unmap them at its end
+    /// (a TLB shootdown on every core), which was a good part of the cost of a thousand small files.
+    private struct Block: @unchecked Sendable {
+        let memory: UnsafeMutableRawPointer
+        let capacity: Int
+    }
+    private static let spares = NIOLockedValueBox<[Block]>([])
+    /// Enough for the transfers of `-j 8` to hand theirs on; the rest is freed.
+    static let sparesKept = 8
 
     var count: Int { end - start }
     var isEmpty: Bool { end == start }
