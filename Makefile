@@ -15,6 +15,9 @@ PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7
 # the release build (for trying it out).
 PREFIX ?= /usr/local
 CONFIG ?= release
+# A release binary carries the Swift runtime and Foundation inside it: no symbol lookups across a dozen
+# Swift libraries at every start (about 5 ms of each haul process) and less mapped (see docs/benchmarks.md).
+STATIC_FLAGS := $(if $(filter release,$(CONFIG)),--static-swift-stdlib,)
 
 .PHONY: deps pydeps build release test test-tsan demo bench clean install
 
@@ -42,7 +45,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib
 
 test: deps pydeps
 	$(SWIFT) build --build-tests
@@ -64,12 +67,12 @@ bench: deps
 	bench/run
 
 install: deps
-	$(SWIFT) build -c $(CONFIG) --product haul
+	$(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul
 	$(SWIFT) package generate-manual --configuration $(CONFIG)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
+	install -m 755 "$$($(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
 	install -m 644 .build/plugins/GenerateManual/outputs/haul/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_haul

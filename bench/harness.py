@@ -121,11 +121,12 @@ def swift_product(product: str, override: str | None, build: bool) -> str:
         return os.path.abspath(override)
     path = os.path.join(SCRATCH, "release", product)
     if build:
-        note(f"building {product} (swift build -c release --scratch-path .build-bench) ...")
-        subprocess.run(["swift", "build", "-c", "release", "--product", product, "--scratch-path", SCRATCH],
-                       cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        note(f"building {product} (swift build -c release --static-swift-stdlib --scratch-path .build-bench) ...")
+        # As `make install` builds it: the Swift runtime and Foundation linked in.
+        subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product,
+                        "--scratch-path", SCRATCH], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     elif not os.path.exists(path):
-        sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --product {product} "
+        sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --static-swift-stdlib --product {product} "
                  f"--scratch-path .build-bench")
     return path
 
