@@ -24,7 +24,9 @@ enum Entry {
         }
         if arguments.first == "verify" { exit(VerifyCommand.run(Array(arguments.dropFirst()))) }
         if arguments.first == "view" {
-            exit(ViewCommand.run(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+            // The config file's `pictures` key holds for `haul view` too; the command line's option wins.
+            let configured = config?.entries.filter { $0.key == "pictures" }.flatMap(\.arguments) ?? []
+            exit(ViewCommand.run(configured + arguments.dropFirst(), environment: ProcessInfo.processInfo.environment))
         }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             exit(await SessionCommands.run(arguments, config: config))

@@ -113,3 +113,21 @@ import Testing
         #expect((big.maxRSSKiB ?? .max) < 256 * 1024, "big.jpg: \(big.maxRSSKiB ?? -1) KiB")
     }
 }
+
+extension ViewTests {
+    /// The config file's `pictures` key chooses `haul view`'s format too, and `--pictures` still wins.
+    @Test func theConfigFilesPicturesKeyHoldsForView() async throws {
+        let dir = try await Self.photo()
+        let config = dir.file("config/haul")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data("pictures = \"iterm\"\n".utf8).write(to: URL(fileURLWithPath: config + "/config.toml"))
+        let environment = ["TERM": "xterm-256color", "COLORTERM": "", "TMUX": "", "XDG_CONFIG_HOME": dir.file("config")]
+        let configured = try await HaulProcess.run(["view", "--width", "20", "--height", "6", "photo-small.jpg"],
+                                                   in: dir.path, environment: environment)
+        #expect(configured.status == 0, "\(configured.stderr)")
+        #expect(configured.stdout.hasPrefix("\u{1B}]1337;File=inline=1"), "\(configured.stdout.prefix(20).debugDescription)")
+        let overridden = try await HaulProcess.run(["view", "--pictures", "none", "photo-small.jpg"], in: dir.path,
+                                                   environment: environment)
+        #expect(overridden.status == 0 && overridden.stdout.isEmpty, "\(overridden.stdout.prefix(20).debugDescription)")
+    }
+}
