@@ -477,7 +477,10 @@ class TUIRun:
         timefile = os.path.join(self.workdir, f"{tag}.time")
         channel = f"done-{tag}"
         inner = " ".join(shell_quote(a) for a in [GNU_TIME, "-f", "%U %S %M", "-o", timefile, *self.haul_argv])
-        script = (f"echo $$ > {pidfile}; date +%s%N > {t0file}; {inner}; "
+        # On a terminal, haul is a client of the per-user service (it starts one when none runs): a service
+        # of this run's own (HAUL_HOME, short for the socket's path), never the user's queue.
+        home = f"/tmp/hb-{tag[-8:]}"
+        script = (f"echo $$ > {pidfile}; date +%s%N > {t0file}; HAUL_HOME={home} {inner}; "
                   f"tmux wait-for -S {channel}")
         self.tmux.cmd("new-session", "-d", "-s", tag, "-x", "120", "-y", "30", "sh", "-c", script)
         waiter = subprocess.Popen(["tmux", "-L", self.tmux.socket, "wait-for", channel],
@@ -520,6 +523,7 @@ class TUIRun:
                 waiter.kill()
                 waiter.wait()
             self.tmux.cmd("kill-session", "-t", tag, check=False)
+            _stop_service(home)
 
     def _idle_cpu(self, pidfile: str) -> float | None:
         """CPU share of the finished, idle interface over `idle_seconds`."""
@@ -534,6 +538,20 @@ class TUIRun:
         time.sleep(self.idle_seconds)
         ticks = cpu_ticks(haul[0]) - before
         return 100 * ticks / os.sysconf("SC_CLK_TCK") / self.idle_seconds
+
+
+def _stop_service(home: str) -> None:
+    """Stops the service a TUI run started with `HAUL_HOME=home` (found by its environment) and removes the
+    directory."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if f"HAUL_HOME={home}".encode() in f.read().split(b"\0"):
+                        os.kill(int(entry), signal.SIGTERM)
+            except OSError:
+                pass
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def shell_quote(arg: str) -> str:

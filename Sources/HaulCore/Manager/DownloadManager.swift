@@ -103,7 +103,7 @@ package actor DownloadManager {
 
     package nonisolated let events: AsyncStream<ManagerEvent>
     private let hooks = HookRunner()
-    private let continuation: AsyncStream<ManagerEvent>.Continuation
+    private let continuation: EventSink
     private let downloader: Downloader
     /// Downloads at once; `setConcurrency` changes it while the queue runs.
     package private(set) var concurrency: Int
@@ -119,10 +119,17 @@ package actor DownloadManager {
     /// Downloads at once unless told (`--jobs`).
     package static let defaultConcurrency = 4
 
-    package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency) {
+    /// - Parameter observer: takes every event where it happens, on the thread that makes it, instead of
+    ///   `events` (which then ends at once): for a front end that only prints lines, so that no task has to
+    ///   wake for each event (a thousand small files make five thousand of them).
+    package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency,
+                 observer: (@Sendable (ManagerEvent) -> Void)? = nil) {
         self.downloader = downloader
         self.concurrency = max(1, concurrency)
-        (events, continuation) = AsyncStream.makeStream(of: ManagerEvent.self)
+        let stream: AsyncStream<ManagerEvent>.Continuation
+        (events, stream) = AsyncStream.makeStream(of: ManagerEvent.self)
+        if observer != nil { stream.finish() }
+        continuation = EventSink(stream: stream, observer: observer)
     }
 
     deinit {
@@ -384,7 +391,7 @@ package actor DownloadManager {
     /// The download itself, outside the actor: events go straight to the stream. Also returns the path
     /// the download claimed, so that a resume or retry continues the same `.part`.
     private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, downloader: Downloader,
-                                events: AsyncStream<ManagerEvent>.Continuation)
+                                events: EventSink)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
@@ -474,5 +481,23 @@ package actor DownloadManager {
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Where the manager's events go: the `events` stream, or an observer called in place.
+struct EventSink: Sendable {
+    let stream: AsyncStream<ManagerEvent>.Continuation
+    let observer: (@Sendable (ManagerEvent) -> Void)?
+
+    func yield(_ event: ManagerEvent) {
+        if let observer {
+            observer(event)
+        } else {
+            stream.yield(event)
+        }
+    }
+
+    func finish() {
+        stream.finish()
     }
 }

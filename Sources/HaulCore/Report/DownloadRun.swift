@@ -1,28 +1,35 @@
+import NIOConcurrencyHelpers
+
 /// Runs a list of downloads through a `DownloadManager` (`-j` at once) for the line front ends: turns the
 /// manager's events into `ReportEvent`s for a reporter, and sums up.
+///
+/// The events are taken where they happen (the manager's observer), not from its stream: a line reporter
+/// prints and counts, which needs no task of its own to wake for every event.
 package struct DownloadRun: Sendable {
     package let manager: DownloadManager
     package let reporter: any Reporter
     /// Says whether a stop came from a signal, and which (`.interrupted`, `.terminated`, `.hangUp`): the
     /// stopped downloads are reported as interrupted, and the run exits with that category's code.
     package let interrupted: @Sendable () -> FailureCategory?
+    private let tally: Tally
 
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency, reporter: any Reporter,
                 interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
-        self.manager = DownloadManager(downloader: downloader, concurrency: concurrency)
+        let tally = Tally(reporter: reporter, interrupted: interrupted)
+        self.manager = DownloadManager(downloader: downloader, concurrency: concurrency,
+                                       observer: { tally.take($0) })
         self.reporter = reporter
         self.interrupted = interrupted
+        self.tally = tally
     }
 
     /// Downloads everything, reporting as it goes; `manager.cancelAll()` from another task stops the run.
     package func run(_ jobs: [DownloadJob]) async -> RunSummary {
         let start = ContinuousClock.now
-        async let reported = report(manager.events)
         for job in jobs { await manager.add(job) }
         await manager.waitUntilIdle()
         await manager.waitForHooks()
-        await manager.finishEvents()
-        var summary = await reported
+        var summary = tally.summary
         summary.seconds = (ContinuousClock.now - start).seconds
         summary.exitCode = await manager.exitCode
         if let stop = interrupted() { summary.exitCode = stop.exitCode }
@@ -30,40 +37,63 @@ package struct DownloadRun: Sendable {
         return summary
     }
 
-    private func report(_ events: AsyncStream<ManagerEvent>) async -> RunSummary {
-        var summary = RunSummary()
-        var urls: [DownloadID: String] = [:]
-        var files: [DownloadID: String] = [:]
-        for await event in events {
+    /// The names seen so far and the counts, under a lock: events come from the manager and from every
+    /// download's task at once.
+    private final class Tally: Sendable {
+        private struct State {
+            var summary = RunSummary()
+            var urls: [DownloadID: String] = [:]
+            var files: [DownloadID: String] = [:]
+        }
+
+        private let state = NIOLockedValueBox(State())
+        private let reporter: any Reporter
+        private let interrupted: @Sendable () -> FailureCategory?
+
+        init(reporter: any Reporter, interrupted: @escaping @Sendable () -> FailureCategory?) {
+            self.reporter = reporter
+            self.interrupted = interrupted
+        }
+
+        var summary: RunSummary { state.withLockedValue { $0.summary } }
+
+        func take(_ event: ManagerEvent) {
+            // Reported outside the lock: the reporter has its own, and a slow terminal must not hold others.
+            guard let report = state.withLockedValue({ state in Self.report(event, &state, interrupted) }) else { return }
+            reporter.report(report)
+        }
+
+        private static func report(_ event: ManagerEvent, _ state: inout State,
+                                   _ interrupted: () -> FailureCategory?) -> ReportEvent? {
             switch event {
             case .added(let id, let url, let file):
-                urls[id] = url
-                files[id] = file
+                state.urls[id] = url
+                state.files[id] = file
+                return nil
             case .started(let id, let file, let path, let total):
-                files[id] = file
-                reporter.report(.started(id: id, url: urls[id] ?? "", file: file, path: path, total: total))
+                state.files[id] = file
+                return .started(id: id, url: state.urls[id] ?? "", file: file, path: path, total: total)
             case .progress(let id, let progress):
-                reporter.report(.progress(id: id, url: urls[id] ?? "", file: files[id] ?? "", progress))
+                return .progress(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", progress)
             case .fact(let id, let fact):
-                reporter.report(.fact(id: id, url: urls[id] ?? "", file: files[id] ?? "", fact))
+                return .fact(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", fact)
             case .finished(let id, let result, let seconds):
-                summary.completed += 1
-                summary.bytes += result.bytes
-                reporter.report(.done(id: id, url: urls[id] ?? "", result: result, seconds: seconds))
-            case .state(let id, let state):
+                state.summary.completed += 1
+                state.summary.bytes += result.bytes
+                return .done(id: id, url: state.urls[id] ?? "", result: result, seconds: seconds)
+            case .state(let id, let downloadState):
                 let error: HaulError
-                switch state {
+                switch downloadState {
                 case .failed(let failure): error = failure
                 case .cancelled, .paused:
                     error = interrupted().map { HaulError($0, "interrupted") } ?? HaulError(.cancelled, "cancelled")
-                default: continue
+                default: return nil
                 }
-                summary.failed += 1
-                reporter.report(.failed(id: id, url: urls[id] ?? "", file: files[id] ?? "", error: error))
+                state.summary.failed += 1
+                return .failed(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", error: error)
             case .removed:
-                break
+                return nil
             }
         }
-        return summary
     }
 }
