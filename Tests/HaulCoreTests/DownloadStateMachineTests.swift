@@ -403,3 +403,22 @@ extension DownloadStateMachineTests {
         #expect(machine.begin(resume: kept) == .request(ask(2 * Self.mib, 2 * Self.mib + 4095, ifRange: "\"v1\"")))
     }
 }
+
+/// The race of `-s N`'s connections, on instants of a manual clock.
+@Suite struct RaceJudgeTests {
+    @Test func judgedOnceWhenTheWindowHasPassedAndEveryConnectionHasBroughtBytes() {
+        let start = ManualClock().now
+        var fast = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        #expect(fast.verdict(worker: 0, bytes: 500, at: start.advanced(by: .seconds(2))) == nil, "worker 1 has not shown")
+        #expect(fast.verdict(worker: 1, bytes: 300, at: start.advanced(by: .seconds(2))) == 150, "the slowest: 300 in 2 s")
+        #expect(fast.verdict(worker: 1, bytes: 300, at: start.advanced(by: .seconds(3))) == nil, "once")
+
+        var early = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        _ = early.verdict(worker: 0, bytes: 500, at: start)
+        #expect(early.verdict(worker: 1, bytes: 500, at: start.advanced(by: .milliseconds(999))) == nil, "the window runs")
+
+        var limited = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        _ = limited.verdict(worker: 0, bytes: 5000, at: start)
+        #expect(limited.verdict(worker: 1, bytes: 50, at: start.advanced(by: .seconds(1))) == nil, "one held back: all stay")
+    }
+}

@@ -52,6 +52,25 @@ import Testing
         #expect(plan.claim(for: 1) == nil)  // worker 0's 10 bytes are too few to split
     }
 
+    /// The race lost by the others: each stops where it is and its rest (and a reserved range) goes back to
+    /// the one kept, which then claims it all; the retired get nothing more.
+    @Test func retiredWorkersGiveTheirRestBack() {
+        let plan = SegmentPlan(missing: [ByteRange(10, 100)], parts: 3, held: ByteRange(0, 10), minimumSplit: 10)
+        let first = plan.claim(for: 1)
+        #expect(first == ByteRange(25, 50))
+        _ = plan.advance(1, to: 35)
+        plan.retire(allBut: 0, of: 3)
+        #expect(plan.end(of: 1) == 35, "worker 1 stops where it is")
+        #expect(plan.claim(for: 1) == nil)
+        #expect(plan.claim(for: 2) == nil, "nor does one that had not begun get anything")
+        var ranges: [ByteRange] = []
+        while let range = plan.claim(for: 0) {
+            ranges.append(range)
+            _ = plan.advance(0, to: range.end)
+        }
+        #expect(ByteRange.merged(ranges + [ByteRange(0, 10), ByteRange(25, 35)]) == [ByteRange(0, 100)], "\(ranges)")
+    }
+
     @Test func aBatchPastAShrunkenEndIsCut() async throws {
         let plan = SegmentPlan(missing: [ByteRange(0, 100)], minimumSplit: 10)
         _ = plan.claim(for: 0)
@@ -158,6 +177,52 @@ import Testing
             #expect(facts.first == .split(connections: 4), "\(facts)")
             let completed = try #require(seen.withLockedValue { $0 })
             #expect(completed < 1 << 20, "all four asked before the probe's megabyte was in: \(completed)")
+        }
+    }
+
+    /// Where every connection is fast (here: the bar set at a byte per second, judged on a manual clock
+    /// after all four brought bytes), one goes on alone and the others give their ranges back; the file is
+    /// still whole and identical.
+    @Test func whenNothingLimitsAConnectionOneGoesOnAlone() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let clock = ManualClock()
+            var downloader = Downloader(clock: clock)
+            downloader.notLimited = 1
+            downloader.raceWindow = .seconds(1)
+            var advanced = false
+            let (result, facts) = await downloader.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            ) { progress in
+                // Four connections at 4 MiB/s each: by 4 MiB all four have brought bytes.
+                guard !advanced, progress.completed >= 4 << 20 else { return }
+                advanced = true
+                clock.advance(by: .seconds(1))
+            }
+            #expect(throws: Never.self) { try result.get() }
+            #expect(facts.first == .split(connections: 4), "\(facts)")
+            #expect(facts.contains { if case .oneConnection(.notLimited) = $0 { true } else { false } }, "\(facts)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    /// A limit per connection keeps them all: at 4 MiB/s each, far below the bar, nobody is sent home.
+    @Test func aLimitPerConnectionKeepsThemAll() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let clock = ManualClock()
+            var downloader = Downloader(clock: clock)
+            downloader.raceWindow = .seconds(1)
+            var advanced = false
+            let (result, facts) = await downloader.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            ) { progress in
+                guard !advanced, progress.completed >= 4 << 20 else { return }
+                advanced = true
+                clock.advance(by: .seconds(1))
+            }
+            #expect(throws: Never.self) { try result.get() }
+            #expect(facts == [.split(connections: 4)], "\(facts)")
         }
     }
 }

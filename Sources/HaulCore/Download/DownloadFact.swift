@@ -95,4 +95,7 @@ package enum OneConnectionReason: Sendable, Equatable, Codable {
     case noRanges
     /// A segment's Range request was answered with `status`.
     case segmentRefused(status: Int)
+    /// Every connection brought at least `bytesPerSecond` while they all ran: nothing limits one
+    /// connection (a server on this machine or LAN), so the others stopped and gave their ranges back.
+    case notLimited(bytesPerSecond: Double)
 }

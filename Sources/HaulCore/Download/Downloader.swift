@@ -20,6 +20,13 @@ package struct Downloader: Sendable {
     /// costs only what was still in memory. One that ends sooner writes neither journal nor state.
     package var recordAfter: Duration = .milliseconds(100)
     package var retryPolicy = RetryPolicy()
+    /// `-s N`'s race: when every connection brought this many bytes per second over the first `raceWindow`,
+    /// nothing limits one connection (loopback, LAN) and one goes on alone. A limit per connection below
+    /// it (a server's, a network's) keeps them all. A gigabit per connection over a quarter second: even
+    /// nginx's `limit_rate`, which lets a connection's first second of bytes go at once, is told apart up
+    /// to 32 MiB/s per connection.
+    package var notLimited: Int64 = 128 << 20
+    package var raceWindow: Duration = .milliseconds(250)
 
     package init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
         self.driver = driver
@@ -249,7 +256,8 @@ package struct Downloader: Sendable {
         request.ifRange = claim.state?.validator
         let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, connections: job.segments,
                                    total: total, firstCheckpoint: firstCheckpoint,
-                                   checkpointInterval: checkpointInterval, recordAfter: recordAfter)
+                                   checkpointInterval: checkpointInterval, recordAfter: recordAfter,
+                                   notLimited: notLimited, raceWindow: raceWindow)
         do {
             try await fetch.run(first: first, claim: &claim, events: events)
         } catch let refused as SegmentRefused {

@@ -21,6 +21,8 @@ final class SegmentPlan: Sendable {
         var active: [Int: Active] = [:]
         /// A worker's own next range, before anything unassigned (worker 0's after its first).
         var reserved: [Int: ByteRange] = [:]
+        /// Workers sent home: they get nothing more.
+        var retired: Set<Int> = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -64,6 +66,7 @@ final class SegmentPlan: Sendable {
     func claim(for worker: Int) -> ByteRange? {
         state.withLockedValue { state in
             state.active[worker] = nil
+            guard !state.retired.contains(worker) else { return nil }
             // Its own range first, then a missing one, then another's not yet begun (that one may have failed).
             if let range = state.reserved.removeValue(forKey: worker) ?? state.unassigned.popLast()
                 ?? state.reserved.keys.min().flatMap({ state.reserved.removeValue(forKey: $0) })
@@ -82,6 +85,23 @@ final class SegmentPlan: Sendable {
             state.active[victim]?.end = middle
             state.active[worker] = Active(next: middle, end: largest.end)
             return ByteRange(middle, largest.end)
+        }
+    }
+
+    /// Sends every worker but `kept` home: each stops at the byte it has reached (its next batch is cut
+    /// there), and what it had left, with any range reserved for it, goes back to be claimed.
+    func retire(allBut kept: Int, of workers: Int) {
+        state.withLockedValue { state in
+            state.retired.formUnion((0..<workers).filter { $0 != kept })
+            for (worker, active) in state.active where worker != kept {
+                if active.end > active.next { state.unassigned.append(ByteRange(active.next, active.end)) }
+                state.active[worker]?.end = active.next
+            }
+            for (worker, range) in state.reserved where worker != kept {
+                state.unassigned.append(range)
+                state.reserved[worker] = nil
+            }
+            state.unassigned.sort { $0.start > $1.start }
         }
     }
 

@@ -16,6 +16,10 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     let firstCheckpoint: Duration
     let checkpointInterval: Duration
     let recordAfter: Duration
+    /// The race: once `raceWindow` has passed, if every connection that began brought `notLimited` bytes
+    /// per second or more, nothing limits one connection and the others stop (see `RaceJudge`).
+    let notLimited: Int64
+    let raceWindow: Duration
 
     /// Fetches what `claim.state` lacks: `first`'s range over `first`'s transfer (its head already checked),
     /// the rest over the other connections. Throws `SegmentRefused` when a segment's Range request is
@@ -30,7 +34,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         }
         if cursor < total { missing.append(ByteRange(cursor, total)) }
         let plan = SegmentPlan(missing: missing, parts: connections, held: first.range)
-        let (updates, sink) = AsyncStream.makeStream(of: ByteRange.self)
+        let (updates, sink) = AsyncStream.makeStream(of: (worker: Int, range: ByteRange).self)
         let part = claim.part
         async let fetched: Void = fetch(first: first, plan: plan, part: part, updates: sink)
 
@@ -40,8 +44,15 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         // As over one connection: a fresh download's first checkpoint comes later than the next ones.
         let progress = ProgressLoop(clock: clock, first: done <= SegmentPlan.defaultMinimumSplit ? firstCheckpoint
                                         : checkpointInterval, interval: checkpointInterval, record: recordAfter)
-        try await progress.run(updates, claim: &claim, events: events) { range, claim in
+        var judge = RaceJudge(window: raceWindow, notLimited: notLimited, workers: connections, from: origin)
+        let connections = self.connections
+        try await progress.run(updates, claim: &claim, events: events) { update, claim in
+            let range = update.range
             claim.state?.add(range)
+            if let rate = judge.verdict(worker: update.worker, bytes: range.count, at: clock.now) {
+                plan.retire(allBut: update.worker, of: connections)
+                events(.fact(.oneConnection(reason: .notLimited(bytesPerSecond: rate))))
+            }
             let completed = Self.bytes(in: claim)
             meter.record(bytes: completed, at: origin.duration(to: clock.now).seconds)
             return (progress: DownloadProgress(completed: completed, batchBytes: range.count, total: total,
@@ -60,7 +71,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// The workers, one task group. As with `waitForAll()`, a worker's failure does not stop the others:
     /// what they fetch is kept, and the first failure is thrown once they are done.
     private func fetch(first: (transfer: Transfer, range: ByteRange), plan: SegmentPlan, part: PartFile,
-                       updates: AsyncStream<ByteRange>.Continuation) async throws {
+                       updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
         defer { updates.finish() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<connections {
@@ -84,7 +95,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// One connection of a segmented download: `first`'s range when it has one, then ranges from the plan
     /// until none is left.
     private func fetchSegments(worker: Int, first: (transfer: Transfer, range: ByteRange)?, plan: SegmentPlan,
-                               part: PartFile, updates: AsyncStream<ByteRange>.Continuation)
+                               part: PartFile, updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation)
         async throws
     {
         if let first {
@@ -108,17 +119,50 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 
     /// Writes a range's body from `start` up to where the plan says this worker stops.
     private func receive(_ transfer: Transfer, worker: Int, start: Int64, plan: SegmentPlan, part: PartFile,
-                         updates: AsyncStream<ByteRange>.Continuation) async throws {
+                         updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
         var offset = start
         let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: start)
         for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: start, total: total,
                                                   clock: clock) {
-            updates.yield(ByteRange(offset, progress.completed))
+            updates.yield((worker, ByteRange(offset, progress.completed)))
             offset = progress.completed
         }
         if let end = plan.end(of: worker), offset < end {
             throw HaulError(.network, "connection closed \(end - offset) bytes short of a segment's end")
         }
+    }
+}
+
+/// Judges the race of a segmented download's connections, once: when `window` has passed since they
+/// started and all have brought bytes, it returns the slowest one's rate if even that one is
+/// `notLimited` or faster (one connection is then as good, and the others only cost), nil otherwise. On
+/// loopback four connections each brought 250 MB/s and more, where a limit per connection (nginx's
+/// `limit_rate`, a shaping network) leaves each far below.
+struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
+    let window: Duration
+    let notLimited: Int64
+    let workers: Int
+    private let start: Instant
+    private var bytes: [Int: Int64] = [:]
+    private var judged = false
+
+    init(window: Duration, notLimited: Int64, workers: Int, from start: Instant) {
+        self.window = window
+        self.notLimited = notLimited
+        self.workers = workers
+        self.start = start
+    }
+
+    mutating func verdict(worker: Int, bytes count: Int64, at now: Instant) -> Double? {
+        bytes[worker, default: 0] += count
+        guard !judged else { return nil }
+        let elapsed = start.duration(to: now)
+        // Every connection has to have shown what it can (a file with fewer pieces than connections is
+        // never judged: its connections end soon anyway).
+        guard elapsed >= window, bytes.count == workers else { return nil }
+        judged = true
+        let slowest = Double(bytes.values.min() ?? 0) / elapsed.seconds
+        return slowest >= Double(notLimited) ? slowest : nil
     }
 }
 

@@ -15,6 +15,8 @@ extension DownloadFact {
             "\(wanted) appeared during the download; saved as \(savedAs)"
         case .oneConnection(.noRanges):
             "the server does not accept ranges; using one connection"
+        case .oneConnection(.notLimited(let rate)):
+            "each connection brought \(ByteFormat.rate(rate)) or more: nothing limits one, so one goes on alone"
         case .oneConnection(.segmentRefused(let status)):
             "the server answered a segment's Range request with \(status); using one connection"
         case .split(let connections):
