@@ -311,6 +311,17 @@ class Nginx:
                 self.process.wait()
 
 
+def terminate(process: subprocess.Popen | None) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a helper server of the bench."""
+    if process and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class Shaper:
     """bench/shaper.py in front of a server: every TCP connection through it gets at most `rate` bytes per
     second from the server (a per-connection limit a network applies, which HTTP/2's multiplexing shares
@@ -335,13 +346,7 @@ class Shaper:
         self.port = int(match.group(1))
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 # --- Measuring one run ------------------------------------------------------------------------------
@@ -835,13 +840,7 @@ class SampleServer:
         return f"{self.base}/files/download?{name}"
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 def content_length(url: str) -> int:
