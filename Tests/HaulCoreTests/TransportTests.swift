@@ -23,6 +23,27 @@ import Testing
         await driver.shutdown()
     }
 
+    /// curl writes a cookie jar when it frees the handle: that must happen before the consumer hears the end,
+    /// or a process that exits right after its last download leaves no jar (a CI flake, once).
+    @Test func theCookieJarIsWrittenBeforeTheBodyEnds() async throws {
+        var configuration = SampleServerConfiguration(port: 0, jpegs: false)
+        configuration.cookie = "session=abc123"
+        let dir = TempDirectory()
+        try await withSampleServer(configuration) { server in
+            for round in 0..<20 {
+                let jar = dir.file("jar\(round).txt")
+                var request = HTTPRequest(url: server.downloadURL("small.bin"))
+                request.headers = ["Cookie: session=abc123"]
+                request.options.cookieJar = jar
+                let transfer = CurlDriver.shared.start(request)
+                #expect(try await transfer.head().status == 200)
+                for try await _ in transfer.bytes {}
+                let saved = try String(contentsOfFile: jar, encoding: .utf8)
+                #expect(saved.contains("sample-visits"), "\(saved)")
+            }
+        }
+    }
+
     @Test func aRangeRequestGetsThePartialContent() async throws {
         try await withSampleServer { server in
             var request = HTTPRequest(url: server.downloadURL("small.bin"))

@@ -427,15 +427,17 @@ private final class DriverLoop {
         }
     }
 
-    /// Ends a transfer: tells its consumer, then removes and frees the handle.
+    /// Ends a transfer: removes and frees the curl handle, then tells its consumer. In that order because
+    /// `curl_easy_cleanup` is what writes a `--save-cookies` jar: a consumer told first could end the
+    /// process before the jar exists.
     private func close(_ handle: CurlHandle, error: HaulError?) {
         if error == nil { handle.deliverHeadIfPending() }
-        handle.core.finish(error)
         curl_multi_remove_handle(multi, handle.easy)
         curl_easy_cleanup(handle.easy)
         handles[handle.easy] = nil
         byTransfer[ObjectIdentifier(handle.core)] = nil
         rebalance()
+        handle.core.finish(error)
         handle.free()
         handle.core.markClosed()
         handle.observer?(ObjectIdentifier(handle.core), .closed)
