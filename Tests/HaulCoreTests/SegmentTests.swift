@@ -166,13 +166,14 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer(rate: 256 << 10) { (server) async throws in
             let seen = NIOLockedValueBox<Int64?>(nil)
-            let (result, facts) = await Downloader().runCollectingFacts(
-                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
-            ) { progress in
-                guard seen.withLockedValue({ $0 }) == nil, server.stats.requests >= 4 else { return }
-                seen.withLockedValue { $0 = progress.completed }
-                withUnsafeCurrentTask { $0?.cancel() }  // seen enough: stop here
-            }
+            // A task of its own, so that stopping the download does not cancel the test itself.
+            let (result, facts) = await Task {
+                await Downloader().runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4)) { progress in
+                    guard seen.withLockedValue({ $0 }) == nil, server.stats.requests >= 4 else { return }
+                    seen.withLockedValue { $0 = progress.completed }
+                    withUnsafeCurrentTask { $0?.cancel() }  // seen enough: stop here
+                }
+            }.value
             #expect(throws: HaulError.self) { try result.get() }
             #expect(facts.first == .split(connections: 4), "\(facts)")
             let completed = try #require(seen.withLockedValue { $0 })
