@@ -22,11 +22,14 @@ static inline int haul_chafa_detect_pixels(char **envp) {
     return mode;
 }
 
+/* `cell_width` x `cell_height`: a cell's size in pixels, as the terminal reports it (0: unknown, then 10 x 20,
+   a cell about twice as tall as wide). It sets the aspect of the fit, and the resolution of pixel modes. */
 static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width, int height, int columns, int lines,
-                                             int pixels, int colors, int *out_columns, int *out_lines) {
+                                             int pixels, int colors, int cell_width, int cell_height,
+                                             int *out_columns, int *out_lines) {
     gint w = columns > 0 ? columns : 1, h = lines > 0 ? lines : 1;
-    /* A cell is about twice as tall as wide. */
-    chafa_calc_canvas_geometry(width, height, &w, &h, 0.5f, FALSE, FALSE);
+    if (cell_width <= 0 || cell_height <= 0) { cell_width = 10; cell_height = 20; }
+    chafa_calc_canvas_geometry(width, height, &w, &h, (gfloat)cell_width / (gfloat)cell_height, FALSE, FALSE);
     if (w < 1) w = 1;
     if (h < 1) h = 1;
     ChafaSymbolMap *map = chafa_symbol_map_new();
@@ -39,7 +42,7 @@ static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width
     }
     ChafaCanvasConfig *config = chafa_canvas_config_new();
     chafa_canvas_config_set_geometry(config, w, h);
-    chafa_canvas_config_set_cell_geometry(config, 10, 20);
+    chafa_canvas_config_set_cell_geometry(config, cell_width, cell_height);
     ChafaCanvasMode mode = CHAFA_CANVAS_MODE_TRUECOLOR;
     if (colors == HAUL_COLORS_256) mode = CHAFA_CANVAS_MODE_INDEXED_240;
     else if (colors == HAUL_COLORS_16) mode = CHAFA_CANVAS_MODE_INDEXED_16;
@@ -66,9 +69,10 @@ static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width
    malloc'd buffer of *out_length bytes (free it with free()). The sequences are those chafa's database has for
    the terminal of `envp`, supplemented with its defaults, so a mode asked for by name always has them. */
 static inline char *haul_chafa_print(const unsigned char *rgb, int width, int height, int columns, int lines,
-                                     int pixels, int colors, char **envp, size_t *out_length, int *out_columns,
-                                     int *out_lines) {
-    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, pixels, colors, out_columns, out_lines);
+                                     int pixels, int colors, int cell_width, int cell_height, char **envp,
+                                     size_t *out_length, int *out_columns, int *out_lines) {
+    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, pixels, colors, cell_width,
+                                            cell_height, out_columns, out_lines);
     ChafaTermDb *db = chafa_term_db_get_default();
     ChafaTermInfo *info = chafa_term_db_detect(db, envp);
     ChafaTermInfo *fallback = chafa_term_db_get_fallback_info(db);
@@ -93,10 +97,11 @@ static inline char *haul_chafa_print(const unsigned char *rgb, int width, int he
    and its foreground and background (0xRRGGBB in true colour, a palette index otherwise, -1 for the terminal's
    own). The arrays hold *out_columns * *out_lines entries, row by row; free each with free(). */
 static inline int haul_chafa_cells(const unsigned char *rgb, int width, int height, int columns, int lines, int colors,
+                                   int cell_width, int cell_height,
                                    unsigned int **out_chars, int **out_fg, int **out_bg, int *out_columns,
                                    int *out_lines) {
-    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, HAUL_PIXELS_SYMBOLS, colors,
-                                            out_columns, out_lines);
+    ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, HAUL_PIXELS_SYMBOLS, colors, cell_width,
+                                            cell_height, out_columns, out_lines);
     size_t count = (size_t)*out_columns * (size_t)*out_lines;
     unsigned int *chars = malloc(count * sizeof(unsigned int));
     int *fg = malloc(count * sizeof(int));

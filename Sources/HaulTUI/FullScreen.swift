@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import HaulCore
 
@@ -15,8 +16,9 @@ package struct FullScreenOptions: Sendable {
     package var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
     /// Tell the desktop (OSC 9 / 777) when a long download is done (`--no-notify` turns it off).
     package var notify = true
-    /// `--pictures none` turns `v` off; any other mode draws libchafa's symbols in the full screen.
-    package var pictures = true
+    /// How `v` draws pictures: an image protocol, symbols (24-bit colour where the terminal has it), or
+    /// `none`, which turns `v` off.
+    package var pictures = PictureMode.symbols
 
     package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -43,7 +45,9 @@ package enum FullScreen {
         var state = AppState(size: Size(columns: 80, rows: 24))
         state.attached = manager.outlivesFrontEnd
         state.notify = options.notify
-        state.pictures = options.pictures
+        state.pictures = options.pictures != .none
+        state.pictureDrawing = PictureDrawing(mode: options.pictures, cell: CellPixels.of(terminal: 1) ?? .assumed,
+                                              environment: ProcessInfo.processInfo.environment)
         state.files.server = options.server
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)

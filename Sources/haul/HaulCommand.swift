@@ -175,7 +175,7 @@ struct HaulCommand: ParsableCommand {
     var hookShell = false
 
     @Option(help: ArgumentHelp(
-        "How pictures are drawn: kitty, sixel, iterm, symbols or none (default: what the terminal supports; the full screen draws symbols).",
+        "How pictures are drawn: kitty, sixel, iterm, symbols or none (default: what the terminal supports; symbols inside tmux or screen).",
         valueName: "mode"))
     var pictures: PictureMode?
 

@@ -1,3 +1,4 @@
+import Foundation
 import HaulCore
 import HaulService
 import HaulTUI
@@ -55,7 +56,7 @@ enum TUILaunch {
         if let rate = command.overallRate { await control.setOverallLimit(rate) }
         var screen = options
         screen.notify = !command.noNotify
-        screen.pictures = command.pictures != PictureMode.none
+        screen.pictures = command.pictures ?? PictureMode.detect(environment: ProcessInfo.processInfo.environment)
         let code: Int32?
         do {
             code = try await FullScreen.run(screen, manager: control)

@@ -57,7 +57,8 @@ struct ViewCommand: ParsableCommand {
         let lines = height ?? (terminal ? Int(size.ws_row) - 1 : 24)
         let mode = pictures ?? PictureMode.detect(environment: environment)
         let printed = ChafaPicture.print(image.image, columns: columns, lines: lines, mode: mode,
-                                         colors: Self.colors(environment), environment: environment)
+                                         colors: Self.colors(environment), environment: environment,
+                                         cell: CellPixels.of(terminal: 1) ?? .assumed)
         var bytes = printed.bytes
         if !bytes.isEmpty { bytes.append(UInt8(ascii: "\n")) }
         _ = try? FileIO.writeAll(1, bytes)

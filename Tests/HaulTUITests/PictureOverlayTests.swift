@@ -38,6 +38,45 @@ import Testing
         #expect(grid[18, 4].style == Style())
     }
 
+    /// A picture the terminal draws itself (an image protocol, or 24-bit symbols): the overlay leaves its
+    /// cells blank and places it, centred as cells would be, for the screen to write after the frame.
+    @Test func aTerminalDrawnPictureIsPlacedOverBlankCells() {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .done)])
+        _ = update(&state, .key(.character("v")))
+        var picture = PictureCells(rows: [], caption: "photo.jpg  8x4", failed: false, complete: true)
+        picture.image = TerminalImage(mode: .sixel, lines: [Array("\u{1b}Pq#0~-\u{1b}\\".utf8)], columns: 6, rows: 2)
+        _ = update(&state, .pictureLoaded(path: "downloads/photo.jpg", picture))
+        let grid = render(state, size: size)
+        #expect(grid.image == PlacedImage(x: 17, y: 3, image: picture.image!))
+        #expect(grid.lines[3] == "│                                      │" && grid.lines[4] == grid.lines[3])
+        #expect(grid.lines[8] == "│ photo.jpg  8x4  (Esc closes)         │")
+        _ = update(&state, .key(.escape))
+        #expect(render(state, size: size).image == nil, "closed: nothing for the terminal to draw")
+
+        // One that does not fit the area (a frame drawn before the picture is fitted to a smaller screen).
+        _ = update(&state, .key(.character("v")))
+        picture.image?.columns = 60
+        _ = update(&state, .pictureLoaded(path: "downloads/photo.jpg", picture))
+        #expect(render(state, size: size).image == nil)
+    }
+
+    /// Pictures in 24-bit colour only where the terminal says it has it and draws them itself; through
+    /// curses, the 256-colour palette at most.
+    @Test func pictureColoursFollowTheTerminalAndWhoDraws() {
+        let info = ScreenInfo(size: size, colors: true, unicode: true, colorCount: 256)
+        let truecolor = ["COLORTERM": "truecolor"]
+        let symbols = PictureDrawing(mode: .symbols)
+        #expect(AppLoop<ContinuousClock>.pictureColors(info, drawing: symbols, environment: truecolor) == .trueColor)
+        #expect(AppLoop<ContinuousClock>.pictureColors(info, drawing: .cells, environment: truecolor) == .palette256)
+        #expect(AppLoop<ContinuousClock>.pictureColors(info, drawing: symbols, environment: [:]) == .palette256)
+        var eight = info
+        eight.colorCount = 8
+        #expect(AppLoop<ContinuousClock>.pictureColors(eight, drawing: .cells, environment: [:]) == .shades)
+        var none = info
+        none.colors = false
+        #expect(AppLoop<ContinuousClock>.pictureColors(none, drawing: symbols, environment: truecolor) == .shades)
+    }
+
     @Test func resizingFitsThePictureAgainAndClosingForgetsIt() {
         var state = Fixtures.state(size, rows: [Fixtures.row(1, "photo.jpg", .done)])
         _ = update(&state, .key(.character("v")))

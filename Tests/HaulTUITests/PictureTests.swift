@@ -334,6 +334,45 @@ import Testing
         #expect(shown > 0 && refused > 0, "both outcomes occur: \(shown) shown, \(refused) refused")
     }
 
+    /// How the full screen's pictures come out per mode: an image protocol's sequence sized in the terminal's
+    /// own pixels, 24-bit symbols one line per row, or cells for curses.
+    @Test func eachDrawingModeGivesWhatTheScreenWrites() throws {
+        let image = try PictureImage(bytes: try encode(gradient(64, 48), quality: 90, progressive: false))
+        let cell = CellPixels(width: 8, height: 16)
+        func render(_ mode: PictureMode?, _ capability: ColorCapability = .trueColor) -> PictureCells {
+            PictureView.render(image, name: "g.jpg", width: 40, height: 10, capability: capability,
+                               drawing: PictureDrawing(mode: mode, cell: cell))
+        }
+        let kitty = try #require(render(.kitty).image)
+        #expect(kitty.lines.count == 1 && String(decoding: kitty.lines[0].prefix(7), as: UTF8.self) == "\u{1b}_Ga=T,")
+        let header = String(decoding: kitty.lines[0].prefix(60), as: UTF8.self)
+        #expect(header.contains("s=\(kitty.columns * 8),v=\(kitty.rows * 16),c=\(kitty.columns),r=\(kitty.rows)"), "\(header)")
+        #expect(String(decoding: try #require(render(.sixel).image).lines[0].prefix(2), as: UTF8.self) == "\u{1b}P")
+        #expect(String(decoding: try #require(render(.iterm).image).lines[0].prefix(12), as: UTF8.self) == "\u{1b}]1337;File=")
+
+        let symbols = try #require(render(.symbols).image)
+        #expect(symbols.lines.count == symbols.rows && symbols.rows == render(.symbols).lines)
+        #expect(symbols.lines.allSatisfy { String(decoding: $0, as: UTF8.self).contains("8;2;") }, "24-bit colours")
+        #expect(symbols.lines.allSatisfy { !$0.contains(UInt8(ascii: "\n")) })
+
+        // Symbols in the palette, and anything asked as cells, are cells for curses.
+        #expect(render(.symbols, .palette256).image == nil && !render(.symbols, .palette256).rows.isEmpty)
+        #expect(render(nil).image == nil && !render(nil).rows.isEmpty)
+        #expect(render(PictureMode.none).image == nil)
+    }
+
+    /// The terminal's cell size sets the fit: a 4:3 picture on square cells takes half the lines it takes
+    /// on cells twice as tall as wide.
+    @Test func theCellSizeSetsTheAspect() throws {
+        let image = try PictureImage(bytes: try encode(gradient(64, 48), quality: 90, progressive: false))
+        func lines(_ cell: CellPixels) -> Int {
+            PictureView.render(image, name: "g.jpg", width: 32, height: 100, capability: .palette256,
+                               drawing: PictureDrawing(mode: nil, cell: cell)).lines
+        }
+        #expect(lines(CellPixels(width: 10, height: 10)) == 24)
+        #expect(lines(.assumed) == 12)
+    }
+
     @Test func capabilityDetection() {
         #expect(ColorCapability.detect(colors: 256, environment: ["COLORTERM": "truecolor"]) == .trueColor)
         #expect(ColorCapability.detect(colors: 16_777_216, environment: [:]) == .trueColor)

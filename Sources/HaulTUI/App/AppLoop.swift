@@ -64,7 +64,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         state.size = info.size
         state.colors = info.colors
         state.unicode = info.unicode
-        state.pictureColors = Self.pictureColors(info)
+        state.pictureColors = Self.pictureColors(info, drawing: state.pictureDrawing)
         let ticker = ClockTicker(clock: clock) { sink.yield(.message(.tick)) }
         let manager = self.manager
         let files = self.files
@@ -117,9 +117,12 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                     // Decoding a large photo takes a moment: off the loop, as a child task.
                     let area = PictureOverlay.area(in: state.size)
                     let capability = state.pictureColors
+                    var drawing = state.pictureDrawing
+                    // The font may have changed since (a zoom is a resize too).
+                    if drawing.mode != nil, let cell = CellPixels.of(terminal: 1) { drawing.cell = cell }
                     group.addTask {
                         let cells = PictureView.render(path: path, width: area.width, height: area.height,
-                                                       capability: capability)
+                                                       capability: capability, drawing: drawing)
                         sink.yield(.message(.pictureLoaded(path: path, cells)))
                     }
                 case .describePicture(let id, let path):
@@ -184,11 +187,14 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         return await manager.exitCode
     }
 
-    /// Pictures use what the terminal draws well: the terminal maps colours to its palette, so 24-bit
-    /// colour is used as the 256-colour palette, and on a terminal with fewer colours as shades.
-    static func pictureColors(_ info: ScreenInfo) -> ColorCapability {
+    /// Pictures use what the terminal draws well: 24-bit colour when it has it (`COLORTERM`) and pictures are
+    /// drawn with the terminal's own sequences (curses has no such colours), else the 256-colour palette
+    /// through curses, and on a terminal with fewer colours shades.
+    static func pictureColors(_ info: ScreenInfo, drawing: PictureDrawing,
+                              environment: [String: String] = ProcessInfo.processInfo.environment) -> ColorCapability {
         guard info.colors else { return .shades }
-        switch ColorCapability.detect(colors: info.colorCount, environment: ProcessInfo.processInfo.environment) {
+        switch ColorCapability.detect(colors: info.colorCount, environment: environment) {
+        case .trueColor where drawing.mode != nil: return .trueColor
         case .trueColor, .palette256: return info.colorCount >= 256 ? .palette256 : .shades
         case .shades: return .shades
         }

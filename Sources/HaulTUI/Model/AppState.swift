@@ -44,8 +44,10 @@ struct AppState: Sendable, Equatable {
     var picture: PictureCells?
     /// The download whose part the picture overlay shows live (decoded again as it grows), while it runs.
     var livePicture: DownloadID?
-    /// How pictures are drawn on this terminal.
+    /// How pictures are drawn on this terminal: their colours, and by whom (curses cells, or the terminal's
+    /// own sequences).
     var pictureColors = ColorCapability.shades
+    var pictureDrawing = PictureDrawing.cells
     /// The terminal can show colours / Unicode block and box characters.
     var colors = true
     var unicode = true

@@ -36,6 +36,79 @@ package enum PictureMode: String, Sendable, CaseIterable, Codable {
     }
 }
 
+/// A terminal cell's size in pixels: it sets a picture's aspect on the screen, and how many pixels an image
+/// protocol sends for it (the terminal's real resolution).
+package struct CellPixels: Sendable, Equatable {
+    package var width: Int
+    package var height: Int
+
+    package init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// When the terminal does not say: a cell about twice as tall as wide.
+    package static let assumed = CellPixels(width: 10, height: 20)
+
+    /// What the terminal on `fd` reports (its window's size in pixels over its cells, `TIOCGWINSZ`); nil when
+    /// it is no terminal or reports no pixels (many do not, and tmux never does).
+    package static func of(terminal fd: Int32) -> CellPixels? {
+        var size = winsize()
+        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return nil }
+        let cell = CellPixels(width: Int(size.ws_xpixel) / Int(size.ws_col), height: Int(size.ws_ypixel) / Int(size.ws_row))
+        // Anything else is not a font (a terminal that reports its pixels wrongly).
+        guard (2...512).contains(cell.width), (2...512).contains(cell.height) else { return nil }
+        return cell
+    }
+}
+
+/// A picture the terminal draws itself from bytes written straight to it, where the full screen leaves its
+/// cells blank: an image protocol's sequence (kitty, sixel, iTerm2), or symbols in 24-bit colour (which
+/// curses cannot draw).
+package struct TerminalImage: Sendable, Equatable {
+    /// `kitty`, `sixel` or `iterm`; `symbols` for true-colour symbols.
+    package var mode: PictureMode
+    /// What to write, top first: for an image protocol one element, written at the top-left cell; for
+    /// symbols one per line, each written at the start of its line.
+    package var lines: [[UInt8]]
+    /// The cells it covers.
+    package var columns: Int
+    package var rows: Int
+
+    package init(mode: PictureMode, lines: [[UInt8]], columns: Int, rows: Int) {
+        self.mode = mode
+        self.lines = lines
+        self.columns = columns
+        self.rows = rows
+    }
+
+    /// Whether what it drew stays on the screen until it is written over: all but kitty's, whose images
+    /// live above the text and go only when deleted.
+    package var overwritable: Bool { mode != .kitty }
+
+    /// The sequence that deletes every kitty image on the screen.
+    package static let deleteKittyImages: [UInt8] = Array("\u{1b}_Ga=d,d=A\u{1b}\\".utf8)
+
+    /// `image` for a full screen: with `mode`'s protocol, or (for symbols) in 24-bit colour, one element per
+    /// line. nil when it comes out empty.
+    package static func make(_ image: RGBImage, columns: Int, lines: Int, mode: PictureMode, cell: CellPixels,
+                             environment: [String: String]) -> TerminalImage? {
+        let printed = ChafaPicture.print(image, columns: columns, lines: lines, mode: mode, colors: .trueColor,
+                                         environment: environment, cell: cell)
+        guard !printed.bytes.isEmpty, printed.columns > 0, printed.lines > 0 else { return nil }
+        switch mode {
+        case .kitty, .sixel, .iterm:
+            return TerminalImage(mode: mode, lines: [printed.bytes], columns: printed.columns, rows: printed.lines)
+        case .symbols:
+            let rows = printed.bytes.split(separator: UInt8(ascii: "\n")).map { Array($0) }
+            return TerminalImage(mode: mode, lines: Array(rows.prefix(printed.lines)), columns: printed.columns,
+                                 rows: min(rows.count, printed.lines))
+        case .none:
+            return nil
+        }
+    }
+}
+
 /// Pictures drawn by libchafa: as the bytes a terminal takes (`haul view`), or as cells for the full screen.
 package enum ChafaPicture {
     /// What a picture printed for a terminal is.
@@ -49,7 +122,7 @@ package enum ChafaPicture {
     /// The bytes that draw `image` in at most `columns` × `lines` cells with `mode` (`none` prints nothing),
     /// aspect kept. Symbols use `colors`; on a terminal without colour they are plain ASCII.
     package static func print(_ image: RGBImage, columns: Int, lines: Int, mode: PictureMode, colors: ColorCapability,
-                              environment: [String: String]) -> Printed {
+                              environment: [String: String], cell: CellPixels = .assumed) -> Printed {
         guard mode != .none, columns > 0, lines > 0 else { return Printed(bytes: [], columns: 0, lines: 0) }
         var length = 0
         var width: Int32 = 0
@@ -57,7 +130,8 @@ package enum ChafaPicture {
         let printed = image.pixels.withUnsafeBufferPointer { pixels in
             withEnvironment(environment) { envp in
                 haul_chafa_print(pixels.baseAddress, Int32(image.width), Int32(image.height), Int32(columns),
-                                 Int32(lines), mode.chafaPixels, colors.chafaColors, envp, &length, &width, &height)
+                                 Int32(lines), mode.chafaPixels, colors.chafaColors, Int32(cell.width),
+                                 Int32(cell.height), envp, &length, &width, &height)
             }
         }
         guard let printed else { return Printed(bytes: [], columns: 0, lines: 0) }
@@ -67,7 +141,8 @@ package enum ChafaPicture {
     }
 
     /// `image` as symbol cells for a screen that draws its own cells, at most `columns` × `lines`, aspect kept.
-    package static func cells(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability) -> [[PictureCell]] {
+    package static func cells(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability,
+                              cell: CellPixels = .assumed) -> [[PictureCell]] {
         guard columns > 0, lines > 0 else { return [] }
         var chars: UnsafeMutablePointer<UInt32>?
         var foreground: UnsafeMutablePointer<Int32>?
@@ -76,7 +151,8 @@ package enum ChafaPicture {
         var height: Int32 = 0
         let status = image.pixels.withUnsafeBufferPointer { pixels in
             haul_chafa_cells(pixels.baseAddress, Int32(image.width), Int32(image.height), Int32(columns), Int32(lines),
-                             capability.chafaColors, &chars, &foreground, &background, &width, &height)
+                             capability.chafaColors, Int32(cell.width), Int32(cell.height), &chars, &foreground,
+                             &background, &width, &height)
         }
         guard status == 0, let chars, let foreground, let background else { return [] }
         defer {

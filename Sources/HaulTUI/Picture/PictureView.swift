@@ -5,6 +5,8 @@ package struct PictureCells: Sendable, Equatable {
     /// One line: "photo.jpg  4000x3000", "photo.partial.jpg  4000x3000  partial", or
     /// "cannot show photo.jpg: not a JPEG".
     package var caption: String
+    /// Drawn by the terminal itself instead of as `rows` (an image protocol, or 24-bit colour).
+    package var image: TerminalImage?
     /// Decoding failed; `caption` says why.
     package var failed: Bool
     /// The data held the whole picture (false for a preview or a damaged file, and when decoding failed).
@@ -17,8 +19,36 @@ package struct PictureCells: Sendable, Equatable {
         self.complete = complete
     }
 
-    package var columns: Int { rows.first?.count ?? 0 }
-    package var lines: Int { rows.count }
+    package var columns: Int { image?.columns ?? rows.first?.count ?? 0 }
+    package var lines: Int { image?.rows ?? rows.count }
+}
+
+/// How a full screen draws pictures: the mode asked for (`--pictures`, the config, or what the terminal
+/// supports), the cell size the terminal reports, and the environment that names the terminal.
+package struct PictureDrawing: Sendable, Equatable {
+    /// nil: always symbol cells drawn by the screen (as curses can, in its colours).
+    package var mode: PictureMode?
+    package var cell: CellPixels
+    package var environment: [String: String]
+
+    package init(mode: PictureMode?, cell: CellPixels = .assumed, environment: [String: String] = [:]) {
+        self.mode = mode
+        self.cell = cell
+        self.environment = environment
+    }
+
+    /// Symbol cells drawn by the screen itself.
+    package static let cells = PictureDrawing(mode: nil)
+
+    /// The mode the terminal draws in itself, nil for cells the screen draws: an image protocol, or symbols
+    /// when their colours are 24-bit.
+    func terminalMode(_ capability: ColorCapability) -> PictureMode? {
+        switch mode {
+        case .kitty, .sixel, .iterm: mode
+        case .symbols: capability == .trueColor ? .symbols : nil
+        case PictureMode.none?, nil: nil
+        }
+    }
 }
 
 /// What the `v` key shows: a JPEG file, complete or a partial preview, scaled into an area of the screen.
@@ -28,11 +58,12 @@ package struct PictureCells: Sendable, Equatable {
 package enum PictureView {
     /// Decodes the file at `path` and fits it into `width` × `height` cells (the caption is not counted in them).
     /// Never crashes: a truncated file shows what decodes; an unreadable one gives a caption saying why.
-    package static func render(path: String, width: Int, height: Int, capability: ColorCapability) -> PictureCells {
+    package static func render(path: String, width: Int, height: Int, capability: ColorCapability,
+                               drawing: PictureDrawing = .cells) -> PictureCells {
         let name = baseName(path)
         do {
             let image = try PictureImage(path: path)
-            return render(image, name: name, width: width, height: height, capability: capability)
+            return render(image, name: name, width: width, height: height, capability: capability, drawing: drawing)
         } catch {
             return PictureCells(rows: [], caption: "cannot show \(name): \(error.message)", failed: true,
                                 complete: false)
@@ -41,15 +72,25 @@ package enum PictureView {
 
     /// Fits an already decoded image into `width` × `height` cells; `name` goes into the caption.
     package static func render(_ image: PictureImage, name: String, width: Int, height: Int,
-                              capability: ColorCapability) -> PictureCells {
-        let rows = ChafaPicture.cells(image.image, columns: width, lines: height, capability: capability)
+                              capability: ColorCapability, drawing: PictureDrawing = .cells) -> PictureCells {
+        var rows: [[PictureCell]] = []
+        var printed: TerminalImage?
+        if let mode = drawing.terminalMode(capability) {
+            printed = TerminalImage.make(image.image, columns: width, lines: height, mode: mode, cell: drawing.cell,
+                                         environment: drawing.environment)
+        } else {
+            rows = ChafaPicture.cells(image.image, columns: width, lines: height, capability: capability,
+                                      cell: drawing.cell)
+        }
         var caption = "\(name)  \(image.width)x\(image.height)"
         if !image.complete {
             // Rows in the picture's own units (a large one is decoded scaled down).
             let rows = image.rowsDecoded * image.height / Swift.max(1, image.image.height)
             caption += image.rowsDecoded < image.image.height ? "  partial: \(rows) of \(image.height) rows" : "  partial"
         }
-        return PictureCells(rows: rows, caption: caption, failed: false, complete: image.complete)
+        var cells = PictureCells(rows: rows, caption: caption, failed: false, complete: image.complete)
+        cells.image = printed
+        return cells
     }
 
     /// What a download's details say of its picture: its size and how much of it decodes.

@@ -117,6 +117,8 @@ private final class CursesSession {
     private let screen: OpaquePointer
     private let window: UnsafeMutablePointer<WINDOW>
     private var drawn: Grid?
+    /// The picture the terminal last drew itself (`Grid.image`), still on the screen.
+    private var drawnImage: PlacedImage?
     private var pairs: [ColorKey: Int16] = [:]
     private let defaultColors: Bool
     private var ended = false
@@ -232,6 +234,7 @@ private final class CursesSession {
     func end() {
         guard !ended else { return }
         ended = true
+        if drawnImage?.image.mode == .kitty { writeToTerminal(TerminalImage.deleteKittyImages) }
         _ = curs_set(1)
         _ = endwin()
         delscreen(screen)
@@ -308,6 +311,20 @@ private final class CursesSession {
     private func draw(_ grid: Grid) {
         let rows = Int(haul_getmaxy(window))
         let columns = Int(haul_getmaxx(window))
+        if let old = drawnImage, old != grid.image {
+            // A picture the terminal drew itself goes first: a kitty image by deleting it; anything else by
+            // drawing every cell again, since curses believes the cells under it blank and would skip them
+            // (not when the next picture covers exactly the same cells: it replaces this one whole).
+            let sameCells = grid.image.map {
+                ($0.x, $0.y, $0.image.columns, $0.image.rows) == (old.x, old.y, old.image.columns, old.image.rows)
+            } ?? false
+            if old.image.mode == .kitty {
+                writeToTerminal(TerminalImage.deleteKittyImages)
+            } else if !sameCells || grid.image?.image.mode != old.image.mode {
+                drawn = nil
+                _ = wclear(window)
+            }
+        }
         let previous = drawn?.size == grid.size ? drawn : nil
         if previous == nil { _ = werase(window) }
         for y in 0..<min(rows, grid.height) {
@@ -325,6 +342,32 @@ private final class CursesSession {
         drawn = grid
         _ = wnoutrefresh(window)
         _ = doupdate()
+        // After curses: its frame is out, and the picture goes over the blank cells it left.
+        if let image = grid.image, image != drawnImage || previous == nil,
+            image.x + image.image.columns <= columns, image.y + image.image.rows <= rows
+        {
+            draw(image)
+        }
+        drawnImage = grid.image
+    }
+
+    /// Writes a picture the terminal draws itself at its cells, between a save and a restore of the cursor
+    /// (DECSC/DECRC: its place and attributes), so curses' idea of the terminal stays true.
+    private func draw(_ placed: PlacedImage) {
+        var bytes = Array("\u{1b}7".utf8)
+        // One kitty image at a time: a redraw after a clear or resize must not leave another beneath.
+        if placed.image.mode == .kitty { bytes += TerminalImage.deleteKittyImages }
+        for (row, line) in placed.image.lines.enumerated() {
+            bytes += Array("\u{1b}[\(placed.y + row + 1);\(placed.x + 1)H".utf8)
+            bytes += line
+        }
+        bytes += Array("\u{1b}8".utf8)
+        writeToTerminal(bytes)
+    }
+
+    /// Bytes straight to the terminal, after what curses wrote (`doupdate` flushed it).
+    private func writeToTerminal(_ bytes: [UInt8]) {
+        _ = try? FileIO.writeAll(1, bytes)
     }
 
     private func put(_ cell: Cell, x: Int, y: Int, columns: Int) {

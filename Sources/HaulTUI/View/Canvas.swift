@@ -18,6 +18,13 @@ struct Rect: Sendable, Hashable {
     }
 }
 
+/// A picture the terminal draws itself, with the grid position of its top-left cell.
+struct PlacedImage: Sendable, Equatable {
+    var x: Int
+    var y: Int
+    var image: TerminalImage
+}
+
 /// What a widget draws on: the grid seen through one area. Coordinates count from the area's top-left
 /// corner and nothing lands outside it, so a widget neither knows nor can spoil where it sits.
 struct Canvas {
@@ -42,6 +49,13 @@ struct Canvas {
         let (from, to) = (max(0, x), min(width, x + count))
         guard to > from else { return }
         grid.fill(character, x: area.x + from, y: area.y + y, count: to - from, style: style)
+    }
+
+    /// Puts a picture the terminal draws itself at `x`, `y`, over blank cells; nothing unless it fits the area.
+    mutating func place(_ image: TerminalImage, x: Int, y: Int) {
+        guard x >= 0, y >= 0, x + image.columns <= width, y + image.rows <= height else { return }
+        for row in 0..<image.rows { fill(x: x, y: y + row, count: image.columns) }
+        grid.image = PlacedImage(x: area.x + x, y: area.y + y, image: image)
     }
 
     /// `Grid.restyle` within the area.

@@ -57,6 +57,8 @@ struct Cell: Sendable, Hashable {
 struct Grid: Sendable, Equatable {
     let size: Size
     private(set) var cells: [Cell]
+    /// A picture the terminal draws itself over blank cells (an image protocol, or 24-bit colour).
+    var image: PlacedImage?
 
     init(_ size: Size) {
         self.size = Size(columns: max(0, size.columns), rows: max(0, size.rows))

@@ -18,6 +18,7 @@ enum PictureOverlay {
         let area = area(in: canvas.size)
         let left = inner.x + max(0, (area.width - picture.columns) / 2)
         let top = inner.y + max(0, (area.height - picture.lines) / 2)
+        if let image = picture.image { canvas.place(image, x: left, y: top) }
         for (row, cells) in picture.rows.prefix(area.height).enumerated() {
             for (column, cell) in cells.prefix(area.width).enumerated() {
                 let style = Style(foreground: color(cell.foreground), background: color(cell.background))
