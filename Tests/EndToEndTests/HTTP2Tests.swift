@@ -25,7 +25,9 @@ import TestSupport
         #expect(segmented.status == 0, "\(segmented.stderr)")
         #expect(try FileDigest.hex(of: dir.file("a/big.bin")) == FileDigest.hex(of: nginx.root + "/big.bin"))
         let ranges = nginx.requests().filter { $0.path == "/big.bin" }
-        #expect(Set(ranges.map(\.connection)).count == 4, "\(ranges)")
+        // Four at once; a fifth when a segment that stopped mid-response (its connection cannot be reused)
+        // goes on with a range taken from another.
+        #expect(Set(ranges.map(\.connection)).count >= 4, "\(ranges)")
         #expect(ranges.allSatisfy { $0.protocolVersion == "HTTP/1.1" && $0.status == 206 }, "\(ranges)")
 
         let smallURLs = (0..<16).map { nginx.url("s\($0).bin") }
