@@ -11,19 +11,20 @@ import Testing
         let firstEntered = DispatchSemaphore(value: 0)
         let releaseFirst = DispatchSemaphore(value: 0)
         let waiting = DispatchSemaphore(value: 0)
-        let sync = DirectorySync(syncing: { _ in
+        let sync = DirectorySync(didWait: { waiting.signal() })
+        let fsync: @Sendable () -> Void = {
             let n = syncs.withLockedValue { $0 += 1; return $0 }
             if n == 1 {
                 firstEntered.signal()
                 releaseFirst.wait()
             }
-        }, didWait: { waiting.signal() })
+        }
 
         let finished = DispatchGroup()
         func call() {
             finished.enter()
             Thread.detachNewThread {
-                sync.sync("/tmp/dir")
+                sync.sync("/tmp/dir", fsync: fsync)
                 finished.leave()
             }
         }
@@ -38,10 +39,8 @@ import Testing
 
     @Test func aLoneCallerSyncsOnceAndDirectoriesAreSeparate() {
         let synced = NIOLockedValueBox<[String]>([])
-        let sync = DirectorySync(syncing: { dir in synced.withLockedValue { $0.append(dir) } })
-        sync.sync("/a")
-        sync.sync("/b")
-        sync.sync("/a")
+        let sync = DirectorySync()
+        for dir in ["/a", "/b", "/a"] { sync.sync(dir) { synced.withLockedValue { $0.append(dir) } } }
         #expect(synced.withLockedValue { $0 } == ["/a", "/b", "/a"])
     }
 }

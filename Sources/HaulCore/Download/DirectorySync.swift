@@ -19,13 +19,10 @@ final class DirectorySync: @unchecked Sendable {
     private var directories: [String: Directory] = [:]
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let syncing: @Sendable (String) -> Void
     /// Called (under the lock) when a caller starts waiting for another's fsync: for tests.
     private let didWait: (@Sendable () -> Void)?
 
-    init(syncing: @escaping @Sendable (String) -> Void = FileSystem.syncDirectory,
-         didWait: (@Sendable () -> Void)? = nil) {
-        self.syncing = syncing
+    init(didWait: (@Sendable () -> Void)? = nil) {
         self.didWait = didWait
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(done, nil)
@@ -38,8 +35,9 @@ final class DirectorySync: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Returns once an fsync of `directory` that began after this call has finished.
-    func sync(_ directory: String) {
+    /// Returns once an fsync of the directory `directory` identifies, begun after this call, has finished:
+    /// another caller's, or this one's through `fsync` (each caller's own descriptor of that directory).
+    func sync(_ directory: String, fsync: () -> Void) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         directories[directory, default: Directory()].requested += 1
@@ -53,7 +51,7 @@ final class DirectorySync: @unchecked Sendable {
             directories[directory, default: Directory()].syncing = true
             let covering = directories[directory, default: Directory()].requested
             pthread_mutex_unlock(mutex)
-            syncing(directory)
+            fsync()
             pthread_mutex_lock(mutex)
             directories[directory, default: Directory()].syncing = false
             directories[directory, default: Directory()].covered = covering

@@ -304,7 +304,7 @@ package struct Downloader: Sendable {
             }
         }
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
-        DirectorySync.shared.sync(claim.directory.path)
+        claim.directory.syncNames()
         return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
     }
 }

@@ -27,12 +27,4 @@ enum FileSystem {
     /// eight threads doing it at once spin on that lock (`rwsem_spin_on_owner` was 11% of the CPU of 1000
     /// small downloads, on the core the curl thread needs), where this lock lets them sleep.
     static let namespaceLock = NIOLock()
-
-    /// Makes a rename in `directory` durable.
-    static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        Glibc.close(fd)
-    }
 }

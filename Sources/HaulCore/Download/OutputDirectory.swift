@@ -13,14 +13,31 @@ final class OutputDirectory: Sendable {
     /// As the user gave it, for messages and results.
     let path: String
     private let descriptor: Int32
+    /// The directory's device and inode: the same directory, whatever path led to it (group commits are
+    /// per directory, `DirectorySync`).
+    let identity: String
 
     /// Creates `path` (and its parents) if missing, then holds it open.
     init(_ path: String) throws(HaulError) {
         try FileSystem.makeDirectory(path)
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw PartFile.error("cannot open directory", path) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let error = PartFile.error("cannot open directory", path)
+            _ = Glibc.close(fd)
+            throw error
+        }
         self.path = path
         descriptor = fd
+        identity = "\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// Makes the names created, renamed and removed in it so far durable (fsync of the held descriptor: the
+    /// directory the download went to, even if its path now leads elsewhere). Group-committed across
+    /// downloads by `DirectorySync`.
+    func syncNames() {
+        DirectorySync.shared.sync(identity) { _ = fsync(descriptor) }
     }
 
     deinit { _ = Glibc.close(descriptor) }
