@@ -141,4 +141,102 @@ import Testing
         #expect(machine.buffersAllocated == 2)
         #expect(kept.allSatisfy { $0 == 1 })
     }
+
+    // MARK: a small answer's head waits for its body
+
+    func answer(length: Int) -> ResponseHead {
+        ResponseHead(status: 200, headers: [(name: "Content-Length", value: String(length))], effectiveURL: "http://h/f")
+    }
+
+    /// Waits for the head as `TransferCore.head()` does, lets `body` act as the curl thread, and returns the
+    /// head the waiter was resumed with (nil when `body` did not resume it; the test then resumes it itself).
+    func waitingForHead(_ machine: inout TransferStateMachine,
+                        _ body: (inout TransferStateMachine) -> TransferStateMachine.HeadDelivery?) async throws -> ResponseHead? {
+        try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.HeadContinuation) in
+            if let ready = machine.parkForHead(continuation) {
+                Issue.record("the head should not be there yet")
+                continuation.resume(with: ready)
+                return
+            }
+            if let (waiter, head) = body(&machine) { waiter.resume(returning: head) } else {
+                continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    /// A body the head says is below a batch: the consumer wakes once, at the end, for head, bytes and end.
+    @Test func aSmallAnswersHeadComesWithItsBodyAndEnd() async throws {
+        var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000)
+        let head = try await waitingForHead(&machine) { machine in
+            #expect(machine.headArrived(answer(length: 600), now: .now) == nil, "held back for its body")
+            #expect(!machine.isHeadPending)
+            guard case .buffered = receive(&machine, 600) else { Issue.record("bytes buffered"); return nil }
+            let end = machine.finished(nil)
+            #expect(end.resumeConsumer == nil && end.failHead == nil)
+            return end.deliverHead
+        }
+        #expect(head?.status == 200)
+        guard case .bytes(let batch, false) = machine.next() else { Issue.record("the body, without waiting"); return }
+        #expect(batch.count == 600)
+        guard case .end = machine.next() else { Issue.record("then the end"); return }
+    }
+
+    /// A small answer whose body is slow: the head goes to its waiter after `maxDelay`, as bytes do.
+    @Test func aHeldHeadGoesToItsWaiterAfterTheDelay() async throws {
+        var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000, maxDelay: .milliseconds(40))
+        let start = ContinuousClock.now
+        let head = try await waitingForHead(&machine) { machine in
+            #expect(machine.headArrived(answer(length: 600), now: start) == nil)
+            _ = receive(&machine, 10, at: start)
+            let early = machine.flushIfDue(now: start.advanced(by: .milliseconds(39)))
+            #expect(early.head == nil && early.pending, "held, and the driver is to look again soon")
+            let due = machine.flushIfDue(now: start.advanced(by: .milliseconds(40)))
+            #expect(!due.pending)
+            return due.head
+        }
+        #expect(head?.contentLength == 600)
+        guard case .wait = machine.next() else { Issue.record("10 bytes are no batch yet"); return }
+    }
+
+    /// More bytes than the head announced, up to a batch: the head goes at once.
+    @Test func aHeldHeadGoesWhenABatchIsThere() async throws {
+        var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000)
+        let head = try await waitingForHead(&machine) { machine in
+            #expect(machine.headArrived(answer(length: 10), now: .now) == nil)
+            guard case .deliverHead(let waiter, let head) = receive(&machine, 1000) else {
+                Issue.record("a batch releases the head")
+                return nil
+            }
+            return (waiter, head)
+        }
+        #expect(head != nil)
+        guard case .bytes(let batch, _) = machine.next() else { Issue.record("the batch"); return }
+        #expect(batch.count == 1000)
+    }
+
+    /// A large or unannounced body: the head goes to its waiter as soon as it is known.
+    @Test(arguments: [1001, nil] as [Int?])
+    func aLargeOrUnknownBodysHeadIsNotHeld(length: Int?) async throws {
+        var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000)
+        let value = length.map(answer(length:))
+            ?? ResponseHead(status: 200, headers: [(name: "Transfer-Encoding", value: "chunked")], effectiveURL: "http://h/f")
+        let head = try await waitingForHead(&machine) { machine in
+            machine.headArrived(value, now: .now).map { ($0, value) }
+        }
+        #expect(head?.status == 200)
+    }
+
+    /// Cancelled while the head is held: its waiter fails with `CancellationError`.
+    @Test func cancellingWhileTheHeadIsHeldFailsItsWaiter() async throws {
+        var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000)
+        await #expect(throws: CancellationError.self) {
+            _ = try await waitingForHead(&machine) { machine in
+                _ = machine.headArrived(answer(length: 10), now: .now)
+                let action = machine.cancel()
+                #expect(action.removeHandle)
+                #expect(action.head != nil, "the waiter is handed back to fail (the helper fails it)")
+                return nil
+            }
+        }
+    }
 }

@@ -177,7 +177,7 @@ private final class CurlHandle {
         noteActivity(at: now)
         deliverHeadIfPending()
         switch core.receive(bytes, now: now) {
-        case .deliver, .buffered:
+        case .deliver, .deliverHead, .buffered:
             return bytes.count
         case .pause:
             pausedForConsumer = true

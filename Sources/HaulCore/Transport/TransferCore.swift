@@ -48,10 +48,11 @@ final class TransferCore: Sendable {
 
     /// The head is complete: the first body byte came, or the transfer ended without a body.
     func headArrived(status: Int, effectiveURL: String) {
+        let now = ContinuousClock.now
         let waiter = state.withLockedValue { state -> (HeadContinuation, ResponseHead)? in
             let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
             state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
-            return state.machine.headArrived(head).map { ($0, head) }
+            return state.machine.headArrived(head, now: now).map { ($0, head) }
         }
         if let (continuation, head) = waiter { continuation.resume(returning: head) }
     }
@@ -59,7 +60,11 @@ final class TransferCore: Sendable {
     /// Called by the write callback with a chunk of the body; says what to answer curl.
     func receive(_ bytes: UnsafeRawBufferPointer, now: ContinuousClock.Instant) -> TransferStateMachine.ReceiveAction {
         let action = state.withLockedValue { $0.machine.receive(bytes, now: now) }
-        if case .deliver(let consumer, let batch) = action { consumer.resume(returning: batch) }
+        switch action {
+        case .deliver(let consumer, let batch): consumer.resume(returning: batch)
+        case .deliverHead(let waiter, let head): waiter.resume(returning: head)
+        case .buffered, .pause, .abort: break
+        }
         return action
     }
 
@@ -69,14 +74,16 @@ final class TransferCore: Sendable {
     /// Called on the curl thread between socket events: hands a waiting consumer the bytes that waited
     /// long enough. Returns whether bytes still wait for a later call.
     func flushIfDue(now: ContinuousClock.Instant) -> Bool {
-        let (due, pending) = state.withLockedValue { $0.machine.flushIfDue(now: now) }
-        if let (consumer, batch) = due { consumer.resume(returning: batch) }
-        return pending
+        let action = state.withLockedValue { $0.machine.flushIfDue(now: now) }
+        if let (waiter, head) = action.head { waiter.resume(returning: head) }
+        if let (consumer, batch) = action.deliver { consumer.resume(returning: batch) }
+        return action.pending
     }
 
     /// The transfer ended on the curl thread, with `nil` for success.
     func finish(_ error: HaulError?) {
         let action = state.withLockedValue { $0.machine.finished(error) }
+        if let (waiter, head) = action.deliverHead { waiter.resume(returning: head) }
         if let (waiter, failure) = action.failHead { waiter.resume(throwing: failure) }
         if let (consumer, result) = action.resumeConsumer { consumer.resume(with: result) }
     }

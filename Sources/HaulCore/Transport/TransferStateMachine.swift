@@ -13,6 +13,10 @@
 ///   there (half the high watermark), or when the oldest waited `maxDelay` (the driver calls `flushIfDue`
 ///   for a quiet transfer).
 /// - Once finished or cancelled, nothing is delivered but what is already buffered.
+/// - A head that announces a body of at most `deliverThreshold` bytes is held back from its waiter until
+///   the body has come (the end), the threshold is reached anyway, or it waited `maxDelay`: the consumer
+///   of a small file then wakes once, for the head, the bytes and the end together, instead of once for the
+///   head and again for the rest.
 struct TransferStateMachine {
     typealias BytesContinuation = CheckedContinuation<ByteBatch?, any Error>
     typealias HeadContinuation = CheckedContinuation<ResponseHead, any Error>
@@ -20,9 +24,14 @@ struct TransferStateMachine {
 
     enum HeadState {
         case pending(HeadContinuation?)
+        /// Known, and held back from its waiter while the small body it announces may still come with it.
+        case held(ResponseHead, HeadContinuation?, since: Instant)
         case delivered(ResponseHead)
         case failed(any Error)
     }
+
+    /// A head and the consumer waiting for it, to resume outside the lock.
+    typealias HeadDelivery = (HeadContinuation, ResponseHead)
 
     /// Returned buffers kept for reuse.
     static let sparesKept = 2
@@ -118,6 +127,9 @@ struct TransferStateMachine {
         case pause
         /// Answer a short count: the transfer was cancelled.
         case abort
+        /// Bytes taken into the buffer, which now holds a batch: resume the consumer waiting for the head that
+        /// was held back.
+        case deliverHead(HeadContinuation, ResponseHead)
     }
 
     /// The body's first byte is meant for `offset` in the file (the start of a 206's range, else 0).
@@ -161,6 +173,11 @@ struct TransferStateMachine {
             buffer.append(bytes)
             running.nextOffset += Int64(bytes.count)
             if running.consumer != nil, running.waitingSince == nil { running.waitingSince = now }
+            if case .held(let head, let waiter, _) = running.head, buffer.count >= due.threshold {
+                // More came than the head announced: a batch's worth is reason enough to wake the consumer.
+                running.head = .delivered(head)
+                return (waiter.map { ReceiveAction.deliverHead($0, head) } ?? .buffered, false, buffer.count)
+            }
             let action = Self.deliverIfDue(&running, now: now, when: due).map { ReceiveAction.deliver($0.0, $0.1) } ?? .buffered
             return (action, false, buffer.count)
         } ?? (.abort, false, 0)
@@ -170,14 +187,32 @@ struct TransferStateMachine {
         return action
     }
 
-    /// For a quiet transfer: hands a parked consumer what waited `maxDelay`. Also says whether a later
+    /// What a flush hands over: a held head that waited long enough, bytes that did, and whether a later
     /// call may have something to deliver (so the driver knows to call again soon).
-    mutating func flushIfDue(now: Instant) -> (deliver: (BytesContinuation, ByteBatch)?, pending: Bool) {
+    struct FlushAction {
+        var head: HeadDelivery?
+        var deliver: (BytesContinuation, ByteBatch)?
+        var pending = false
+    }
+
+    /// For a quiet transfer: hands its waiter a head held `maxDelay`, and a parked consumer what waited
+    /// `maxDelay`.
+    mutating func flushIfDue(now: Instant) -> FlushAction {
         let rule = dueRule
         return withRunning { running in
-            let due = Self.deliverIfDue(&running, now: now, when: rule)
-            return (due, due == nil && running.consumer != nil && (running.current?.count ?? 0) > 0)
-        } ?? (nil, false)
+            var action = FlushAction()
+            if case .held(let head, let waiter, let since) = running.head {
+                guard since.duration(to: now) >= rule.maxDelay else {
+                    action.pending = true
+                    return action
+                }
+                running.head = .delivered(head)
+                action.head = waiter.map { ($0, head) }
+            }
+            action.deliver = Self.deliverIfDue(&running, now: now, when: rule)
+            action.pending = action.deliver == nil && running.consumer != nil && (running.current?.count ?? 0) > 0
+            return action
+        } ?? FlushAction()
     }
 
     /// When waiting bytes are worth waking the consumer for.
@@ -208,10 +243,16 @@ struct TransferStateMachine {
         return IOBuffer(capacity: capacity)
     }
 
-    /// The response head is known (first body byte, or end of a bodiless answer).
-    mutating func headArrived(_ value: ResponseHead) -> HeadContinuation? {
-        withRunning { running in
+    /// The response head is known (first body byte, or end of a bodiless answer). Returns its waiter, unless
+    /// the head announces a small body and is held back for it.
+    mutating func headArrived(_ value: ResponseHead, now: Instant) -> HeadContinuation? {
+        let threshold = deliverThreshold
+        return withRunning { running in
             guard case .pending(let waiter) = running.head else { return nil }
+            if let length = value.contentLength, length <= threshold {
+                running.head = .held(value, waiter, since: now)
+                return nil
+            }
             running.head = .delivered(value)
             return waiter
         } ?? nil
@@ -221,6 +262,8 @@ struct TransferStateMachine {
     struct FinishAction {
         /// A waiter for the head, failed because none came.
         var failHead: (HeadContinuation, any Error)?
+        /// A waiter for a head that was held back for its body.
+        var deliverHead: HeadDelivery?
         /// The parked consumer, with the last bytes or the end.
         var resumeConsumer: (BytesContinuation, Result<ByteBatch?, any Error>)?
     }
@@ -229,6 +272,10 @@ struct TransferStateMachine {
     mutating func finished(_ error: HaulError?) -> FinishAction {
         guard case .running(var running) = state else { return FinishAction() }
         var action = FinishAction()
+        if case .held(let head, let waiter, _) = running.head {
+            running.head = .delivered(head)
+            action.deliverHead = waiter.map { ($0, head) }
+        }
         if case .pending(let waiter) = running.head {
             let failure: any Error = error ?? HaulError(.protocol, "the server sent no response")
             running.head = .failed(failure)
@@ -307,9 +354,13 @@ struct TransferStateMachine {
         switch head {
         case .delivered(let value): return .success(value)
         case .failed(let error): return .failure(error)
-        case .pending(.some): return .failure(HaulError(.other, "the response head is already awaited"))
+        case .pending(.some), .held(_, .some, _):
+            return .failure(HaulError(.other, "the response head is already awaited"))
         case .pending(nil):
             withRunning { $0.head = .pending(continuation) }
+            return nil
+        case .held(let value, nil, let since):
+            withRunning { $0.head = .held(value, continuation, since: since) }
             return nil
         }
     }
@@ -328,8 +379,14 @@ struct TransferStateMachine {
         switch state {
         case .running(let running):
             var action = CancelAction(consumer: running.consumer, removeHandle: true)
-            if case .pending(let waiter) = running.head { action.head = waiter }
-            let head: HeadState = if case .pending = running.head { .failed(CancellationError()) } else { running.head }
+            switch running.head {
+            case .pending(let waiter), .held(_, let waiter, _): action.head = waiter
+            case .delivered, .failed: break
+            }
+            let head: HeadState = switch running.head {
+            case .pending, .held: .failed(CancellationError())
+            case .delivered, .failed: running.head
+            }
             state = .cancelled(head: head)
             return action
         case .finished(_, _, let head), .cancelled(let head):
