@@ -218,6 +218,25 @@ import Testing
         #expect(send(&state, .character("q")) == [], "keys are ignored while quitting")
     }
 
+    /// `q` while the last download was finishing: once it is done, the question about it is moot and the
+    /// screen leaves (it used to stay, asking about "1 download" that had ended, until a second key).
+    @Test(arguments: [true, false])
+    func aQuitQuestionWhoseDownloadsAllEndLeavesAsAsked(attached: Bool) {
+        var state = Fixtures.state(size, rows: [Fixtures.row(1, "a", .done), Fixtures.row(2, "b", .downloading)])
+        state.attached = attached
+        _ = send(&state, .character("q"))
+        #expect(state.overlay == (attached ? .confirmDetach : .confirmQuit))
+        let effects = update(&state, .manager(.state(id: 2, .done)))
+        #expect(effects.contains(.quit(pausing: false)))
+        #expect(state.quitting && state.overlay == nil)
+
+        var stillRunning = Fixtures.state(size, rows: [Fixtures.row(1, "a", .downloading), Fixtures.row(2, "b", .downloading)])
+        stillRunning.attached = attached
+        _ = send(&stillRunning, .character("q"))
+        #expect(!update(&stillRunning, .manager(.state(id: 2, .done))).contains(.quit(pausing: false)))
+        #expect(!stillRunning.quitting, "one still runs: the question stands")
+    }
+
     @Test func quitWithNothingRunningLeavesAtOnce() {
         var state = Fixtures.state(size, rows: [Fixtures.row(1, "a", .done)])
         #expect(send(&state, .character("q")) == [.quit(pausing: false)])

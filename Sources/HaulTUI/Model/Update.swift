@@ -43,6 +43,11 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .manager(let event):
         apply(event, to: &state)
         effects = notification(for: event, in: state) + followLivePicture(&state)
+        // `q` asked what to do with the running downloads, and none runs any more (the last one finished
+        // while the question was up): there is nothing left to decide, so the screen leaves as it was asked to.
+        if state.overlay == .confirmDetach || state.overlay == .confirmQuit, !state.hasRunningDownloads, !state.quitting {
+            effects += quit(&state, pausing: false)
+        }
     case .limitLoaded(let limit):
         state.overallLimit = limit
         effects = []
