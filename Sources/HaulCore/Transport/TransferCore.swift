@@ -71,8 +71,8 @@ final class TransferCore: Sendable {
     /// How many times the transfer has been paused for its consumer.
     var pauseCount: Int { state.withLockedValue { $0.machine.pauseCount } }
 
-    /// Called on the curl thread between socket events: hands a waiting consumer the bytes that waited
-    /// long enough. Returns whether bytes still wait for a later call.
+    /// Called on the curl thread between socket events: hands a waiting consumer the head or the bytes that
+    /// waited long enough. Returns whether something still waits for a later call.
     func flushIfDue(now: ContinuousClock.Instant) -> Bool {
         let action = state.withLockedValue { $0.machine.flushIfDue(now: now) }
         if let (waiter, head) = action.head { waiter.resume(returning: head) }
