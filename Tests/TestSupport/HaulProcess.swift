@@ -20,6 +20,8 @@ public final class HaulProcess: Sendable {
     private let stderrPath: String
     private let stdoutRead: Int32
     private let rssPath: String?
+    /// The file standing in for stdin, when one was given.
+    private let stdinPath: String?
     private let lines: AsyncStream<String>
 
     /// The binary next to the test bundle (same build folder, whatever the scratch path).
@@ -45,6 +47,7 @@ public final class HaulProcess: Sendable {
         stdoutPath = scratch + ".out"
         stderrPath = scratch + ".err"
         rssPath = measuringMemory ? scratch + ".rss" : nil
+        stdinPath = stdin == nil ? nil : scratch + ".in"
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw POSIXError(.EMFILE) }
         var actions = posix_spawn_file_actions_t()
@@ -143,6 +146,7 @@ public final class HaulProcess: Sendable {
         let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(atPath: stdoutPath)
         try? FileManager.default.removeItem(atPath: stderrPath)
+        if let stdinPath { try? FileManager.default.removeItem(atPath: stdinPath) }
         return Exit(status: termination == 0 ? (status >> 8) & 0xff : -1,
                     signal: termination == 0 ? nil : termination,
                     maxRSSKiB: rss, stdout: out, stderr: err)
