@@ -157,10 +157,7 @@ struct DownloadTests {
         await server.stop()
         let response = try await download
         #expect(response.status == 200)
-        #expect(response.body.count < 20 << 20, "cut short by stop()")
-        // The whole body would take 320 s; a loaded machine (or TSan) makes stopping slower, never that slow.
-        // On the wall clock, as the server's throttle is: the bound tells "cut short" from "ran to the end".
-        #expect(response.elapsed < TestEnvironment.bound(.seconds(20)))
+        #expect(response.body.count < 20 << 20, "cut short by stop(): the whole body would take 320 s")
         await server.stop()
     }
 }

@@ -60,6 +60,7 @@ struct BodyStreamer: Sendable {
                 count = Swift.min(count, dropAfter - sent)
             }
             if let wait = bucket?.reserve(count, at: (clock.now - start).seconds), wait > 0 {
+                controller.recordThrottleWait()
                 try await Task.sleep(for: .seconds(wait))
             }
             let chunk = try reader.read(offset: plan.range.lowerBound + sent, count: count)

@@ -9,10 +9,15 @@ public struct SampleServerStats: Sendable, Equatable {
     /// Response bodies being streamed now: 0 once every body has ended (sent, or cut by a client gone), so
     /// `bodyBytesSent` no longer moves.
     public var bodiesStreaming: Int
+    /// Times a response body waited for its rate limit before sending a chunk: more than zero once a throttle
+    /// has paced anything, and still while no throttle is set.
+    public var throttleWaits: Int
 
     /// All counters at zero.
-    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, bodiesStreaming: Int = 0) {
+    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, bodiesStreaming: Int = 0,
+                throttleWaits: Int = 0) {
         self.bodiesStreaming = bodiesStreaming
+        self.throttleWaits = throttleWaits
         self.requests = requests
         self.bodyBytesSent = bodyBytesSent
         self.rangeRequests = rangeRequests

@@ -87,6 +87,10 @@ final class ServerController: Sendable {
         state.withLockedValue { $0.stats.bodyBytesSent += count }
     }
 
+    func recordThrottleWait() {
+        state.withLockedValue { $0.stats.throttleWaits += 1 }
+    }
+
     func bodyStarted() {
         state.withLockedValue { $0.stats.bodiesStreaming += 1 }
     }
