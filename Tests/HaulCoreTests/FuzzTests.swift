@@ -86,6 +86,30 @@ import TestSupport
         }
     }
 
+    /// The ASCII shortcut of `sanitize` answers what the scalar-by-scalar way does, for names of ASCII pieces,
+    /// control bytes, dots, spaces and separators included, and for names of any bytes.
+    @Test func sanitizeShortcutAgrees() async {
+        await Fuzz.check("sanitize shortcut") { gen in
+            var ascii: [UInt8] = []
+            let pieces = 1 + gen.below(12)
+            for _ in 0..<pieces {
+                if gen.chance(30) {
+                    ascii += gen.oneOf([".", " ", "/", "\\", "..", "\t", "a.b", " x ", "\u{7F}"])
+                } else {
+                    let long = gen.chance(5)
+                    let count = gen.below(long ? 300 : 20)
+                    for _ in 0..<count { ascii.append(UInt8(0x20 + gen.below(0x5F))) }
+                }
+            }
+            return [gen.chance(80) ? ascii : gen.name()]
+        } violations: { parts in
+            let name = String(decoding: parts[0], as: UTF8.self)
+            let quick = FileNaming.sanitize(name), full = FileNaming.sanitizeScalars(name)
+            return quick == full ? [] : ["\(FuzzInvariants.literal(name)): \(FuzzInvariants.literal(quick)) != "
+                                         + "\(FuzzInvariants.literal(full))"]
+        }
+    }
+
     @Test func truncateAndSplit() async {
         await Fuzz.check("truncate and split") { gen in
             [gen.name(), Array(String(gen.chance(80) ? gen.below(300) : gen.below(5000)).utf8)]

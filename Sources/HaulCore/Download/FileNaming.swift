@@ -12,6 +12,11 @@ package enum FileNaming {
     package static let maxBytes = 224
 
     package static func sanitize(_ suggested: String) -> String {
+        plainASCII(suggested) ?? sanitizeScalars(suggested)
+    }
+
+    /// `sanitize` the whole way, scalar by scalar.
+    static func sanitizeScalars(_ suggested: String) -> String {
         // On scalars, not Characters: "/\u{301}" is one Character, unequal to "/", that holds a slash all the same.
         let components = suggested.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var name = visible(String(String.UnicodeScalarView(components.last ?? Substring().unicodeScalars)))
@@ -20,6 +25,21 @@ package enum FileNaming {
         // in a joiner with nothing left to join.
         name = trimmed(visible(truncate(name, toBytes: maxBytes)))
         return name.isEmpty ? "download" : name
+    }
+
+    /// The common case without the Unicode work (a thousand small files spent 6% of their user CPU here):
+    /// the last `/`- or `\\`-separated part of `suggested` when it is printable ASCII that `sanitize` would
+    /// return unchanged (not empty, at most `maxBytes`, no dot or space first, no space last); else nil.
+    private static func plainASCII(_ suggested: String) -> String? {
+        let bytes = suggested.utf8
+        let start = bytes.lastIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") })
+            .map(bytes.index(after:)) ?? bytes.startIndex
+        let component = bytes[start...]
+        guard let first = component.first, let last = component.last, component.count <= maxBytes,
+            first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " "),
+            component.allSatisfy({ (0x20...0x7E).contains($0) })
+        else { return nil }
+        return String(Substring(component))
     }
 
     /// Without white space at either end and without dots at the start (no hidden files, no `.` or `..`), both

@@ -12,7 +12,9 @@ package enum URLCheck {
             return "not a valid URL"
         }
         guard scheme == "http" || scheme == "https" else { return "unsupported URL scheme \"\(scheme)\"" }
-        guard let host = components.host, !host.isEmpty else { return "URL has no host" }
+        // As written (`encodedHost`): `host` would decode an IDNA name through ICU for every download only
+        // to see that it is not empty.
+        guard let host = components.encodedHost, !host.isEmpty else { return "URL has no host" }
         return nil
     }
 }

@@ -3,8 +3,13 @@
 package enum URLRedaction {
     /// `https://user:pw@host/x` -> `https://user:***@host/x`; a URL without a password is returned as it is.
     package static func masked(_ url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
-        let authorityStart = scheme.upperBound
+        // On UTF-8 bytes, not Foundation's `range(of:)` (bridged to CFString: 3% of the user CPU of a thousand
+        // small downloads, for a URL each).
+        let bytes = url.utf8
+        guard let separator = bytes.indices.first(where: { index in
+            bytes[index] == UInt8(ascii: ":") && bytes[index...].starts(with: "://".utf8)
+        }) else { return url }
+        let authorityStart = bytes.index(separator, offsetBy: 3)
         let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
         let authority = url[authorityStart..<authorityEnd]
         // The last `@` ends the user information (as in curl's parser: a password may hold a raw `@`).
