@@ -110,6 +110,36 @@ import TestSupport
         }
     }
 
+    /// `masked` takes out exactly the password, whatever the user name, password, host and rest hold (a raw
+    /// `@` or `:` in the password, any UTF-8 around it), and leaves a URL without one as it is.
+    @Test func maskedHidesThePassword() async {
+        await Fuzz.check("masked") { gen in
+            func text(_ gen: inout FuzzGen, without excluded: String) -> [UInt8] {
+                let bytes = Array(String(decoding: gen.bytes(gen.below(12)), as: UTF8.self).utf8)
+                return bytes.filter { !excluded.utf8.contains($0) }
+            }
+            let scheme = gen.oneOf(["https", "http", "ftp", "x"])
+            let user = text(&gen, without: ":@/?#")
+            let password = Array("pw".utf8) + text(&gen, without: "/?#")
+            let host = text(&gen, without: "@/?#")
+            let rest = gen.chance(70) ? gen.oneOf(["/", "?", "#"]) + text(&gen, without: "") : []
+            return [scheme, user, password, host, rest]
+        } violations: { parts in
+            let (scheme, user, password, host, rest) = (parts[0], parts[1], parts[2], parts[3], parts[4])
+            let plain = String(decoding: scheme + Array("://".utf8) + user + Array("@".utf8) + host + rest, as: UTF8.self)
+            let url = String(decoding: scheme + Array("://".utf8) + user + Array(":".utf8) + password + Array("@".utf8)
+                             + host + rest, as: UTF8.self)
+            let expected = String(decoding: scheme + Array("://".utf8) + user + Array(":***@".utf8) + host + rest,
+                                  as: UTF8.self)
+            var problems: [String] = []
+            if URLRedaction.masked(url) != expected {
+                problems.append("\(FuzzInvariants.literal(url)) -> \(FuzzInvariants.literal(URLRedaction.masked(url)))")
+            }
+            if URLRedaction.masked(plain) != plain { problems.append("\(FuzzInvariants.literal(plain)) changed") }
+            return problems
+        }
+    }
+
     @Test func truncateAndSplit() async {
         await Fuzz.check("truncate and split") { gen in
             [gen.name(), Array(String(gen.chance(80) ? gen.below(300) : gen.below(5000)).utf8)]
