@@ -17,6 +17,7 @@ PREFIX ?= /usr/local
 CONFIG ?= release
 # A release binary carries the Swift runtime and Foundation inside it: no symbol lookups across a dozen
 # Swift libraries at every start (about 5 ms of each haul process) and less mapped (see docs/benchmarks.md).
+# Package.swift links it with the toolchain's lld and packed relative relocations (4-5 MiB less resident).
 STATIC_FLAGS := $(if $(filter release,$(CONFIG)),--static-swift-stdlib,)
 
 .PHONY: deps pydeps build release test test-tsan demo bench clean install
