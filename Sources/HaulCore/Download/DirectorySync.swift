@@ -39,7 +39,6 @@ final class DirectorySync: @unchecked Sendable {
     /// another caller's, or this one's through `fsync` (each caller's own descriptor of that directory).
     func sync(_ directory: String, fsync: () -> Void) {
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
         directories[directory, default: Directory()].requested += 1
         let ticket = directories[directory, default: Directory()].requested
         while directories[directory, default: Directory()].covered < ticket {
@@ -55,7 +54,13 @@ final class DirectorySync: @unchecked Sendable {
             pthread_mutex_lock(mutex)
             directories[directory, default: Directory()].syncing = false
             directories[directory, default: Directory()].covered = covering
+            // `covering` includes this caller's ticket: done. The waiters are woken after the mutex is let go,
+            // or each would wake only to block on it (the state they check changed under it, so none misses
+            // the change).
+            pthread_mutex_unlock(mutex)
             pthread_cond_broadcast(done)
+            return
         }
+        pthread_mutex_unlock(mutex)
     }
 }
