@@ -45,8 +45,11 @@ pydeps:
 build: deps
 	$(SWIFT) build
 
+# Our two products only: a bare `swift build -c release --static-swift-stdlib` also builds the dependencies'
+# products, and GRDB's dynamic library cannot link against a static Foundation.
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product haul
+	$(SWIFT) build -c release --static-swift-stdlib --product sample-server
 
 test: deps pydeps
 	$(SWIFT) build --build-tests
