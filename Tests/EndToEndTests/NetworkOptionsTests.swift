@@ -224,18 +224,20 @@ final class Tinyproxy: Sendable {
     let port: Int
     private let process: Process
     private let log: LineCollector
+    /// Its configuration; removed with the proxy (it used to stay in the temp folder after every run).
+    private let directory: TempDirectory
 
-    private init(port: Int, process: Process, log: LineCollector) {
+    private init(port: Int, process: Process, log: LineCollector, directory: TempDirectory) {
         self.port = port
         self.process = process
         self.log = log
+        self.directory = directory
     }
 
     static func start() async throws -> Tinyproxy {
-        let dir = NSTemporaryDirectory() + "tinyproxy-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let directory = TempDirectory()
         let port = try freeLoopbackPort()
-        let config = dir + "/tinyproxy.conf"
+        let config = directory.file("tinyproxy.conf")
         try Data("""
             Port \(port)
             Listen 127.0.0.1
@@ -253,7 +255,7 @@ final class Tinyproxy: Sendable {
         process.standardError = pipe
         let log = LineCollector(pipe.fileHandleForReading)
         try process.run()
-        let proxy = Tinyproxy(port: port, process: process, log: log)
+        let proxy = Tinyproxy(port: port, process: process, log: log, directory: directory)
         try await log.waitFor("tinyproxy to listen") { $0.contains("Accepting connections") }
         return proxy
     }

@@ -222,9 +222,11 @@ import Testing
     }
 
     @Test func theManagerAnnouncesURLsMasked() async throws {
+        // Held to the end: a directory released at once was made again by the download, and left behind.
+        let dir = TempDirectory()
         let manager = DownloadManager(concurrency: 1)
         let events = manager.events
-        await manager.add(DownloadJob(url: "http://ann:s3cret@127.0.0.1:9/f.bin", outputDirectory: TempDirectory().path))
+        await manager.add(DownloadJob(url: "http://ann:s3cret@127.0.0.1:9/f.bin", outputDirectory: dir.path))
         for await event in events {
             if case .added(_, let url, _) = event {
                 #expect(url == "http://ann:***@127.0.0.1:9/f.bin")
@@ -232,6 +234,7 @@ import Testing
             }
         }
         await manager.cancelAll()
+        await manager.waitUntilIdle()
     }
 }
 

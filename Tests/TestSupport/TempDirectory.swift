@@ -4,16 +4,24 @@ import Foundation
 public final class TempDirectory: Sendable {
     public let path: String
 
-    public init() {
+    /// Named after the line that made it (`haul-test-ResumeTests-84-XXXXXX`), so that one left behind says
+    /// which test held on to it past its end.
+    public init(fileID: String = #fileID, line: Int = #line) {
         let base = FileManager.default.temporaryDirectory.path
-        var template = Array("\(base)/haul-test-XXXXXX".utf8CString)
+        let file = fileID.split(separator: "/").last.map { $0.replacingOccurrences(of: ".swift", with: "") } ?? "test"
+        var template = Array("\(base)/haul-test-\(file)-\(line)-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         path = String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
     }
 
     deinit {
-        try? FileManager.default.removeItem(atPath: path)
+        do {
+            try FileManager.default.removeItem(atPath: path)
+        } catch {
+            // Said, so that a test whose child process still writes here when it ends is found.
+            FileHandle.standardError.write(Data("TempDirectory: cannot remove \(path): \(error)\n".utf8))
+        }
     }
 
     public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
