@@ -25,8 +25,8 @@ import TestSupport
         #expect(segmented.status == 0, "\(segmented.stderr)")
         #expect(try FileDigest.hex(of: dir.file("a/big.bin")) == FileDigest.hex(of: nginx.root + "/big.bin"))
         let ranges = nginx.requests().filter { $0.path == "/big.bin" }
-        // Four at once; a fifth when a segment that stopped mid-response (its connection cannot be reused)
-        // goes on with a range taken from another.
+        // Four at once (nginx limits each connection to 2 MiB/s here, so all four pay); a fifth when a segment
+        // that stopped mid-response (its connection cannot be reused) goes on with a range taken from another.
         #expect(Set(ranges.map(\.connection)).count >= 4, "\(ranges)")
         #expect(ranges.allSatisfy { $0.protocolVersion == "HTTP/1.1" && $0.status == 206 }, "\(ranges)")
 
@@ -91,6 +91,10 @@ final class Nginx: Sendable {
                 ssl_certificate \(certificate.0);
                 ssl_certificate_key \(certificate.1);
                 root \(root);
+                # Slow enough per connection that -s 4 keeps all four (its race keeps one connection only
+                # where one is not the limit), and that none can finish its piece before the last starts:
+                # on loopback at full speed a loaded machine saw the fourth's range taken by the others.
+                location = /big.bin { limit_rate 2m; }
               }
             }
 
