@@ -54,8 +54,7 @@ final class LineCollector: Sendable {
     /// Returns once a line satisfies `condition` (one waiter: the lines stream once).
     func waitFor(_ what: String, within seconds: Double = 10, _ condition: @escaping @Sendable (String) -> Bool) async throws {
         let stream = self.stream
-        let limit = Double(TestEnvironment.bound(.seconds(seconds)).components.seconds)
-        let found = try await within(limit, what) {
+        let found = try await within(seconds, what) {
             for await line in stream where condition(line) { return true }
             return false
         }

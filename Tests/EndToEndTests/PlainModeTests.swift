@@ -51,8 +51,10 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer { server in
             let url = "https://127.0.0.1:\(server.port)/files/download?small.bin"
-            let exit = try await HaulProcess.run(["--retries", "0", url], in: dir.path)
-            #expect(exit.status == 5)
+            // A long connect timeout (it covers the handshake): under TSan at its busiest the in-process
+            // server once took longer than the default 15 s to answer, and haul rightly said "network" (4).
+            let exit = try await HaulProcess.run(["--retries", "0", "--connect-timeout", "300", url], in: dir.path)
+            #expect(exit.status == 5, "\(exit.stderr)")
             #expect(exit.stderr.hasPrefix("haul: small.bin: "))
             #expect(exit.stderr.hasSuffix(" (\(url))\n"))
             #expect(dir.listing().isEmpty)

@@ -71,7 +71,8 @@ import Testing
 
     /// The full screen on `server`'s files, with photo-large.jpg started from them, in the downloads view.
     static func downloadingThePhoto(_ server: SampleServer, in dir: TempDirectory) async throws -> TmuxSession {
-        let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+        // A long stall timeout: under TSan at its busiest the in-process server once sent nothing for 15 s.
+        let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out", "--timeout", "300"], in: dir.path)
         let files = try await tmux.waitFor("the files listing") { TUITests.row($0, "photo-large.jpg") != nil }
         let photo = try #require(files.firstIndex { TUITests.row([$0], "photo-large.jpg") != nil })
         let selected = try #require(files.firstIndex { $0.hasPrefix("›") })

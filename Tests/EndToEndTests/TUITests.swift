@@ -33,7 +33,8 @@ import Testing
     @Test func barsMoveAndCCancelsTheSelectedDownload() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: Self.slowRate) { server in
-            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out"], in: dir.path)
+            // A long stall timeout: under TSan at its busiest the in-process server once sent nothing for 15 s.
+            let tmux = try TmuxSession(["--server", server.baseURL, "-o", "out", "--timeout", "300"], in: dir.path)
             try await tmux.waitFor("the files listing") { Self.row($0, "small.bin") != nil }
             // huge, large, medium, small: Enter on medium (one connection), m on large (in parts).
             try tmux.send("Down", "Down", "Enter", "Up", "m", "Tab")

@@ -91,8 +91,10 @@ import Testing
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // A 1 MiB probe, then its connection's next range and three more connections.
             #expect(server.stats.rangeRequests >= 5)
-            // Every request asks for an exact range: only a split at the tail can send a little twice.
-            #expect(server.stats.bodyBytesSent < (20 << 20) + (2 << 20))
+            // Every request asks for an exact range: only a split at the tail sends bytes twice, those the cut
+            // connection's socket buffers already held (megabytes on loopback when the consumer is slow, as
+            // under TSan: 3.75 MiB once), never a whole segment (5 MiB) again.
+            #expect(server.stats.bodyBytesSent < (20 << 20) + (5 << 20), "\(facts)")
             #expect(dir.listing() == ["medium.bin"])
         }
     }

@@ -60,18 +60,25 @@ public struct TimedOut: Error, CustomStringConvertible {
 public func within<T: Sendable>(_ bound: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T
 {
-    let stretched = TestEnvironment.bound(bound)
-    return try await within(Double(stretched.components.seconds), what, body)
+    try await deadline(TestEnvironment.bound(bound), what, body)
 }
 
-/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds`.
+/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds` (ten times that under a
+/// sanitizer, as every bound here: `within(10, ...)` with a plain number used to escape the stretch, and a
+/// TSan run at its busiest missed a 10 s deadline).
 public func within<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
+    async throws -> T
+{
+    try await deadline(TestEnvironment.bound(.milliseconds(Int(seconds * 1_000))), what, body)
+}
+
+private func deadline<T: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T
 {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))  // a deadline, not synchronisation
+            try? await Task.sleep(for: limit)  // a deadline, not synchronisation
             return nil
         }
         defer { group.cancelAll() }
