@@ -10,7 +10,7 @@ public struct SampleServerStats: Sendable, Equatable {
     /// `bodyBytesSent` no longer moves.
     public var bodiesStreaming: Int
     /// Times a response body waited for its rate limit before sending a chunk: more than zero once a throttle
-    /// has paced anything, and still while no throttle is set.
+    /// has paced anything; it does not move while no throttle is set.
     public var throttleWaits: Int
 
     /// All counters at zero.
