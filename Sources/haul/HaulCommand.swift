@@ -162,6 +162,10 @@ struct HaulCommand: ParsableCommand {
     @Flag(name: .customLong("no-remote-time"), help: "Leave a downloaded file's mtime at now, not the server's Last-Modified.")
     var noRemoteTime = false
 
+    @Flag(name: .customLong("no-sync"), help: ArgumentHelp(
+        "Give a finished file its name without waiting for the disk (as curl and wget do): faster for many small files, but a power loss soon after may leave it short."))
+    var noSync = false
+
     @Option(name: .customLong("on-complete"), help: ArgumentHelp(
         "Run CMD when a download is done, with HAUL_FILE, HAUL_URL, HAUL_SIZE... in its environment (no shell unless --hook-shell).",
         valueName: "cmd"))
@@ -345,6 +349,7 @@ struct HaulCommand: ParsableCommand {
             job.onError = onError.map { Hook(command: $0, shell: hookShell) }
             job.timestamping = timestamping
             job.remoteTime = !noRemoteTime
+            job.sync = !noSync
             entry.options.apply(to: &job, absolute: absolute)
             if job.checksum == nil, !listed.isEmpty {
                 job.checksum = listed[job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))]

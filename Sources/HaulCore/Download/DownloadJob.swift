@@ -32,6 +32,11 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var timestamping = false
     /// The finished file takes the server's `Last-Modified` as its mtime (`--no-remote-time` turns it off).
     package var remoteTime = true
+    /// The finished file is synced before it takes its name, and the directory after (the default).
+    /// `--no-sync` turns both off: the name comes at once, and a power loss or system crash soon after may
+    /// leave the named file short or empty (haul itself stopping loses nothing: the bytes are in the page
+    /// cache). The resume state's checkpoints stay durable either way.
+    package var sync = true
 
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
@@ -41,7 +46,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
-            partialPreview, checksum, onComplete, onError, timestamping, remoteTime
+            partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -64,6 +69,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         onError = try container.decodeIfPresent(Hook.self, forKey: .onError)
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
+        sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
     }
 }
 

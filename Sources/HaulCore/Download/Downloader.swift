@@ -270,11 +270,12 @@ package struct Downloader: Sendable {
         return machine.segmentsEnded()
     }
 
-    /// Syncs the data, verifies the checksum, gives `NAME.part` its name (the next free one if something
-    /// appeared at `NAME` meanwhile, unless `--overwrite`) and drops the state file.
+    /// Syncs the data (unless `--no-sync`), verifies the checksum, gives `NAME.part` its name (the next free
+    /// one if something appeared at `NAME` meanwhile, unless `--overwrite`), drops the state file and syncs the
+    /// directory (unless `--no-sync`).
     private func finish(_ claim: inout Claim, job: DownloadJob, received: Int64,
                         events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
-        try claim.part.sync()
+        if job.sync { try claim.part.sync() }
         if let checksum = job.checksum {
             // Computed while the bytes came when they came in order from byte 0; else read back once.
             let size = try claim.part.size()
@@ -304,7 +305,7 @@ package struct Downloader: Sendable {
             }
         }
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
-        claim.directory.syncNames()
+        if job.sync { claim.directory.syncNames() }
         return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
     }
 }
