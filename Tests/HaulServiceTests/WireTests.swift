@@ -108,11 +108,14 @@ extension WireTests {
         let job = try JSONDecoder().decode(DownloadJob.self, from: Data(old.utf8))
         #expect(job.url == "http://h/a.bin" && job.outputDirectory == "/d" && job.segments == 4)
         #expect(job.retries == 5 && job.resume && job.partialPreview && job.existingFile == .rename)
+        // Stored before --no-sync existed: synced, as every job then was.
+        #expect(job.sync && job.remoteTime && !job.timestamping)
         #expect(job.transfer.stallTimeout == 5 && job.transfer.connectTimeout == 15 && job.transfer.maxRedirects == 10)
         var full = DownloadJob(url: "http://h/b", outputDirectory: "/e", outputName: "x")
         full.checksum = Checksum(algorithm: .sha256, hex: String(repeating: "a", count: 64))
         full.headers = ["X-A: 1"]
         full.transfer.maxReceiveRate = 1000
+        full.sync = false
         #expect(try JSONDecoder().decode(DownloadJob.self, from: JSONEncoder().encode(full)) == full)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(DownloadJob.self, from: Data(#"{"url":"u"}"#.utf8)) }
     }
