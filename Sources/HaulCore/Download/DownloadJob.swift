@@ -34,8 +34,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var remoteTime = true
     /// The finished file is synced before it takes its name, and the directory after (the default).
     /// `--no-sync` turns both off: the name comes at once, and a power loss or system crash soon after may
-    /// leave the named file short or empty (haul itself stopping loses nothing: the bytes are in the page
-    /// cache). The resume state's checkpoints stay durable either way.
+    /// leave the named file short or empty (haul itself stopping loses nothing: every byte was handed to the
+    /// kernel). The resume state's checkpoints stay durable either way.
     package var sync = true
 
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
