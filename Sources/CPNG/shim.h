@@ -64,6 +64,19 @@ static void haul_png_end(png_structp png, png_infop info) {
     state->done = 1;
 }
 
+/* libpng's default handlers print "libpng warning: ..." and "libpng error: ..." on stderr: in the full-screen
+   interface that is the terminal, under the picture. Errors go to the caller's setjmp without a word (the caller
+   says what it could decode), warnings nowhere. */
+static void haul_png_error(png_structp png, png_const_charp message) {
+    (void)message;
+    png_longjmp(png, 1);
+}
+
+static void haul_png_warning(png_structp png, png_const_charp message) {
+    (void)png;
+    (void)message;
+}
+
 /* Decodes a PNG (any prefix) to packed 8-bit RGB. Returns 0 complete, 1 partial (what decoded; the rest mid-gray),
    -1 not readable (not a PNG, header incomplete or damaged), -2 too large (over 100 Mpixel or 65500 a side).
    On 0 and 1, *out_rgb is malloc'd (free with free()). *out_width/*out_height are set when the header was read. */
@@ -72,7 +85,7 @@ static inline int haul_png_decode_rgb(const unsigned char *data, unsigned long l
     *out_rgb = NULL;
     *out_width = *out_height = *out_passes = *out_rows = 0;
     if (data == NULL || length < 8 || png_sig_cmp((png_const_bytep)data, 0, 8) != 0) return -1;
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, haul_png_error, haul_png_warning);
     if (png == NULL) return -1;
     png_infop info = png_create_info_struct(png);
     if (info == NULL) {
@@ -142,7 +155,7 @@ static inline int haul_png_encode_rgb(const unsigned char *rgb, int width, int h
                                       unsigned char **out_data, unsigned long *out_length) {
     *out_data = NULL;
     *out_length = 0;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, haul_png_error, haul_png_warning);
     if (png == NULL) return -1;
     png_infop info = png_create_info_struct(png);
     struct haul_png_buffer buffer = {NULL, 0, 0};

@@ -85,6 +85,36 @@ import Testing
         #expect(half.status == 0 && !half.stdout.isEmpty, "\(half.stderr)")
     }
 
+    /// A damaged or oversized PNG: libpng's own complaints ("libpng warning: ...", "libpng error: ...") never
+    /// reach the terminal (in the full-screen interface they would land on the screen); haul says at most its
+    /// one line.
+    @Test func libpngNeverWritesToTheTerminal() async throws {
+        let dir = TempDirectory()
+        var pixels: [UInt8] = []
+        for i in 0..<(64 * 48) {
+            pixels += [UInt8(i % 64 * 4), UInt8(i / 64 * 5), 128]
+        }
+        var data: UnsafeMutablePointer<UInt8>?
+        var length: UInt = 0
+        #expect(pixels.withUnsafeBufferPointer { haul_png_encode_rgb($0.baseAddress, 64, 48, 0, &data, &length) } == 0)
+        let png = [UInt8](UnsafeBufferPointer(start: try #require(data), count: Int(length)))
+        free(data)
+        // The compressed pixels damaged (a bad checksum and a broken stream), and a width over the limit.
+        let idat = try #require(png.indices.dropLast(4).first { png[$0..<($0 + 4)] == [0x49, 0x44, 0x41, 0x54] })
+        var damaged = png
+        for i in (idat + 12)..<min(idat + 40, png.count - 16) { damaged[i] ^= 0x5A }
+        var wide = png
+        wide[16...19] = [0x00, 0x01, 0x11, 0x70]  // IHDR width 70000
+        try Data(damaged).write(to: URL(fileURLWithPath: dir.file("damaged.png")))
+        try Data(wide).write(to: URL(fileURLWithPath: dir.file("wide.png")))
+        for name in ["damaged.png", "wide.png"] {
+            let exit = try await Self.view(["--pictures", "symbols", "--width", "20", "--height", "6", name], in: dir)
+            #expect(!exit.stderr.contains("libpng"), "\(name): \(exit.stderr)")
+            let lines = exit.stderr.split(separator: "\n")
+            #expect(lines.count <= 1 && lines.allSatisfy { $0.hasPrefix("haul: view: \(name): ") }, "\(name): \(exit.stderr)")
+        }
+    }
+
     @Test func hostileFilesGetOneLineAndBoundedMemory() async throws {
         let dir = try await Self.photo()
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("photo-small.jpg"))))
