@@ -65,18 +65,26 @@ import Testing
         #expect(exit.status == 0 && !exit.stdout.isEmpty, "\(exit.stderr)")
     }
 
-    /// A PNG too, and half of an interlaced one (the whole picture, coarse).
-    @Test func aPNGAndHalfAnInterlacedOneAreShown() async throws {
-        let dir = TempDirectory()
+    /// A 64 x 48 gradient encoded as a PNG (Adam7-interlaced or not) by haul's own encoder.
+    static func gradientPNG(interlaced: Bool) throws -> [UInt8] {
         var pixels: [UInt8] = []
         for i in 0..<(64 * 48) {
             pixels += [UInt8(i % 64 * 4), UInt8(i / 64 * 5), 128]
         }
         var data: UnsafeMutablePointer<UInt8>?
         var length: UInt = 0
-        #expect(pixels.withUnsafeBufferPointer { haul_png_encode_rgb($0.baseAddress, 64, 48, 1, &data, &length) } == 0)
-        let png = Data(UnsafeBufferPointer(start: try #require(data), count: Int(length)))
-        free(data)
+        let status = pixels.withUnsafeBufferPointer {
+            haul_png_encode_rgb($0.baseAddress, 64, 48, interlaced ? 1 : 0, &data, &length)
+        }
+        #expect(status == 0)
+        defer { free(data) }
+        return [UInt8](UnsafeBufferPointer(start: try #require(data), count: Int(length)))
+    }
+
+    /// A PNG too, and half of an interlaced one (the whole picture, coarse).
+    @Test func aPNGAndHalfAnInterlacedOneAreShown() async throws {
+        let dir = TempDirectory()
+        let png = Data(try Self.gradientPNG(interlaced: true))
         try png.write(to: URL(fileURLWithPath: dir.file("whole.png")))
         try png.prefix(png.count / 2).write(to: URL(fileURLWithPath: dir.file("half.png.part")))
         let whole = try await Self.view(["--pictures", "kitty", "--width", "20", "--height", "6", "whole.png"], in: dir)
@@ -90,15 +98,7 @@ import Testing
     /// one line.
     @Test func libpngNeverWritesToTheTerminal() async throws {
         let dir = TempDirectory()
-        var pixels: [UInt8] = []
-        for i in 0..<(64 * 48) {
-            pixels += [UInt8(i % 64 * 4), UInt8(i / 64 * 5), 128]
-        }
-        var data: UnsafeMutablePointer<UInt8>?
-        var length: UInt = 0
-        #expect(pixels.withUnsafeBufferPointer { haul_png_encode_rgb($0.baseAddress, 64, 48, 0, &data, &length) } == 0)
-        let png = [UInt8](UnsafeBufferPointer(start: try #require(data), count: Int(length)))
-        free(data)
+        let png = try Self.gradientPNG(interlaced: false)
         // The compressed pixels damaged (a bad checksum and a broken stream), and a width over the limit.
         let idat = try #require(png.indices.dropLast(4).first { png[$0..<($0 + 4)] == [0x49, 0x44, 0x41, 0x54] })
         var damaged = png
