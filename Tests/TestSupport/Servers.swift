@@ -63,9 +63,9 @@ public func within<T: Sendable>(_ bound: Duration, _ what: String, _ body: @esca
     try await deadline(TestEnvironment.bound(bound), what, body)
 }
 
-/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds` (ten times that under a
-/// sanitizer, as every bound here: `within(10, ...)` with a plain number used to escape the stretch, and a
-/// TSan run at its busiest missed a 10 s deadline).
+/// Runs `body`, failing with `TimedOut` if it has not finished after `seconds`, stretched for this build as
+/// every bound here (`TestEnvironment.bound`: `within(10, ...)` with a plain number used to escape the
+/// stretch, and a TSan run at its busiest missed a 10 s deadline).
 public func within<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T
 {
