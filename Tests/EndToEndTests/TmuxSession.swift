@@ -53,8 +53,22 @@ final class TmuxSession: Sendable {
 
     /// The pane's lines as shown now.
     func screen() throws -> [String] {
-        var lines = try run(["capture-pane", "-p", "-t", name]).split(separator: "\n", omittingEmptySubsequences: false)
-            .map(String.init)
+        Self.lines(of: try run(["capture-pane", "-p", "-t", name]))
+    }
+
+    /// `screen()` with the tmux command run and waited for on a thread of its own: `waitFor` polls every
+    /// 20 ms, and a `waitpid` on the caller's thread held one of the two threads of Swift's cooperative pool
+    /// each time, which with several screens polled at once starved the rest of the suite.
+    private func capturedScreen() async throws -> [String] {
+        let arguments = ["capture-pane", "-p", "-t", name]
+        let output: Result<String, any Error> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Result(catching: { try self.run(arguments) })) }
+        }
+        return Self.lines(of: try output.get())
+    }
+
+    private static func lines(of capture: String) -> [String] {
+        var lines = capture.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last == "" { lines.removeLast() }
         return lines
     }
@@ -96,13 +110,13 @@ final class TmuxSession: Sendable {
     func waitFor(_ what: String, within bound: Duration = .seconds(10), pollEvery interval: Duration = pollInterval,
                  _ condition: ([String]) -> Bool) async throws -> [String] {
         let deadline = ContinuousClock.now + TestEnvironment.bound(bound)
-        var lines = try screen()
+        var lines = try await capturedScreen()
         while !condition(lines) {
             guard ContinuousClock.now < deadline else {
                 throw ScreenTimeout(description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
             }
             try await Task.sleep(for: interval)  // the poll interval of an observed terminal
-            lines = try screen()
+            lines = try await capturedScreen()
         }
         return lines
     }
