@@ -71,6 +71,9 @@ struct RPCService {
         return version.status == 200 && (version.result as? [String: Any])?["version"] != nil
     }
 
+    /// The service's stdout and stderr (a sanitizer's report lands here too), for a failure's message.
+    var log: String { (try? String(contentsOfFile: home.path + "/service.log", encoding: .utf8)) ?? "(no service.log)" }
+
     func haul(_ arguments: [String]) async throws -> HaulProcess.Exit {
         try await HaulProcess.run(arguments, in: dir.path, environment: home.environment)
     }
@@ -122,7 +125,7 @@ struct RPCService {
             // Bounded bodies and batches.
             let huge = try await rpc.post(String(repeating: " ", count: 10 << 20) + "{}")
             #expect(huge.status == 413)
-            #expect(try await rpc.stillAnswers())
+            #expect(try await rpc.stillAnswers(), "the service's log:\n\(rpc.log)")
             let batch = "[" + Array(repeating: #"{"method":"system.listMethods","id":1}"#, count: 101).joined(separator: ",") + "]"
             #expect(try await rpc.post(batch).errorCode == -32600)
             // Malformed, unknown, no secret.
