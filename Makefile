@@ -61,8 +61,8 @@ test: deps pydeps
 # The whole suite under the thread sanitizer, in its own build folder.
 test-tsan: deps pydeps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
-	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
-	HAUL_SANITIZED=thread TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
+	HAUL_SANITIZED=thread TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
+	HAUL_SANITIZED=thread TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
 
 demo: build
 	$(SWIFT) run haul --demo

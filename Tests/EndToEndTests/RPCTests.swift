@@ -114,6 +114,7 @@ struct RPCService {
             #expect(try await rpc.curl(upgrade + ["-H", "Origin: https://evil.example"], rpc.url).status == 400)
             #expect(try await rpc.curl(upgrade + ["-H", "Host: evil.example"], rpc.url).status == 400)
             #expect(try await rpc.curl(upgrade + ["-H", "Origin: moz-extension://1234"], rpc.url).status == 101)
+            #expect(try await rpc.stillAnswers(), "the service's log:\n\(rpc.log)")
 
             // Paths: `out` is one name, `dir` lies under an allowed root.
             for options in [#"{"out":"../x"}"#, #"{"out":"a/b"}"#, #"{"dir":"/etc"}"#, #"{"dir":"\#(rpc.dir.path)"}"#,
