@@ -113,7 +113,8 @@ struct Claim {
         self.directory = directory
         self.name = name
         self.part = part
-        let size = try part.size()
+        let size: Int64
+        if let claimed = part.claimedSize { size = claimed } else { size = try part.size() }
         switch ResumeState.load(from: directory, name: ResumeState.path(forPart: name + ".part")) {
         case .missing:
             if size > 0 { notice(.resumeRefused(part: name + ".part", reason: .noState)) }

@@ -201,7 +201,7 @@ package struct Downloader: Sendable {
         if let fresh = body.fresh {
             // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
             // whole at close (seen in bench/profile).
-            if try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
+            if !claim.part.isEmptyAsClaimed, try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
             claim.part.journal?.reset()
             if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
             claim.state = fresh

@@ -46,14 +46,39 @@ package final class PartFile: @unchecked Sendable {
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw PartFile.error("cannot create", path) }
         descriptor = fd
+        claimed = nil
     }
 
     /// Takes over an open descriptor (readable and writable, from `OutputDirectory`); `path` names it in
-    /// messages only: the file is never opened by its name again.
-    init(descriptor: Int32, path: String, journal: WriteJournal? = nil) {
+    /// messages only: the file is never opened by its name again. `claimed` is its `fstat` when the caller
+    /// took one (a part, once locked).
+    init(descriptor: Int32, path: String, claimed: stat? = nil, journal: WriteJournal? = nil) {
         self.path = path
         self.descriptor = descriptor
         self.journal = journal
+        self.claimed = claimed.map { (device: $0.st_dev, inode: $0.st_ino, size: Int64($0.st_size)) }
+    }
+
+    /// The open file's identity, which no rename changes, and its size before this process wrote to it:
+    /// a name or a second descriptor is checked against it without another `fstat` of this one.
+    private let claimed: (device: dev_t, inode: ino_t, size: Int64)?
+    /// Neither written nor truncated since it was opened.
+    private let untouched = NIOLockedValueBox(true)
+
+    /// The size when it was claimed (opened and locked), before any write of this process.
+    var claimedSize: Int64? { claimed?.size }
+
+    /// Whether `info` (an `fstat` or `fstatat`) describes this open file.
+    func isFile(_ info: stat) -> Bool {
+        if let claimed { return info.st_dev == claimed.device && info.st_ino == claimed.inode }
+        guard let mine = try? status() else { return false }
+        return info.st_dev == mine.st_dev && info.st_ino == mine.st_ino
+    }
+
+    /// Whether the file is known to be empty without asking the kernel: claimed empty and neither written
+    /// nor truncated since (a new part: its first body has nothing to drop).
+    var isEmptyAsClaimed: Bool {
+        claimed?.size == 0 && untouched.withLockedValue { $0 }
     }
 
     /// A download's part records each write here (`NAME.part.journal`); nil for other files.
@@ -90,6 +115,7 @@ package final class PartFile: @unchecked Sendable {
 
     /// Cuts the file to `length` bytes.
     package func truncate(to length: Int64) throws(HaulError) {
+        untouched.withLockedValue { $0 = false }
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
 
@@ -101,6 +127,7 @@ package final class PartFile: @unchecked Sendable {
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
     /// large and its memory lines up with the file's pages (transfer buffers do), the rest buffered.
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+        untouched.withLockedValue { $0 = false }
         try writeData(bytes, at: offset)
         journal?.record(bytes, at: offset)
         digest.withLockedValue { $0?.feed(bytes, at: offset) }
@@ -164,11 +191,8 @@ package final class PartFile: @unchecked Sendable {
     private func reopenDirect() -> Int32? {
         let fd = open("/proc/self/fd/\(descriptor)", O_WRONLY | haul_o_direct() | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        var mine = stat()
         var reopened = stat()
-        guard fstat(descriptor, &mine) == 0, fstat(fd, &reopened) == 0,
-            mine.st_dev == reopened.st_dev, mine.st_ino == reopened.st_ino
-        else {
+        guard fstat(fd, &reopened) == 0, isFile(reopened) else {
             _ = Glibc.close(fd)
             return nil
         }
