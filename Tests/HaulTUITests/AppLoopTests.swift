@@ -26,7 +26,10 @@ import TestSupport
         let manager = DownloadManager(concurrency: 4)
         let directory = TempDirectory()
         let path = directory.path
-        let loop = AppLoop(manager: manager, screen: screen, clock: clock, frameInterval: .zero) { url, segments in
+        // The listing's timeouts stretch as every deadline does: the in-process server shares two cores with
+        // the whole suite (under the sanitizer one CI run saw no listing in 200 s after the 15 s stall).
+        let files = FilesClient.curl(connectTimeout: Self.seconds(.seconds(10)), stallTimeout: Self.seconds(.seconds(15)))
+        let loop = AppLoop(manager: manager, screen: screen, clock: clock, files: files, frameInterval: .zero) { url, segments in
             var job = DownloadJob(url: url, outputDirectory: path)
             job.segments = segments
             return job
@@ -36,6 +39,11 @@ import TestSupport
         state.view = view
         let exit = Task { try await loop.run(state, urls: urls) }
         return Running(screen: screen, clock: clock, manager: manager, exit: exit, directory: directory)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let bound = TestEnvironment.bound(duration).components
+        return Double(bound.seconds) + Double(bound.attoseconds) / 1e18
     }
 
     private func waitFor(_ screen: FakeScreen, _ what: String, _ condition: @escaping @Sendable ([String]) -> Bool)

@@ -10,10 +10,21 @@ struct FilesClient: Sendable {
     /// Bodies larger than this are refused: a listing is small.
     static let maximumBody = 8 << 20
 
-    static let curl = FilesClient { url in
+    static let curl = curl(connectTimeout: 10, stallTimeout: 15)
+
+    /// GETs through the curl driver, giving up on a connect that takes longer than `connectTimeout` seconds
+    /// or a body with no byte for `stallTimeout` seconds. (The tests stretch both as they stretch every
+    /// deadline: their in-process server shares two cores with the whole suite.)
+    static func curl(connectTimeout: Double, stallTimeout: Double) -> FilesClient {
+        FilesClient { url in
+            try await fetch(url, connectTimeout: connectTimeout, stallTimeout: stallTimeout)
+        }
+    }
+
+    private static func fetch(_ url: String, connectTimeout: Double, stallTimeout: Double) async throws -> [UInt8] {
         var options = TransferOptions()
-        options.connectTimeout = 10
-        options.stallTimeout = 15
+        options.connectTimeout = connectTimeout
+        options.stallTimeout = stallTimeout
         let transfer = CurlDriver.shared.start(HTTPRequest(url: url, options: options))
         let head = try await transfer.head()
         guard (200..<300).contains(head.status) else {
