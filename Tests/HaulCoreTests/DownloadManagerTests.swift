@@ -75,6 +75,8 @@ import Testing
             _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
             await manager.pause(id)
             _ = try await watch(manager) { $0.contains(.state(id: id, .paused)) }
+            // The row says paused at once; the task ends once it has recorded what it has.
+            try await within(10, "the paused task ended") { await manager.waitUntilIdle() }
             #expect(await manager.runningCount == 0)
             #expect(FileManager.default.fileExists(atPath: dir.file("medium.bin.part")))
             server.setRate(nil)
