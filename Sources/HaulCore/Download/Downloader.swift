@@ -37,17 +37,22 @@ package struct Downloader: Sendable {
     /// a last checkpoint, and leaves `NAME.part` and its state for a later resume.
     /// `continuing`: the job's `outputName` is the part this download held in its previous run, a moment ago
     /// maybe (a resume right after a pause): a lock on it that lingers is waited for (see `Claim.take`).
-    package func download(_ job: DownloadJob, continuing: Bool = false, events: (DownloadEvent) -> Void)
+    /// `transferEnded`: awaited once every byte has come and before the file is synced and named, when the job
+    /// syncs (the disk's part of the work, which needs no connection: the manager gives the slot to the next).
+    package func download(_ job: DownloadJob, continuing: Bool = false,
+                          transferEnded: (@Sendable () async -> Void)? = nil,
+                          events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
         let clock = self.clock
         // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls.
         return try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
-            try await run(job, continuing: continuing, clock: clock, events: events)
+            try await run(job, continuing: continuing, clock: clock, transferEnded: transferEnded, events: events)
         }
     }
 
     private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, clock: C,
+                                         transferEnded: (@Sendable () async -> Void)?,
                                          events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
@@ -78,7 +83,8 @@ package struct Downloader: Sendable {
             let step: Step
             do {
                 step = try await perform(next, job: job, modifiedSince: modifiedSince, claim: &claim,
-                                         machine: &machine, transfer: &transfer, clock: clock, events: events)
+                                         machine: &machine, transfer: &transfer, clock: clock,
+                                         transferEnded: transferEnded, events: events)
             } catch {
                 transfer?.cancel()
                 transfer = nil
@@ -102,7 +108,8 @@ package struct Downloader: Sendable {
     /// (the caller tells the machine, which retries or gives up).
     private func perform<C: Clock<Duration>>(
         _ action: DownloadStateMachine.Action, job: DownloadJob, modifiedSince: String?, claim: inout Claim,
-        machine: inout DownloadStateMachine, transfer: inout Transfer?, clock: C, events: (DownloadEvent) -> Void
+        machine: inout DownloadStateMachine, transfer: inout Transfer?, clock: C,
+        transferEnded: (@Sendable () async -> Void)?, events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
         switch action {
         case .request(let asked):
@@ -174,6 +181,9 @@ package struct Downloader: Sendable {
 
         case .finish(let received, let announce):
             if let total = announce { events(.started(file: claim.name, path: claim.path, total: total)) }
+            // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
+            // a sync the rest is a rename: not worth the hop.
+            if job.sync, let transferEnded { await transferEnded() }
             return .end(.success(try finish(&claim, job: job, received: received, events: events)))
 
         case .fail(let error):

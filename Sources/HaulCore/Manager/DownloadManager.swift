@@ -113,6 +113,9 @@ package actor DownloadManager {
     private var waitingHead = 0
     /// The task bag: one stored handle per running download.
     private var running: [DownloadID: Task<Void, Never>] = [:]
+    /// Running downloads whose bytes have all come, now syncing and naming their files: they hold no slot (at
+    /// most `concurrency` of them at once; one past that keeps its slot to the end).
+    private var finishing: Set<DownloadID> = []
     private var nextID = 1
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -313,6 +316,9 @@ package actor DownloadManager {
     /// How many task handles are stored (running downloads).
     package var runningCount: Int { running.count }
 
+    /// The most downloads that have held a slot (transferring, not finishing) at once so far: for tests.
+    package private(set) var mostTransferring = 0
+
     /// The exit code over all downloads (SPEC precedence).
     package var exitCode: Int32 {
         aggregateExitCode(order.compactMap { entries[$0]?.state.exitCode })
@@ -354,11 +360,12 @@ package actor DownloadManager {
     }
 
     private func startWaiting() {
-        while running.count < concurrency, waitingHead < waiting.count {
+        while running.count - finishing.count < concurrency, waitingHead < waiting.count {
             let id = waiting[waitingHead]
             waitingHead += 1
             guard entries[id]?.state == .queued, running[id] == nil else { continue }
             start(id)
+            mostTransferring = Swift.max(mostTransferring, running.count - finishing.count)
         }
         if waitingHead == waiting.count {
             waiting.removeAll(keepingCapacity: true)
@@ -387,7 +394,7 @@ package actor DownloadManager {
                 await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
                         await Self.perform(job, id: id, continuing: continuing, downloader: downloader,
-                                           events: continuation)
+                                           events: continuation) { await self.transferEnded(id) }
                     }
                 }
             }
@@ -398,14 +405,15 @@ package actor DownloadManager {
     /// The download itself, outside the actor: events go straight to the stream. Also returns the path
     /// the download claimed, so that a resume or retry continues the same `.part`.
     private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, downloader: Downloader,
-                                events: EventSink)
+                                events: EventSink, transferEnded: @escaping @Sendable () async -> Void)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
         var downloading = false
         var claimed: String?
         do {
-            return (.success(try await downloader.download(job, continuing: continuing) { event in
+            return (.success(try await downloader.download(job, continuing: continuing,
+                                                           transferEnded: transferEnded) { event in
                 switch event {
                 case .started(let file, let path, let total):
                     claimed = path
@@ -425,9 +433,19 @@ package actor DownloadManager {
         }
     }
 
+    /// A download's bytes have all come and its file waits for the disk (fsync, rename, the directory's
+    /// fsync): its slot goes to the next in the queue, so that the next transfer runs while this file is made
+    /// durable. `-j` counts the downloads that use the network.
+    private func transferEnded(_ id: DownloadID) {
+        guard running[id] != nil, finishing.count < concurrency else { return }
+        finishing.insert(id)
+        startWaiting()
+    }
+
     private func finished(_ id: DownloadID, _ result: Result<DownloadResult, HaulError>, path: String?,
                           seconds: Double) {
         running[id] = nil
+        finishing.remove(id)
         guard let entry = entries[id] else { return }
         // A resume or retry continues this very file, whatever the server calls it by then.
         if let path {
