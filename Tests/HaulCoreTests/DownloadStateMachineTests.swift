@@ -415,7 +415,11 @@ extension DownloadStateMachineTests {
 
         var early = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
         _ = early.verdict(worker: 0, bytes: 500, at: start)
-        #expect(early.verdict(worker: 1, bytes: 500, at: start.advanced(by: .milliseconds(999))) == nil, "the window runs")
+        #expect(early.verdict(worker: 1, bytes: 99, at: start.advanced(by: .milliseconds(500))) == nil,
+                "the window runs while one has brought less than the window asks")
+        #expect(early.verdict(worker: 1, bytes: 1, at: start.advanced(by: .milliseconds(500))) == 200,
+                "every one has brought the window's worth: the verdict comes at once, 100 in half a second")
+        #expect(early.verdict(worker: 1, bytes: 500, at: start.advanced(by: .seconds(2))) == nil, "once")
 
         var limited = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
         _ = limited.verdict(worker: 0, bytes: 5000, at: start)

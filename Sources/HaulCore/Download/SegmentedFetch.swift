@@ -138,6 +138,11 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 /// `notLimited` or faster (one connection is then as good, and the others only cost), nil otherwise. On
 /// loopback four connections each brought 250 MB/s and more, where a limit per connection (nginx's
 /// `limit_rate`, a shaping network) leaves each far below.
+///
+/// The verdict for unlimited connections comes sooner when it can: once every connection has brought what
+/// the whole window asks of it (`notLimited` x `window` bytes), waiting out the window cannot change it, as
+/// bytes only add up. On loopback, where four connections together are slower than one (they share two
+/// cores with the disk writes), that ends the race in about 150 ms instead of 250.
 struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
     let window: Duration
     let notLimited: Int64
@@ -159,9 +164,15 @@ struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
         let elapsed = start.duration(to: now)
         // Every connection has to have shown what it can (a file with fewer pieces than connections is
         // never judged: its connections end soon anyway).
-        guard elapsed >= window, bytes.count == workers else { return nil }
+        guard bytes.count == workers else { return nil }
+        let fewest = Double(bytes.values.min() ?? 0)
+        if elapsed < window {
+            guard fewest >= Double(notLimited) * window.seconds else { return nil }
+            judged = true
+            return fewest / Swift.max(elapsed.seconds, 0.001)
+        }
         judged = true
-        let slowest = Double(bytes.values.min() ?? 0) / elapsed.seconds
+        let slowest = fewest / elapsed.seconds
         return slowest >= Double(notLimited) ? slowest : nil
     }
 }
