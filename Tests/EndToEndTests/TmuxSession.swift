@@ -56,15 +56,23 @@ final class TmuxSession: Sendable {
         Self.lines(of: try run(["capture-pane", "-p", "-t", name]))
     }
 
-    /// `screen()` with the tmux command run and waited for on a thread of its own: `waitFor` polls every
-    /// 20 ms, and a `waitpid` on the caller's thread held one of the two threads of Swift's cooperative pool
-    /// each time, which with several screens polled at once starved the rest of the suite.
+    /// `screen()` without blocking the caller's thread or starting one: `waitFor` polls every 20 ms, and a
+    /// blocking `waitpid` held one of the two threads of Swift's cooperative pool each time (which with several
+    /// screens polled at once starved the rest of the suite), and a thread per poll was a third of the 1,500
+    /// threads the plain suite starts (1,503 -> 995 without it), more under the sanitizer, where the polls go on
+    /// longer and whose runtime crashed among its thousands of short-lived threads (a SEGV inside
+    /// ThreadSanitizer in thread T10062, no stack). The tmux client is reaped with `WNOHANG` between short
+    /// sleeps instead: it ends within a few milliseconds.
     private func capturedScreen() async throws -> [String] {
-        let arguments = ["capture-pane", "-p", "-t", name]
-        let output: Result<String, any Error> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: Result(catching: { try self.run(arguments) })) }
+        let child = try spawn(["capture-pane", "-p", "-t", name])
+        defer { try? FileManager.default.removeItem(atPath: child.outputPath) }
+        var status: Int32 = 0
+        while true {
+            let reaped = waitpid(child.pid, &status, WNOHANG)
+            if reaped == child.pid || (reaped < 0 && errno != EINTR) { break }
+            try await Task.sleep(for: .milliseconds(2))  // polls a child that ends in milliseconds
         }
-        return Self.lines(of: try output.get())
+        return Self.lines(of: (try? String(contentsOfFile: child.outputPath, encoding: .utf8)) ?? "")
     }
 
     private static func lines(of capture: String) -> [String] {
@@ -135,8 +143,16 @@ final class TmuxSession: Sendable {
     /// a file, not a pipe, since a server started by this command would inherit the pipe and keep it open.
     @discardableResult
     private func run(_ arguments: [String]) throws -> String {
+        let child = try spawn(arguments)
+        defer { try? FileManager.default.removeItem(atPath: child.outputPath) }
+        var status: Int32 = 0
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        return (try? String(contentsOfFile: child.outputPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Starts one tmux command with its stdout going to `outputPath` (which the caller removes).
+    private func spawn(_ arguments: [String]) throws -> (pid: pid_t, outputPath: String) {
         let outputPath = NSTemporaryDirectory() + "\(socket)-\(UUID().uuidString.prefix(8)).out"
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -163,10 +179,11 @@ final class TmuxSession: Sendable {
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, argv[0]!, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard result == 0 else {
+            try? FileManager.default.removeItem(atPath: outputPath)
+            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT)
+        }
+        return (pid, outputPath)
     }
 
     private static func quoted(_ argument: String) -> String {
