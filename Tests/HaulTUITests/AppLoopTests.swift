@@ -28,7 +28,8 @@ import TestSupport
         let path = directory.path
         // The listing's timeouts stretch as every deadline does: the in-process server shares two cores with
         // the whole suite (under the sanitizer one CI run saw no listing in 200 s after the 15 s stall).
-        let files = FilesClient.curl(connectTimeout: Self.seconds(.seconds(10)), stallTimeout: Self.seconds(.seconds(15)))
+        let files = FilesClient.curl(connectTimeout: TestEnvironment.bound(.seconds(10)).seconds,
+                                     stallTimeout: TestEnvironment.bound(.seconds(15)).seconds)
         let loop = AppLoop(manager: manager, screen: screen, clock: clock, files: files, frameInterval: .zero) { url, segments in
             var job = DownloadJob(url: url, outputDirectory: path)
             job.segments = segments
@@ -39,11 +40,6 @@ import TestSupport
         state.view = view
         let exit = Task { try await loop.run(state, urls: urls) }
         return Running(screen: screen, clock: clock, manager: manager, exit: exit, directory: directory)
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let bound = TestEnvironment.bound(duration).components
-        return Double(bound.seconds) + Double(bound.attoseconds) / 1e18
     }
 
     private func waitFor(_ screen: FakeScreen, _ what: String, _ condition: @escaping @Sendable ([String]) -> Bool)

@@ -23,7 +23,8 @@ struct RateMeter {
 }
 
 extension Duration {
-    var seconds: Double {
+    /// The duration in seconds, as a `Double`.
+    package var seconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
