@@ -408,20 +408,32 @@ extension DownloadStateMachineTests {
 @Suite struct RaceJudgeTests {
     @Test func judgedOnceWhenTheWindowHasPassedAndEveryConnectionHasBroughtBytes() {
         let start = ManualClock().now
-        var fast = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        var fast = RaceJudge(window: .seconds(1), notLimited: 100, earlyBytes: 50, workers: 2, from: start)
         #expect(fast.verdict(worker: 0, bytes: 500, at: start.advanced(by: .seconds(2))) == nil, "worker 1 has not shown")
         #expect(fast.verdict(worker: 1, bytes: 300, at: start.advanced(by: .seconds(2))) == 150, "the slowest: 300 in 2 s")
         #expect(fast.verdict(worker: 1, bytes: 300, at: start.advanced(by: .seconds(3))) == nil, "once")
 
-        var early = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        var early = RaceJudge(window: .seconds(1), notLimited: 100, earlyBytes: 50, workers: 2, from: start)
         _ = early.verdict(worker: 0, bytes: 500, at: start)
-        #expect(early.verdict(worker: 1, bytes: 99, at: start.advanced(by: .milliseconds(500))) == nil,
-                "the window runs while one has brought less than the window asks")
-        #expect(early.verdict(worker: 1, bytes: 1, at: start.advanced(by: .milliseconds(500))) == 200,
-                "every one has brought the window's worth: the verdict comes at once, 100 in half a second")
+        #expect(early.verdict(worker: 1, bytes: 49, at: start.advanced(by: .milliseconds(100))) == nil,
+                "the window runs while one has brought less than the early verdict asks, however fast")
+        #expect(early.verdict(worker: 1, bytes: 1, at: start.advanced(by: .milliseconds(500))) == 100,
+                "every one has brought the early bytes at the bar: the verdict comes at once, 50 in half a second")
         #expect(early.verdict(worker: 1, bytes: 500, at: start.advanced(by: .seconds(2))) == nil, "once")
 
-        var limited = RaceJudge(window: .seconds(1), notLimited: 100, workers: 2, from: start)
+        // A burst, then the limit: 40 at once and 20 per second after. It has brought the early bytes by
+        // half a second (50), at 100 per second, which is the bar: not below it.
+        var burst = RaceJudge(window: .seconds(1), notLimited: 100, earlyBytes: 50, workers: 2, from: start)
+        _ = burst.verdict(worker: 0, bytes: 500, at: start)
+        _ = burst.verdict(worker: 1, bytes: 40, at: start.advanced(by: .milliseconds(1)))
+        #expect(burst.verdict(worker: 1, bytes: 6, at: start.advanced(by: .milliseconds(300))) == nil,
+                "the early bytes not yet in")
+        #expect(burst.verdict(worker: 1, bytes: 6, at: start.advanced(by: .milliseconds(600))) == nil,
+                "the early bytes in (52), but at 87 per second: the limit shows through the burst")
+        #expect(burst.verdict(worker: 1, bytes: 8, at: start.advanced(by: .seconds(1))) == nil,
+                "and at the window's end it is still below the bar: all stay")
+
+        var limited = RaceJudge(window: .seconds(1), notLimited: 100, earlyBytes: 50, workers: 2, from: start)
         _ = limited.verdict(worker: 0, bytes: 5000, at: start)
         #expect(limited.verdict(worker: 1, bytes: 50, at: start.advanced(by: .seconds(1))) == nil, "one held back: all stay")
     }

@@ -20,6 +20,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// per second or more, nothing limits one connection and the others stop (see `RaceJudge`).
     let notLimited: Int64
     let raceWindow: Duration
+    /// What each connection must have brought (at `notLimited` or faster) for a verdict before the window.
+    let raceEarlyBytes: Int64
 
     /// Fetches what `claim.state` lacks: `first`'s range over `first`'s transfer (its head already checked),
     /// the rest over the other connections. Throws `SegmentRefused` when a segment's Range request is
@@ -44,7 +46,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         // As over one connection: a fresh download's first checkpoint comes later than the next ones.
         let progress = ProgressLoop(clock: clock, first: done <= SegmentPlan.defaultMinimumSplit ? firstCheckpoint
                                         : checkpointInterval, interval: checkpointInterval, record: recordAfter)
-        var judge = RaceJudge(window: raceWindow, notLimited: notLimited, workers: connections, from: origin)
+        var judge = RaceJudge(window: raceWindow, notLimited: notLimited, earlyBytes: raceEarlyBytes,
+                              workers: connections, from: origin)
         let connections = self.connections
         try await progress.run(updates, claim: &claim, events: events) { update, claim in
             let range = update.range
@@ -136,24 +139,29 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 /// Judges the race of a segmented download's connections, once: when `window` has passed since they
 /// started and all have brought bytes, it returns the slowest one's rate if even that one is
 /// `notLimited` or faster (one connection is then as good, and the others only cost), nil otherwise. On
-/// loopback four connections each brought 250 MB/s and more, where a limit per connection (nginx's
+/// loopback four connections each brought 160-250 MB/s, where a limit per connection (nginx's
 /// `limit_rate`, a shaping network) leaves each far below.
 ///
-/// The verdict for unlimited connections comes sooner when it can: once every connection has brought what
-/// the whole window asks of it (`notLimited` x `window` bytes), waiting out the window cannot change it, as
-/// bytes only add up. On loopback, where four connections together are slower than one (they share two
-/// cores with the disk writes), that ends the race in about 150 ms instead of 250.
+/// The verdict for unlimited connections comes sooner when it can: once every connection has brought
+/// `earlyBytes` at `notLimited` or faster. A connection held to a rate R that sends a first burst of B at
+/// once brings (B + R t) / t by the time it has E = `earlyBytes`, which reaches `notLimited` only when
+/// R >= notLimited x (E - B) / E: with 16 MiB, 128 MiB/s and a first send of 4 MiB (nginx sends at most
+/// 2 MiB at a time; a socket's buffer holds a few), every limit below 96 MiB/s is told apart. On loopback,
+/// where four connections together are slower than one (they share two cores with the disk writes), the
+/// race then ends after 16 MiB each (60-100 ms) instead of 32 MiB or the whole window.
 struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
     let window: Duration
     let notLimited: Int64
+    let earlyBytes: Int64
     let workers: Int
     private let start: Instant
     private var bytes: [Int: Int64] = [:]
     private var judged = false
 
-    init(window: Duration, notLimited: Int64, workers: Int, from start: Instant) {
+    init(window: Duration, notLimited: Int64, earlyBytes: Int64, workers: Int, from start: Instant) {
         self.window = window
         self.notLimited = notLimited
+        self.earlyBytes = earlyBytes
         self.workers = workers
         self.start = start
     }
@@ -167,9 +175,10 @@ struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
         guard bytes.count == workers else { return nil }
         let fewest = Double(bytes.values.min() ?? 0)
         if elapsed < window {
-            guard fewest >= Double(notLimited) * window.seconds else { return nil }
+            let rate = fewest / Swift.max(elapsed.seconds, 0.001)
+            guard fewest >= Double(earlyBytes), rate >= Double(notLimited) else { return nil }
             judged = true
-            return fewest / Swift.max(elapsed.seconds, 0.001)
+            return rate
         }
         judged = true
         let slowest = fewest / elapsed.seconds
