@@ -404,6 +404,18 @@ extension DownloadStateMachineTests {
     }
 }
 
+/// The watch on the connection that went on alone, on instants of a manual clock.
+@Suite struct LoneWatchTests {
+    @Test func firesOnceWhenAWindowBringsLessThanHalfTheRace() {
+        let start = ManualClock().now
+        var watch = LoneWatch(window: .seconds(1), raceRate: 100, from: start)
+        #expect(watch.slowed(bytes: 40, at: start.advanced(by: .milliseconds(500))) == nil, "the window runs")
+        #expect(watch.slowed(bytes: 10, at: start.advanced(by: .seconds(1))) == nil, "50 per second: half, not less")
+        #expect(watch.slowed(bytes: 20, at: start.advanced(by: .seconds(2))) == 20, "a new window: 20 per second")
+        #expect(watch.slowed(bytes: 0, at: start.advanced(by: .seconds(9))) == nil, "once")
+    }
+}
+
 /// The race of `-s N`'s connections, on instants of a manual clock.
 @Suite struct RaceJudgeTests {
     @Test func judgedOnceWhenTheWindowHasPassedAndEveryConnectionHasBroughtBytes() {

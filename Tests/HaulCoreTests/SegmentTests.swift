@@ -71,6 +71,37 @@ import Testing
         #expect(ByteRange.merged(ranges + [ByteRange(0, 10), ByteRange(25, 35)]) == [ByteRange(0, 100)], "\(ranges)")
     }
 
+    /// Sent home, a worker waits with no connection; recalled, it claims work again (half of the largest range).
+    @Test func retiredWorkersWaitAndComeBackWhenRecalled() async {
+        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 10)
+        #expect(plan.claim(for: 0) == ByteRange(0, 50))
+        plan.retire(allBut: 0, of: 2)
+        #expect(plan.claim(for: 1) == nil)
+        #expect(plan.isRetired(1))
+        async let back = plan.waitForRecall(1)
+        #expect(plan.recall() <= 1)
+        #expect(await back, "recalled")
+        #expect(!plan.isRetired(1))
+        _ = plan.advance(0, to: 20)
+        #expect(plan.claim(for: 1) == ByteRange(50, 100), "the unfetched range given back by the retire")
+        #expect(plan.claim(for: 1) == ByteRange(35, 50), "then the back half of worker 0's 30 left")
+    }
+
+    /// When the one that went on has left (done, or failed), a worker still waiting is let go, whichever
+    /// came first; nobody is recalled after that.
+    @Test func waitingWorkersAreLetGoWhenTheOneKeptLeaves() async {
+        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 3, minimumSplit: 10)
+        _ = plan.claim(for: 0)
+        plan.retire(allBut: 0, of: 3)
+        async let early = plan.waitForRecall(1)
+        plan.left(0)
+        // Worker 1 may be waiting already or not yet; worker 2 comes to wait after the kept one left. Until
+        // both wait, one of them could still fetch if recalled: they are let go together.
+        #expect(await plan.waitForRecall(2) == false)
+        #expect(await early == false)
+        #expect(plan.recall() == 0)
+    }
+
     @Test func aBatchPastAShrunkenEndIsCut() async throws {
         let plan = SegmentPlan(missing: [ByteRange(0, 100)], minimumSplit: 10)
         _ = plan.claim(for: 0)
@@ -205,6 +236,36 @@ import Testing
             #expect(throws: Never.self) { try result.get() }
             #expect(facts.first == .split(connections: 4), "\(facts)")
             #expect(facts.contains { if case .oneConnection(.notLimited) = $0 { true } else { false } }, "\(facts)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    /// A limit that starts after the first bytes (nginx's `limit_rate_after`) passes the race: the one that
+    /// goes on alone then brings far less than the four did together, and the others come back. Here the
+    /// bar is a byte per second (the race says "not limited"), and the manual clock then jumps 10 s while
+    /// the lone connection brings a few megabytes.
+    @Test func whenTheOneThatWentOnSlowsTheOthersComeBack() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let clock = ManualClock()
+            var downloader = Downloader(clock: clock)
+            downloader.notLimited = 1
+            downloader.raceWindow = .seconds(1)
+            let phase = NIOLockedValueBox(0)
+            let (result, facts) = await downloader.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            ) { progress in
+                if phase.withLockedValue({ $0 }) == 0, progress.completed >= 4 << 20 {
+                    phase.withLockedValue { $0 = 1 }
+                    clock.advance(by: .seconds(1))  // the race's verdict: one goes on
+                } else if phase.withLockedValue({ $0 }) == 1, progress.completed >= 7 << 20 {
+                    phase.withLockedValue { $0 = 2 }
+                    clock.advance(by: .seconds(10))  // ... and brings 3 MiB in 10 s (under the 30 s stall timeout)
+                }
+            }
+            #expect(throws: Never.self) { try result.get() }
+            #expect(facts.contains { if case .oneConnection(.notLimited) = $0 { true } else { false } }, "\(facts)")
+            #expect(facts.contains { if case .splitAgain(connections: 4, _) = $0 { true } else { false } }, "\(facts)")
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }

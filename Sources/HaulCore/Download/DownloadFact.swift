@@ -17,6 +17,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// `-s N`: the server takes ranges and the file is large enough: `connections` fetch it, each a range
     /// of its own.
     case split(connections: Int)
+    /// `-s N`: the connection that went on alone after the race slowed to `bytesPerSecond`, under half of
+    /// what they brought together (a limit that starts after the first bytes): all `connections` fetch again.
+    case splitAgain(connections: Int, bytesPerSecond: Double)
     /// After a crash, `bytes` that `part` should have held past its last checkpoint failed their check (a
     /// power loss leaves zeros or old bytes there): they are fetched again.
     case damagedRefetched(part: String, bytes: Int64)
@@ -35,6 +38,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .savedAs: "saved-as"
         case .oneConnection: "one-connection"
         case .split: "split"
+        case .splitAgain: "split-again"
         case .damagedRefetched: "damaged-refetched"
         case .previewSaved: "preview-saved"
         case .limited: "limit"

@@ -21,11 +21,13 @@ package struct Downloader: Sendable {
     package var recordAfter: Duration = .milliseconds(100)
     package var retryPolicy = RetryPolicy()
     /// `-s N`'s race: when every connection brought this many bytes per second over the first `raceWindow`
-    /// (or `raceEarlyBytes` each at this rate, sooner), nothing limits one connection (loopback, LAN) and one
-    /// goes on alone. A limit per connection below it (a server's, a network's) keeps them all. A gigabit
-    /// per connection: a limiter that lets a first burst of up to 4 MiB go at once (nginx's `limit_rate`
-    /// sends 2 MiB at a time) is told apart up to 96 MiB/s per connection.
-    package var notLimited: Int64 = 128 << 20
+    /// (or `raceEarlyBytes` each at this rate, sooner), nothing seems to limit one connection (loopback, a
+    /// LAN: four connections there share what one would get alone) and one goes on alone, watched: if it
+    /// then brings less than half of what they all brought together, the others come back (`LoneWatch`). A
+    /// limit per connection below it (a server's, a network's) keeps them all. Half a gigabit per
+    /// connection: on a loaded two-core machine four loopback connections brought 110-150 MiB/s each, where
+    /// nginx's `limit_rate` with a first burst of up to 4 MiB is told apart up to 48 MiB/s per connection.
+    package var notLimited: Int64 = 64 << 20
     package var raceWindow: Duration = .milliseconds(250)
     /// An earlier verdict: every connection brought this much at `notLimited` or faster (see `RaceJudge`).
     package var raceEarlyBytes: Int64 = 16 << 20

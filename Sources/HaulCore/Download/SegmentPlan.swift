@@ -21,8 +21,14 @@ final class SegmentPlan: Sendable {
         var active: [Int: Active] = [:]
         /// A worker's own next range, before anything unassigned (worker 0's after its first).
         var reserved: [Int: ByteRange] = [:]
-        /// Workers sent home: they get nothing more.
+        /// Workers sent home: they get nothing more until recalled.
         var retired: Set<Int> = []
+        /// Retired workers waiting to be recalled (true) or let go (false).
+        var parked: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// Workers that have not left (`left`): when the last one leaves, the parked ones are let go.
+        var present: Int
+        /// Every worker has left, or was let go: nobody is recalled any more.
+        var over = false
     }
 
     private let state: NIOLockedValueBox<State>
@@ -36,7 +42,7 @@ final class SegmentPlan: Sendable {
     ///   - held: a range worker 0 is fetching already (the probe). It counts as part of worker 0's piece, and
     ///     the rest of that piece is worker 0's next range, so all the connections end about together.
     init(missing: [ByteRange], parts: Int = 1, held: ByteRange? = nil,
-         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit) {
+         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit, workers: Int? = nil) {
         self.minimumSplit = minimumSplit
         var pieces = ByteRange.merged(missing + (held.map { [$0] } ?? [])).filter { $0.count > 0 }
         while pieces.count < parts, let largest = pieces.indices.max(by: { pieces[$0].count < pieces[$1].count }),
@@ -47,7 +53,7 @@ final class SegmentPlan: Sendable {
             pieces[largest] = ByteRange(range.start, middle)
             pieces.append(ByteRange(middle, range.end))
         }
-        var state = State(unassigned: [])
+        var state = State(unassigned: [], present: workers ?? parts)
         if let held {
             state.active[0] = Active(next: held.start, end: held.end)
             if let own = pieces.firstIndex(where: { $0.start <= held.start && held.start < $0.end }),
@@ -103,6 +109,64 @@ final class SegmentPlan: Sendable {
             }
             state.unassigned.sort { $0.start > $1.start }
         }
+    }
+
+    /// Whether `worker` was sent home (and not recalled since).
+    func isRetired(_ worker: Int) -> Bool {
+        state.withLockedValue { $0.retired.contains(worker) }
+    }
+
+    /// A retired worker waits here, holding no connection: true once `recall` brings it back, false when the
+    /// download no longer needs it (every worker that kept on has left) or its task is cancelled.
+    func waitForRecall(_ worker: Int) async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let (answer, letGo) = state.withLockedValue { state -> (Bool?, [CheckedContinuation<Bool, Never>]) in
+                    if state.over || Task.isCancelled { return (false, []) }
+                    if !state.retired.contains(worker) { return (true, []) }
+                    state.parked[worker] = continuation
+                    return (nil, Self.letGoIfNobodyFetches(&state))
+                }
+                if let answer { continuation.resume(returning: answer) }
+                for waiter in letGo { waiter.resume(returning: false) }
+            }
+        } onCancel: {
+            let waiter = state.withLockedValue { $0.parked.removeValue(forKey: worker) }
+            waiter?.resume(returning: false)
+        }
+    }
+
+    /// Brings the retired workers back (a connection that went on alone turned out to be limited after all):
+    /// they claim ranges again, the unfetched ones first, then halves of the largest. Returns how many came
+    /// back (none when the download is over).
+    @discardableResult
+    func recall() -> Int {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
+            guard !state.over else { return [] }
+            state.retired = []
+            defer { state.parked = [:] }
+            return Array(state.parked.values)
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+        return waiters.count
+    }
+
+    /// `worker` has stopped for good (nothing left, or it failed). When no worker that could still fetch is
+    /// left, the parked ones are let go.
+    func left(_ worker: Int) {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
+            state.present -= 1
+            return Self.letGoIfNobodyFetches(&state)
+        }
+        for waiter in waiters { waiter.resume(returning: false) }
+    }
+
+    /// When every worker still present is parked, none will fetch again: the download is over for them.
+    private static func letGoIfNobodyFetches(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
+        guard !state.over, state.present <= state.parked.count else { return [] }
+        state.over = true
+        defer { state.parked = [:] }
+        return Array(state.parked.values)
     }
 
     /// Records that `worker` has the bytes up to `offset`; returns where it must stop now.

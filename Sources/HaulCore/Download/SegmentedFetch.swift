@@ -48,13 +48,22 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                                         : checkpointInterval, interval: checkpointInterval, record: recordAfter)
         var judge = RaceJudge(window: raceWindow, notLimited: notLimited, earlyBytes: raceEarlyBytes,
                               workers: connections, from: origin)
+        var raceBytes: Int64 = 0
+        var watch: LoneWatch<C.Instant>?
         let connections = self.connections
+        let window = raceWindow
         try await progress.run(updates, claim: &claim, events: events) { update, claim in
             let range = update.range
             claim.state?.add(range)
-            if let rate = judge.verdict(worker: update.worker, bytes: range.count, at: clock.now) {
+            let now = clock.now
+            if watch == nil { raceBytes += range.count }
+            if let rate = judge.verdict(worker: update.worker, bytes: range.count, at: now) {
                 plan.retire(allBut: update.worker, of: connections)
                 events(.fact(.oneConnection(reason: .notLimited(bytesPerSecond: rate))))
+                let together = Double(raceBytes) / Swift.max(origin.duration(to: now).seconds, 0.001)
+                watch = LoneWatch(window: window, raceRate: together, from: now)
+            } else if let slowed = watch?.slowed(bytes: range.count, at: now), plan.recall() > 0 {
+                events(.fact(.splitAgain(connections: connections, bytesPerSecond: slowed)))
             }
             let completed = Self.bytes(in: claim)
             meter.record(bytes: completed, at: origin.duration(to: clock.now).seconds)
@@ -101,22 +110,29 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                                part: PartFile, updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation)
         async throws
     {
+        defer { plan.left(worker) }
         if let first {
             defer { first.transfer.cancel() }
             try await receive(first.transfer, worker: worker, start: first.range.start, plan: plan, part: part,
                               updates: updates)
         }
-        while let range = plan.claim(for: worker) {
-            var ask = request
-            ask.range = (range.start, range.end - 1)
-            let transfer = driver.start(ask, clock: clock)
-            defer { transfer.cancel() }
-            let head = try await transfer.head()
-            try HTTPStatus.check(head)
-            // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
-            guard head.status == 206 else { throw SegmentRefused(status: head.status) }
-            _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
-            try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part, updates: updates)
+        while true {
+            while let range = plan.claim(for: worker) {
+                var ask = request
+                ask.range = (range.start, range.end - 1)
+                let transfer = driver.start(ask, clock: clock)
+                defer { transfer.cancel() }
+                let head = try await transfer.head()
+                try HTTPStatus.check(head)
+                // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
+                guard head.status == 206 else { throw SegmentRefused(status: head.status) }
+                _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
+                try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
+                                  updates: updates)
+            }
+            // Nothing left to claim. Sent home by the race: wait (with no connection) in case the one that went
+            // on turns out to be limited after all.
+            guard plan.isRetired(worker), await plan.waitForRecall(worker) else { return }
         }
     }
 
@@ -139,16 +155,17 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 /// Judges the race of a segmented download's connections, once: when `window` has passed since they
 /// started and all have brought bytes, it returns the slowest one's rate if even that one is
 /// `notLimited` or faster (one connection is then as good, and the others only cost), nil otherwise. On
-/// loopback four connections each brought 160-250 MB/s, where a limit per connection (nginx's
+/// loopback four connections each brought 110-250 MB/s, where a limit per connection (nginx's
 /// `limit_rate`, a shaping network) leaves each far below.
 ///
 /// The verdict for unlimited connections comes sooner when it can: once every connection has brought
 /// `earlyBytes` at `notLimited` or faster. A connection held to a rate R that sends a first burst of B at
 /// once brings (B + R t) / t by the time it has E = `earlyBytes`, which reaches `notLimited` only when
-/// R >= notLimited x (E - B) / E: with 16 MiB, 128 MiB/s and a first send of 4 MiB (nginx sends at most
-/// 2 MiB at a time; a socket's buffer holds a few), every limit below 96 MiB/s is told apart. On loopback,
-/// where four connections together are slower than one (they share two cores with the disk writes), the
-/// race then ends after 16 MiB each (60-100 ms) instead of 32 MiB or the whole window.
+/// R >= notLimited x (E - B) / E: with 16 MiB, 64 MiB/s and a first send of 4 MiB (nginx sends at most
+/// 2 MiB at a time; a socket's buffer holds a few), every limit below 48 MiB/s is told apart, and one above
+/// that which passes is caught by the `LoneWatch` afterwards. On loopback, where four connections together
+/// are slower than one (they share two cores with the disk writes), the race then ends after 16 MiB each
+/// (60-150 ms) instead of 32 MiB or the whole window.
 struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
     let window: Duration
     let notLimited: Int64
@@ -183,6 +200,40 @@ struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
         judged = true
         let slowest = fewest / elapsed.seconds
         return slowest >= Double(notLimited) ? slowest : nil
+    }
+}
+
+/// Watches the connection that went on alone after the race: if over a `window` it brings less than half of
+/// what all of them brought together during the race, something limits it after all (a limit that starts
+/// after the first bytes, such as nginx's `limit_rate_after`, or a burst allowance larger than the race
+/// could see), and the others are called back. Once: returns that window's rate the first time.
+struct LoneWatch<Instant: InstantProtocol> where Instant.Duration == Duration {
+    let window: Duration
+    /// Below this many bytes per second the lone connection is slower than half the race.
+    let floor: Double
+    private var start: Instant
+    private var bytes: Int64 = 0
+    private var fired = false
+
+    init(window: Duration, raceRate: Double, from start: Instant) {
+        self.window = window
+        floor = raceRate / 2
+        self.start = start
+    }
+
+    mutating func slowed(bytes count: Int64, at now: Instant) -> Double? {
+        guard !fired else { return nil }
+        bytes += count
+        let elapsed = start.duration(to: now)
+        guard elapsed >= window else { return nil }
+        let rate = Double(bytes) / elapsed.seconds
+        guard rate < floor else {
+            start = now
+            bytes = 0
+            return nil
+        }
+        fired = true
+        return rate
     }
 }
 

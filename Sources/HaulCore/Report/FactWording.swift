@@ -21,6 +21,8 @@ extension DownloadFact {
             "the server answered a segment's Range request with \(status); using one connection"
         case .split(let connections):
             "fetching over \(connections) connections"
+        case .splitAgain(let connections, let rate):
+            "the one connection slowed to \(ByteFormat.rate(rate)): fetching over \(connections) connections again"
         case .damagedRefetched(let part, let bytes):
             "\(ByteFormat.size(bytes)) of \(part) failed their check after a crash; fetching them again"
         case .previewSaved(let path):
