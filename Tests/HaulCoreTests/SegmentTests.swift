@@ -87,6 +87,19 @@ import Testing
         #expect(plan.claim(for: 1) == ByteRange(35, 50), "then the back half of worker 0's 30 left")
     }
 
+    /// A recall that comes between a retired worker's last claim (nothing: it was sent home) and its wait
+    /// still brings it back; a worker that was never sent home has nothing to wait for.
+    @Test func aRecallBeforeTheWaitStillBringsTheWorkerBack() async {
+        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 10)
+        #expect(plan.claim(for: 0) == ByteRange(0, 50))
+        plan.retire(allBut: 0, of: 2)
+        #expect(plan.claim(for: 1) == nil)
+        #expect(plan.recall() == 0, "nobody waits yet")
+        #expect(await plan.waitForRecall(1), "recalled before it waited")
+        #expect(plan.claim(for: 1) == ByteRange(50, 100))
+        #expect(await plan.waitForRecall(0) == false, "never sent home")
+    }
+
     /// When the one that went on has left (done, or failed), a worker still waiting is let go, whichever
     /// came first; nobody is recalled after that.
     @Test func waitingWorkersAreLetGoWhenTheOneKeptLeaves() async {

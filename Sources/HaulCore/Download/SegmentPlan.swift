@@ -25,6 +25,8 @@ final class SegmentPlan: Sendable {
         var retired: Set<Int> = []
         /// Retired workers waiting to be recalled (true) or let go (false).
         var parked: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// Retired workers recalled before they came to wait: their wait returns at once.
+        var recalled: Set<Int> = []
         /// Workers that have not left (`left`): when the last one leaves, the parked ones are let go.
         var present: Int
         /// Every worker has left, or was let go: nobody is recalled any more.
@@ -111,19 +113,21 @@ final class SegmentPlan: Sendable {
         }
     }
 
-    /// Whether `worker` was sent home (and not recalled since).
+    /// Whether `worker` was sent home (and not recalled since): for tests.
     func isRetired(_ worker: Int) -> Bool {
         state.withLockedValue { $0.retired.contains(worker) }
     }
 
-    /// A retired worker waits here, holding no connection: true once `recall` brings it back, false when the
-    /// download no longer needs it (every worker that kept on has left) or its task is cancelled.
+    /// A worker with nothing left to claim asks here. Retired, it waits holding no connection: true once
+    /// `recall` brings it back (or brought it back before it came), false when the download no longer needs
+    /// it (every worker that kept on has left) or its task is cancelled. Never retired: false at once.
     func waitForRecall(_ worker: Int) async -> Bool {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let (answer, letGo) = state.withLockedValue { state -> (Bool?, [CheckedContinuation<Bool, Never>]) in
                     if state.over || Task.isCancelled { return (false, []) }
-                    if !state.retired.contains(worker) { return (true, []) }
+                    if state.recalled.remove(worker) != nil { return (true, []) }
+                    if !state.retired.contains(worker) { return (false, []) }
                     state.parked[worker] = continuation
                     return (nil, Self.letGoIfNobodyFetches(&state))
                 }
@@ -143,6 +147,7 @@ final class SegmentPlan: Sendable {
     func recall() -> Int {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
             guard !state.over else { return [] }
+            state.recalled = state.retired.subtracting(state.parked.keys)
             state.retired = []
             defer { state.parked = [:] }
             return Array(state.parked.values)

@@ -132,7 +132,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             }
             // Nothing left to claim. Sent home by the race: wait (with no connection) in case the one that went
             // on turns out to be limited after all.
-            guard plan.isRetired(worker), await plan.waitForRecall(worker) else { return }
+            guard await plan.waitForRecall(worker) else { return }
         }
     }
 
