@@ -234,9 +234,7 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in
             let clock = ManualClock()
-            var downloader = Downloader(clock: clock)
-            downloader.notLimited = 1
-            downloader.raceWindow = .seconds(1)
+            let downloader = Downloader.racingAtAByteASecond(clock)
             var advanced = false
             let (result, facts) = await downloader.runCollectingFacts(
                 DownloadJob.sample(server, "medium.bin", dir, segments: 4)
@@ -261,9 +259,7 @@ import Testing
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in
             let clock = ManualClock()
-            var downloader = Downloader(clock: clock)
-            downloader.notLimited = 1
-            downloader.raceWindow = .seconds(1)
+            let downloader = Downloader.racingAtAByteASecond(clock)
             let phase = NIOLockedValueBox(0)
             let (result, facts) = await downloader.runCollectingFacts(
                 DownloadJob.sample(server, "medium.bin", dir, segments: 4)
@@ -301,5 +297,16 @@ import Testing
             #expect(throws: Never.self) { try result.get() }
             #expect(facts == [.split(connections: 4)], "\(facts)")
         }
+    }
+}
+
+extension Downloader {
+    /// A downloader whose race calls any connection unlimited (the bar at a byte per second), judged after a
+    /// window of 1 s on `clock`.
+    static func racingAtAByteASecond(_ clock: ManualClock) -> Downloader {
+        var downloader = Downloader(clock: clock)
+        downloader.notLimited = 1
+        downloader.raceWindow = .seconds(1)
+        return downloader
     }
 }

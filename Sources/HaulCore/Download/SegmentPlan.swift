@@ -44,7 +44,7 @@ final class SegmentPlan: Sendable {
     ///   - held: a range worker 0 is fetching already (the probe). It counts as part of worker 0's piece, and
     ///     the rest of that piece is worker 0's next range, so all the connections end about together.
     init(missing: [ByteRange], parts: Int = 1, held: ByteRange? = nil,
-         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit, workers: Int? = nil) {
+         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit) {
         self.minimumSplit = minimumSplit
         var pieces = ByteRange.merged(missing + (held.map { [$0] } ?? [])).filter { $0.count > 0 }
         while pieces.count < parts, let largest = pieces.indices.max(by: { pieces[$0].count < pieces[$1].count }),
@@ -55,7 +55,7 @@ final class SegmentPlan: Sendable {
             pieces[largest] = ByteRange(range.start, middle)
             pieces.append(ByteRange(middle, range.end))
         }
-        var state = State(unassigned: [], present: workers ?? parts)
+        var state = State(unassigned: [], present: parts)
         if let held {
             state.active[0] = Active(next: held.start, end: held.end)
             if let own = pieces.firstIndex(where: { $0.start <= held.start && held.start < $0.end }),

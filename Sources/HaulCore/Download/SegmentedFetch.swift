@@ -48,7 +48,6 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                                         : checkpointInterval, interval: checkpointInterval, record: recordAfter)
         var judge = RaceJudge(window: raceWindow, notLimited: notLimited, earlyBytes: raceEarlyBytes,
                               workers: connections, from: origin)
-        var raceBytes: Int64 = 0
         var watch: LoneWatch<C.Instant>?
         let connections = self.connections
         let window = raceWindow
@@ -56,17 +55,15 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             let range = update.range
             claim.state?.add(range)
             let now = clock.now
-            if watch == nil { raceBytes += range.count }
             if let rate = judge.verdict(worker: update.worker, bytes: range.count, at: now) {
                 plan.retire(allBut: update.worker, of: connections)
                 events(.fact(.oneConnection(reason: .notLimited(bytesPerSecond: rate))))
-                let together = Double(raceBytes) / Swift.max(origin.duration(to: now).seconds, 0.001)
-                watch = LoneWatch(window: window, raceRate: together, from: now)
+                watch = LoneWatch(window: window, raceRate: judge.rateTogether(at: now), from: now)
             } else if let slowed = watch?.slowed(bytes: range.count, at: now), plan.recall() > 0 {
                 events(.fact(.splitAgain(connections: connections, bytesPerSecond: slowed)))
             }
             let completed = Self.bytes(in: claim)
-            meter.record(bytes: completed, at: origin.duration(to: clock.now).seconds)
+            meter.record(bytes: completed, at: origin.duration(to: now).seconds)
             return (progress: DownloadProgress(completed: completed, batchBytes: range.count, total: total,
                                                bytesPerSecond: meter.bytesPerSecond), adding: nil)
         }
@@ -181,6 +178,11 @@ struct RaceJudge<Instant: InstantProtocol> where Instant.Duration == Duration {
         self.earlyBytes = earlyBytes
         self.workers = workers
         self.start = start
+    }
+
+    /// What all the connections brought together per second, from the start to `now`.
+    func rateTogether(at now: Instant) -> Double {
+        Double(bytes.values.reduce(0, +)) / Swift.max(start.duration(to: now).seconds, 0.001)
     }
 
     mutating func verdict(worker: Int, bytes count: Int64, at now: Instant) -> Double? {
