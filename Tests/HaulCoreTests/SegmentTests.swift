@@ -135,10 +135,13 @@ import Testing
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // A 1 MiB probe, then its connection's next range and three more connections.
             #expect(server.stats.rangeRequests >= 5)
-            // Every request asks for an exact range: only a split at the tail sends bytes twice, those the cut
-            // connection's socket buffers already held (megabytes on loopback when the consumer is slow, as
-            // under TSan: 3.75 MiB once), never a whole segment (5 MiB) again.
-            #expect(server.stats.bodyBytesSent < (20 << 20) + (5 << 20), "\(facts)")
+            // Every request asks for an exact range, so no byte is asked for twice but by a split at the tail:
+            // the cut connection stops at the new end. What the server had already sent past it, in that
+            // connection's socket buffers, is sent again; that depends on how far behind the consumer is (up
+            // to the kernel's receive buffer: 3.75 MiB, then 8.6 MiB of 20 under TSan on a busy machine), so
+            // the bound on bytes sent only rules out the whole file twice.
+            #expect(server.stats.openRangeRequests == 0)
+            #expect(server.stats.bodyBytesSent < 2 * (20 << 20), "\(facts)")
             #expect(dir.listing() == ["medium.bin"])
         }
     }
@@ -154,7 +157,10 @@ import Testing
             #expect(throws: Never.self) { try result.get() }
             #expect(facts.contains { $0.retry?.attempt == 1 })
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
-            #expect(Double(server.stats.bodyBytesSent) <= 1.3 * Double(20 << 20))
+            // The resumed segments ask for exact ranges (their starts: where each connection stopped); bytes
+            // sent twice are only what the dropped connections' buffers held (as above).
+            #expect(server.stats.openRangeRequests == 0)
+            #expect(server.stats.bodyBytesSent < 2 * (20 << 20))
         }
     }
 

@@ -121,6 +121,11 @@ struct DownloadTests {
             _ = try await RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=0-99"])
             _ = try await RawHTTPClient.fetch("HEAD", from: server, downloadTarget("tiny.bin"))
             #expect(server.stats == SampleServerStats(requests: 3, bodyBytesSent: (1 << 20) + 100, rangeRequests: 1))
+            // Ranges a client cannot bound: from an offset to the end, and a suffix.
+            _ = try await RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=100-"])
+            _ = try await RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=-10"])
+            #expect(server.stats.rangeRequests == 3)
+            #expect(server.stats.openRangeRequests == 2)
             server.resetStats()
             #expect(server.stats == SampleServerStats())
         }

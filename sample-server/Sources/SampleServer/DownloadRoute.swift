@@ -18,7 +18,7 @@ struct DownloadRoute: Sendable {
     private func answer(_ request: Request, channel: any Channel) -> Response {
         let name = request.uri.query.flatMap { $0.removingPercentEncoding } ?? ""
         let rangeHeader = request.headers[.range]
-        let (faults, rate) = controller.admit(name: name, hasRange: rangeHeader != nil)
+        let (faults, rate) = controller.admit(name: name, range: rangeHeader)
         let method = request.method.rawValue
         guard let file = catalog.file(named: name) else {
             log.write("\(method) \(name.debugDescription) -> 404")

@@ -63,7 +63,8 @@ public final class SampleServer: Sendable {
         router.get("/stats") { _, _ in
             let stats = controller.stats
             return "{\"requests\": \(stats.requests), \"bodyBytesSent\": \(stats.bodyBytesSent), "
-                + "\"rangeRequests\": \(stats.rangeRequests), \"bodiesStreaming\": \(stats.bodiesStreaming)}\n"
+                + "\"rangeRequests\": \(stats.rangeRequests), \"openRangeRequests\": \(stats.openRangeRequests), "
+                + "\"bodiesStreaming\": \(stats.bodiesStreaming)}\n"
         }
 
         let (boundPorts, boundPortSink) = AsyncStream.makeStream(of: Int.self)

@@ -6,6 +6,9 @@ public struct SampleServerStats: Sendable, Equatable {
     public var bodyBytesSent: Int
     /// Download requests that carried a `Range` header.
     public var rangeRequests: Int
+    /// Of those, the ranges with no last byte (`bytes=N-`, or a suffix `bytes=-N`): the ones a client cannot
+    /// bound, so a client that splits a file exactly asks for none of them past its first.
+    public var openRangeRequests: Int
     /// Response bodies being streamed now: 0 once every body has ended (sent, or cut by a client gone), so
     /// `bodyBytesSent` no longer moves.
     public var bodiesStreaming: Int
@@ -14,8 +17,9 @@ public struct SampleServerStats: Sendable, Equatable {
     public var throttleWaits: Int
 
     /// All counters at zero.
-    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, bodiesStreaming: Int = 0,
-                throttleWaits: Int = 0) {
+    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, openRangeRequests: Int = 0,
+                bodiesStreaming: Int = 0, throttleWaits: Int = 0) {
+        self.openRangeRequests = openRangeRequests
         self.bodiesStreaming = bodiesStreaming
         self.throttleWaits = throttleWaits
         self.requests = requests

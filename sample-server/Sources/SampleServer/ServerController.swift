@@ -48,16 +48,17 @@ final class ServerController: Sendable {
 
     func resetStats() {
         // The bodies under way are not history.
-        state.withLockedValue { $0.stats = SampleServerStats(requests: 0, bodyBytesSent: 0, rangeRequests: 0,
-                                                             bodiesStreaming: $0.stats.bodiesStreaming) }
+        state.withLockedValue { $0.stats = SampleServerStats(bodiesStreaming: $0.stats.bodiesStreaming) }
     }
 
     /// Counts a download request and returns the faults and rate that govern it.
-    func admit(name: String, hasRange: Bool) -> (faults: SampleServerFaults, rate: Int?) {
+    func admit(name: String, range: String?) -> (faults: SampleServerFaults, rate: Int?) {
         state.withLockedValue {
             $0.stats.requests += 1
-            if hasRange {
+            if let range {
                 $0.stats.rangeRequests += 1
+                let spec = range.drop { $0 != "=" }.dropFirst().filter { $0 != " " }
+                if spec.hasPrefix("-") || spec.hasSuffix("-") { $0.stats.openRangeRequests += 1 }
             }
             return ($0.faults.applies(to: name) ? $0.faults : SampleServerFaults(), $0.rate)
         }
