@@ -19,6 +19,9 @@ package struct FullScreenOptions: Sendable {
     /// How `v` draws pictures: an image protocol, symbols (24-bit colour where the terminal has it), or
     /// `none`, which turns `v` off.
     package var pictures = PictureMode.symbols
+    /// The command line's transfer options (timeouts, CA certificates, proxy, credentials...): the files
+    /// view's listing requests go out with them too.
+    package var transfer = TransferOptions()
 
     package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -53,7 +56,7 @@ package enum FullScreen {
         state.defaultSegments = max(1, options.segments)
         state.multiPartSegments = options.segments > 1 ? options.segments : 4
         let loop = AppLoop(manager: manager, screen: try NcursesTerminal(), clock: ContinuousClock(),
-                           makeJob: options.makeJob)
+                           files: .curl(options.transfer), makeJob: options.makeJob)
         return try await loop.run(state, urls: options.urls)
     }
 }

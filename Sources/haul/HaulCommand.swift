@@ -302,9 +302,8 @@ struct HaulCommand: ParsableCommand {
     /// `--limit-rate`, shared by all transfers together.
     var overallRate: Int64? { limitRate.flatMap(RateLimit.parse) }
 
-    /// The downloads this command line asks for, in order. With `absolute`, the output directory is made
-    /// absolute against the current one (for the service, whose current directory is not the client's).
-    func downloads(extra: [InputEntry], absolute: Bool = false) -> [DownloadJob] {
+    /// The options every transfer of this command line gets: its downloads', and the files view's listing.
+    var transferOptions: TransferOptions {
         var options = TransferOptions()
         options.stallTimeout = timeout
         options.connectTimeout = connectTimeout
@@ -326,6 +325,13 @@ struct HaulCommand: ParsableCommand {
         options.cookieFile = loadCookies.map(FilePath.absolute)
         options.cookieJar = saveCookies.map(FilePath.absolute)
         options.maxReceiveRate = maxDownloadLimit.flatMap(RateLimit.parse)
+        return options
+    }
+
+    /// The downloads this command line asks for, in order. With `absolute`, the output directory is made
+    /// absolute against the current one (for the service, whose current directory is not the client's).
+    func downloads(extra: [InputEntry], absolute: Bool = false) -> [DownloadJob] {
+        let options = transferOptions
         let policy: ExistingFilePolicy = overwrite ? .overwrite : (skipExisting ? .skip : .rename)
         // `validate` has refused an `-O` that `placement` throws for.
         let placed = output.flatMap { try? Self.placement(output: $0, outputDirectory: outputDirectory) }

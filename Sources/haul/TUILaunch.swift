@@ -56,6 +56,7 @@ enum TUILaunch {
         if let rate = command.overallRate { await control.setOverallLimit(rate) }
         var screen = options
         screen.notify = !command.noNotify
+        screen.transfer = command.transferOptions
         screen.pictures = command.pictures ?? PictureMode.detect(environment: ProcessInfo.processInfo.environment)
         let code: Int32?
         do {

@@ -10,21 +10,26 @@ struct FilesClient: Sendable {
     /// Bodies larger than this are refused: a listing is small.
     static let maximumBody = 8 << 20
 
-    static let curl = curl(connectTimeout: 10, stallTimeout: 15)
+    /// With every option at its default.
+    static let curl = curl(TransferOptions())
 
-    /// GETs through the curl driver, giving up on a connect that takes longer than `connectTimeout` seconds
-    /// or a body with no byte for `stallTimeout` seconds. (The tests stretch both as they stretch every
-    /// deadline: their in-process server shares two cores with the whole suite.)
-    static func curl(connectTimeout: Double, stallTimeout: Double) -> FilesClient {
-        FilesClient { url in
-            try await fetch(url, connectTimeout: connectTimeout, stallTimeout: stallTimeout)
-        }
+    /// GETs through the curl driver with the command line's transfer options: its timeouts (a connect that
+    /// takes longer than `connectTimeout` seconds, a body with no byte for `stallTimeout`), and its CA
+    /// certificates, proxy, credentials and the rest, as every download of that command line gets them.
+    static func curl(_ options: TransferOptions) -> FilesClient {
+        FilesClient { url in try await fetch(url, options: options) }
     }
 
-    private static func fetch(_ url: String, connectTimeout: Double, stallTimeout: Double) async throws -> [UInt8] {
+    /// The defaults with these timeouts. (The tests stretch both as they stretch every deadline: their
+    /// in-process server shares two cores with the whole suite.)
+    static func curl(connectTimeout: Double, stallTimeout: Double) -> FilesClient {
         var options = TransferOptions()
         options.connectTimeout = connectTimeout
         options.stallTimeout = stallTimeout
+        return curl(options)
+    }
+
+    private static func fetch(_ url: String, options: TransferOptions) async throws -> [UInt8] {
         let transfer = CurlDriver.shared.start(HTTPRequest(url: url, options: options))
         let head = try await transfer.head()
         guard (200..<300).contains(head.status) else {
