@@ -17,12 +17,45 @@ public final class ServiceHome: Sendable {
     public var socket: String { path + "/haul.sock" }
 
     deinit {
-        let stop = Process()
-        stop.executableURL = URL(fileURLWithPath: HaulProcess.binary)
-        stop.arguments = ["service", "stop", "--no-config"]
-        stop.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        stop.standardOutput = FileHandle.nullDevice
-        stop.standardError = FileHandle.nullDevice
-        if (try? stop.run()) != nil { stop.waitUntilExit() }
+        // On a thread of its own, not the releasing one: that is usually one of the two threads of Swift's
+        // cooperative pool, and under the sanitizer `haul service stop` takes over a second even with no
+        // service to stop, which stalled every other test of the suite meanwhile (about 45 homes in a run).
+        // The thread holds the directory until the service is down; the process waits for every such stop
+        // before it exits (`ServiceStops`), so no service outlives the test run.
+        let directory = self.directory
+        let environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
+        ServiceStops.shared.run {
+            let stop = Process()
+            stop.executableURL = URL(fileURLWithPath: HaulProcess.binary)
+            stop.arguments = ["service", "stop", "--no-config"]
+            stop.environment = environment
+            stop.standardOutput = FileHandle.nullDevice
+            stop.standardError = FileHandle.nullDevice
+            if (try? stop.run()) != nil { stop.waitUntilExit() }
+            withExtendedLifetime(directory) {}
+        }
+    }
+}
+
+/// The `haul service stop`s under way, each on a thread of its own; the test process waits for them at exit.
+final class ServiceStops: Sendable {
+    static let shared = ServiceStops()
+
+    private let group = DispatchGroup()
+
+    private init() {
+        atexit { ServiceStops.shared.waitForAll() }
+    }
+
+    func run(_ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread.detachNewThread { [group] in
+            body()
+            group.leave()
+        }
+    }
+
+    func waitForAll() {
+        group.wait()
     }
 }
