@@ -102,9 +102,11 @@ struct LineSplitter {
             lineNumber += 1
         }
         guard !line.isEmpty, !line.hasPrefix("#") else { return nil }
-        // An indented URL (`://` before any `=`) is still a URL, as it was before options existed.
-        let scheme = line.range(of: "://")?.lowerBound
-        let equals = line.firstIndex(of: "=")
+        // An indented URL (`://` before any `=`) is still a URL, as it was before options existed. (Looked
+        // for in the UTF-8 bytes, not by Character: a list of 1000 URLs took 10 ms to read that way.)
+        let bytes = line.utf8
+        let scheme = bytes.indices.first { bytes[$0...].starts(with: "://".utf8) }
+        let equals = bytes.firstIndex(of: UInt8(ascii: "="))
         let looksLikeURL = scheme != nil && (equals == nil || scheme! < equals!)
         if indented && !looksLikeURL {
             guard !entries.isEmpty else {
@@ -118,7 +120,7 @@ struct LineSplitter {
             return nil
         }
         // aria2 puts a download's mirrors on its line after tabs: the first is the URL.
-        let url = line.split(separator: "\t", maxSplits: 1).first.map(String.init) ?? String(line)
+        let url = String(line[..<(bytes.firstIndex(of: UInt8(ascii: "\t")) ?? line.endIndex)])
         entries.append(InputEntry(url: url))
         return nil
     }
