@@ -4,7 +4,7 @@ SWIFT ?= swift
 # sample-server tests download with; tmux runs the TUI end-to-end tests; GNU time measures peak memory;
 # libsqlite3-dev is the SQLite that GRDB (the service's store) links; openssl makes the tests' certificate
 # authorities, tinyproxy is the proxy the --proxy tests go through and nginx the HTTPS server with HTTP/2.
-APT_PACKAGES := libcurl4-openssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light
+APT_PACKAGES := libcurl4-openssl-dev libssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light
 TSAN_SCRATCH := .build-tsan
 # The real aria2 clients the aria2 JSON-RPC tests drive (from PyPI, pinned), in a venv of their own.
 VENV := .build-venv

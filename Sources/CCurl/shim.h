@@ -1,6 +1,7 @@
 #ifndef HAUL_CCURL_SHIM_H
 #define HAUL_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call.
 // These typed wrappers, one per argument type, stand in for them
@@ -22,6 +23,12 @@ static inline CURLcode haul_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { re
 static inline CURLcode haul_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode haul_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode haul_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+
+// OpenSSL (libcurl's TLS) frees its global locks and tables in an atexit handler. The curl thread is not
+// stopped before exit, so a handshake under way there (a CA file being read) would use them after they are
+// freed: a crash on quit, seen under ThreadSanitizer. Asked for before OpenSSL's first use, the process
+// exits with them in place. Returns 1 on success.
+static inline int haul_openssl_keep_at_exit(void) { return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL); }
 
 static inline CURLMcode haul_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 

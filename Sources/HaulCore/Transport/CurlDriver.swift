@@ -47,6 +47,8 @@ package final class CurlDriver: Sendable {
 
     private static let globalInit: Void = {
         useUTF8CharacterType()
+        // Before curl's init, which is OpenSSL's first: no cleanup at exit under a handshake still running.
+        _ = haul_openssl_keep_at_exit()
         curl_global_init(Int(CURL_GLOBAL_ALL))
     }()
 
