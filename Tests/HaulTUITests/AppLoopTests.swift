@@ -28,8 +28,10 @@ import TestSupport
         let path = directory.path
         // The listing's timeouts stretch as every deadline does: the in-process server shares two cores with
         // the whole suite (under the sanitizer one CI run saw no listing in 200 s after the 15 s stall).
-        let files = FilesClient.curl(connectTimeout: TestEnvironment.bound(.seconds(10)).seconds,
-                                     stallTimeout: TestEnvironment.bound(.seconds(15)).seconds)
+        var options = TransferOptions()
+        options.connectTimeout = TestEnvironment.bound(.seconds(10)).seconds
+        options.stallTimeout = TestEnvironment.bound(.seconds(15)).seconds
+        let files = FilesClient.curl(options)
         let loop = AppLoop(manager: manager, screen: screen, clock: clock, files: files, frameInterval: .zero) { url, segments in
             var job = DownloadJob(url: url, outputDirectory: path)
             job.segments = segments

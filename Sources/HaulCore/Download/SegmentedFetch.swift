@@ -113,7 +113,9 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             try await receive(first.transfer, worker: worker, start: first.range.start, plan: plan, part: part,
                               updates: updates)
         }
-        while true {
+        // When nothing is left to claim, a worker the race sent home waits (with no connection) in case the
+        // one that went on turns out to be limited after all.
+        repeat {
             while let range = plan.claim(for: worker) {
                 var ask = request
                 ask.range = (range.start, range.end - 1)
@@ -127,10 +129,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                 try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
                                   updates: updates)
             }
-            // Nothing left to claim. Sent home by the race: wait (with no connection) in case the one that went
-            // on turns out to be limited after all.
-            guard await plan.waitForRecall(worker) else { return }
-        }
+        } while await plan.waitForRecall(worker)
     }
 
     /// Writes a range's body from `start` up to where the plan says this worker stops.

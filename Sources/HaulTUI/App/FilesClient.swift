@@ -20,15 +20,6 @@ struct FilesClient: Sendable {
         FilesClient { url in try await fetch(url, options: options) }
     }
 
-    /// The defaults with these timeouts. (The tests stretch both as they stretch every deadline: their
-    /// in-process server shares two cores with the whole suite.)
-    static func curl(connectTimeout: Double, stallTimeout: Double) -> FilesClient {
-        var options = TransferOptions()
-        options.connectTimeout = connectTimeout
-        options.stallTimeout = stallTimeout
-        return curl(options)
-    }
-
     private static func fetch(_ url: String, options: TransferOptions) async throws -> [UInt8] {
         let transfer = CurlDriver.shared.start(HTTPRequest(url: url, options: options))
         let head = try await transfer.head()
