@@ -141,19 +141,19 @@ final class SegmentPlan: Sendable {
     }
 
     /// Brings the retired workers back (a connection that went on alone turned out to be limited after all):
-    /// they claim ranges again, the unfetched ones first, then halves of the largest. Returns how many came
-    /// back (none when the download is over).
+    /// they claim ranges again, the unfetched ones first, then halves of the largest. Returns how many come
+    /// back: those waiting, and those still on their way to wait (none when the download is over).
     @discardableResult
     func recall() -> Int {
-        let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
-            guard !state.over else { return [] }
+        let (waiters, onTheirWay) = state.withLockedValue { state -> ([CheckedContinuation<Bool, Never>], Int) in
+            guard !state.over else { return ([], 0) }
             state.recalled = state.retired.subtracting(state.parked.keys)
             state.retired = []
             defer { state.parked = [:] }
-            return Array(state.parked.values)
+            return (Array(state.parked.values), state.recalled.count)
         }
         for waiter in waiters { waiter.resume(returning: true) }
-        return waiters.count
+        return waiters.count + onTheirWay
     }
 
     /// `worker` has stopped for good (nothing left, or it failed). When no worker that could still fetch is
