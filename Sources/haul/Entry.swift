@@ -31,6 +31,10 @@ enum Entry {
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             exit(await SessionCommands.run(arguments, config: config))
         }
+        // Downloads or the screen from here on, and both need curl. Parsing the command line takes a few
+        // milliseconds (the runtime's first conformance lookups); the other core starts curl meanwhile
+        // (OpenSSL's init, the multi handle, its thread) instead of after it.
+        DispatchQueue.global().async { _ = CurlDriver.shared }
         // `haul` alone or `haul attach` on a terminal: the TUI, attached to the service's queue.
         let attaching = arguments.isEmpty || arguments == ["attach"]
         let command: HaulCommand
