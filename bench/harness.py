@@ -327,16 +327,22 @@ class Shaper:
     second from the server (a per-connection limit a network applies, which HTTP/2's multiplexing shares
     among all the requests on a connection)."""
 
-    def __init__(self, target_port: int, rate: int):
+    def __init__(self, target_port: int, rate: int | None = None, delay: float = 0, window: int = 0):
+        """`rate`: bytes per second per connection (None: no limit); `delay`: one-way seconds each direction,
+        with at most `window` bytes in flight per direction (a long path: see bench/shaper.py)."""
         self.target_port = target_port
         self.rate = rate
+        self.delay = delay
+        self.window = window
         self.process: subprocess.Popen | None = None
         self.port = 0
 
     def start(self) -> None:
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shaper.py")
+        shaping = (["--rate", str(self.rate)] if self.rate else []) + (
+            ["--delay", str(self.delay), "--window", str(self.window)] if self.delay else [])
         self.process = subprocess.Popen([sys.executable, script, "--to", f"127.0.0.1:{self.target_port}",
-                                         "--rate", str(self.rate)], stdin=subprocess.DEVNULL,
+                                         *shaping], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, text=True, start_new_session=True)
         line = self.process.stdout.readline()
         match = re.search(r"127\.0\.0\.1:(\d+)", line)

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""A TCP proxy that shapes each connection on its own: what the server sends reaches the client at no more
-than RATE bytes per second per TCP connection (a token bucket per connection, 10 ms of burst), as a
-per-connection limit in a network or a server does. What the client sends passes unshaped.
+"""A TCP proxy that shapes each connection on its own, as a network or a server does:
 
-    bench/shaper.py --listen PORT --to HOST:PORT --rate BYTES_PER_SECOND
+- `--rate`: what the server sends reaches the client at no more than RATE bytes per second per TCP
+  connection (a token bucket per connection, 10 ms of burst). What the client sends passes unshaped.
+- `--delay`: a long path. Every byte, either way, arrives DELAY seconds after it was sent (a round trip
+  of twice that), a connection carries bytes only a round trip after it was accepted (the TCP handshake),
+  and at most WINDOW bytes a direction are in flight, counted until their acknowledgement would be back a
+  round trip later: one connection moves at most WINDOW per round trip, as TCP's window allows.
+
+    bench/shaper.py --listen PORT --to HOST:PORT [--rate BYTES_PER_SECOND] [--delay SECONDS --window BYTES]
 
 It says `listening on 127.0.0.1:PORT` on its first line once it accepts connections, and runs until
 SIGTERM. It does not look into the bytes, so TLS and HTTP/2 pass through it: with HTTP/2, every request a
@@ -58,15 +63,69 @@ async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucke
             pass
 
 
+async def delayed_pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: Bucket | None,
+                       chunk: int, delay: float, window: int) -> None:
+    """`pump` through a delay line: each piece is written `delay` after it was read, and reading waits while
+    `window` bytes are in flight (read less than two delays ago)."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Queue = asyncio.Queue()
+    in_flight = 0
+    room = asyncio.Event()
+    room.set()
+
+    def acknowledged(n: int) -> None:
+        nonlocal in_flight
+        in_flight -= n
+        room.set()
+
+    async def deliver() -> None:
+        try:
+            while (item := await line.get()) is not None:
+                due, data = item
+                if (wait := due - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    delivering = asyncio.ensure_future(deliver())
+    try:
+        while True:
+            while in_flight >= window:
+                room.clear()
+                await room.wait()
+            data = await reader.read(min(chunk, window - in_flight))
+            if not data:
+                break
+            if bucket:
+                await bucket.take(len(data))
+            in_flight += len(data)
+            loop.call_later(2 * delay, acknowledged, len(data))
+            line.put_nowait((loop.time() + delay, data))
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        line.put_nowait(None)
+        await delivering
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--listen", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
     parser.add_argument("--to", required=True, help="HOST:PORT of the server")
-    parser.add_argument("--rate", type=float, required=True, help="bytes per second per connection")
+    parser.add_argument("--rate", type=float, help="bytes per second per connection (default: no limit)")
+    parser.add_argument("--delay", type=float, default=0, help="one-way delay in seconds, each direction")
+    parser.add_argument("--window", type=int, default=1 << 20, help="bytes in flight per direction (with --delay)")
     args = parser.parse_args()
     host, port = args.to.rsplit(":", 1)
     # Pieces of 10 ms at the rate: smooth enough for the rates measured here, few wake-ups.
-    chunk = max(4096, int(args.rate / 100))
+    chunk = max(4096, int(args.rate / 100)) if args.rate else 65536
 
     async def serve(client_reader, client_writer):
         try:
@@ -74,9 +133,15 @@ async def main() -> None:
         except OSError:
             client_writer.close()
             return
-        down = Bucket(args.rate, chunk)
-        await asyncio.gather(pump(client_reader, server_writer, None, 65536),
-                             pump(server_reader, client_writer, down, chunk))
+        down = Bucket(args.rate, chunk) if args.rate else None
+        if args.delay > 0:
+            # The handshake's round trip: the client's first bytes wait in the socket meanwhile.
+            await asyncio.sleep(2 * args.delay)
+            await asyncio.gather(delayed_pump(client_reader, server_writer, None, 65536, args.delay, args.window),
+                                 delayed_pump(server_reader, client_writer, down, chunk, args.delay, args.window))
+        else:
+            await asyncio.gather(pump(client_reader, server_writer, None, 65536),
+                                 pump(server_reader, client_writer, down, chunk))
 
     server = await asyncio.start_server(serve, "127.0.0.1", args.listen, backlog=256)
     bound = server.sockets[0].getsockname()[1]
