@@ -43,15 +43,11 @@ class Bucket:
             await asyncio.sleep((n - self.tokens) / self.rate)
 
 
-async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: Bucket | None,
-               chunk: int) -> None:
+async def forward(writer: asyncio.StreamWriter, pieces) -> None:
+    """Writes each piece of the async iterator `pieces` as it comes, then closes `writer`; either side's
+    connection gone ends it."""
     try:
-        while True:
-            data = await reader.read(chunk)
-            if not data:
-                break
-            if bucket:
-                await bucket.take(len(data))
+        async for data in pieces:
             writer.write(data)
             await writer.drain()
     except (ConnectionError, asyncio.CancelledError):
@@ -61,6 +57,19 @@ async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucke
             writer.close()
         except Exception:
             pass
+
+
+async def shaped(reader: asyncio.StreamReader, bucket: Bucket | None, chunk: int):
+    """What `reader` brings, in pieces of at most `chunk` bytes, each once `bucket` allows it."""
+    while data := await reader.read(chunk):
+        if bucket:
+            await bucket.take(len(data))
+        yield data
+
+
+async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: Bucket | None,
+               chunk: int) -> None:
+    await forward(writer, shaped(reader, bucket, chunk))
 
 
 async def delayed_pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: Bucket | None,
@@ -78,23 +87,14 @@ async def delayed_pump(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
         in_flight -= n
         room.set()
 
-    async def deliver() -> None:
-        try:
-            while (item := await line.get()) is not None:
-                due, data = item
-                if (wait := due - loop.time()) > 0:
-                    await asyncio.sleep(wait)
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            try:
-                writer.close()
-            except Exception:
-                pass
+    async def due():
+        while (item := await line.get()) is not None:
+            arrival, data = item
+            if (wait := arrival - loop.time()) > 0:
+                await asyncio.sleep(wait)
+            yield data
 
-    delivering = asyncio.ensure_future(deliver())
+    delivering = asyncio.ensure_future(forward(writer, due()))
     try:
         while True:
             while in_flight >= window:
