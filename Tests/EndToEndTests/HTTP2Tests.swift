@@ -24,11 +24,15 @@ import TestSupport
                                                    nginx.url("big.bin")], in: dir.path)
         #expect(segmented.status == 0, "\(segmented.stderr)")
         #expect(try FileDigest.hex(of: dir.file("a/big.bin")) == FileDigest.hex(of: nginx.root + "/big.bin"))
-        let ranges = nginx.requests().filter { $0.path == "/big.bin" }
+        let ranges = nginx.requests().filter { $0.path == "/big.bin" && $0.method == "GET" }
         // Four at once (nginx limits each connection to 2 MiB/s here, so all four pay); a fifth when a segment
         // that stopped mid-response (its connection cannot be reused) goes on with a range taken from another.
         #expect(Set(ranges.map(\.connection)).count >= 4, "\(ranges)")
         #expect(ranges.allSatisfy { $0.protocolVersion == "HTTP/1.1" && $0.status == 206 }, "\(ranges)")
+        // The other three connections opened beside the probe, as HEAD requests over HTTP/1.1 (for the segments
+        // to take over from curl's cache).
+        let ahead = nginx.requests().filter { $0.path == "/big.bin" && $0.method == "HEAD" }
+        #expect(ahead.count == 3 && ahead.allSatisfy { $0.protocolVersion == "HTTP/1.1" }, "\(ahead)")
 
         let smallURLs = (0..<16).map { nginx.url("s\($0).bin") }
         let small = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-j", "8", "-o", "b"]
@@ -48,8 +52,9 @@ final class Nginx: Sendable {
         let connection: Int
         let status: Int
         let protocolVersion: String
+        let method: String
         let path: String
-        var description: String { "#\(connection) \(protocolVersion) \(status) \(path)" }
+        var description: String { "#\(connection) \(protocolVersion) \(method) \(status) \(path)" }
     }
 
     let port: Int
@@ -82,7 +87,7 @@ final class Nginx: Sendable {
             error_log \(dir)/error.log warn;
             events { worker_connections 256; }
             http {
-              log_format haul '$connection $status $server_protocol $uri';
+              log_format haul '$connection $status $server_protocol $request_method $uri';
               access_log \(dir)/access.log haul;
               client_body_temp_path \(dir); proxy_temp_path \(dir); fastcgi_temp_path \(dir);
               uwsgi_temp_path \(dir); scgi_temp_path \(dir);
@@ -121,8 +126,9 @@ final class Nginx: Sendable {
         let text = (try? String(contentsOfFile: dir + "/access.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ").map(String.init)
-            guard fields.count == 4, let connection = Int(fields[0]), let status = Int(fields[1]) else { return nil }
-            return Request(connection: connection, status: status, protocolVersion: fields[2], path: fields[3])
+            guard fields.count == 5, let connection = Int(fields[0]), let status = Int(fields[1]) else { return nil }
+            return Request(connection: connection, status: status, protocolVersion: fields[2], method: fields[3],
+                           path: fields[4])
         }
     }
 

@@ -207,7 +207,26 @@ import Testing
         try await withSampleServer { (server) async throws in
             let (result, _) = await runQuickly(DownloadJob.sample(server, "small.bin", dir, segments: 8))
             #expect(try result.get().bytes == 1 << 20)
-            #expect(server.stats.requests == 1)  // the 1 MiB probe was the whole file
+            #expect(server.stats.getRequests == 1)  // the 1 MiB probe was the whole file
+        }
+    }
+
+    /// The other connections open while the probe asks for the size: HEAD requests on connections of their
+    /// own, sent with it, whose connections the segments then take from curl's cache. Once per origin: the
+    /// next download there finds the connections the first one left.
+    @Test func theOtherConnectionsOpenBesideTheProbeOncePerOrigin() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let (first, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            #expect(throws: Never.self) { try first.get() }
+            #expect(facts.first == .split(connections: 4), "\(facts)")
+            #expect(server.stats.headRequests == 3)
+            var again = DownloadJob.sample(server, "medium.bin", dir, segments: 4)
+            again.outputName = "again.bin"
+            let (second, _) = await runQuickly(again)
+            #expect(throws: Never.self) { try second.get() }
+            #expect(server.stats.headRequests == 3, "the second download found the first one's connections")
+            #expect(try FileDigest.hex(of: dir.file("again.bin")) == expectedSHA256("medium.bin"))
         }
     }
 
@@ -221,7 +240,7 @@ import Testing
             // A task of its own, so that stopping the download does not cancel the test itself.
             let (result, facts) = await Task {
                 await Downloader().runCollectingFacts(DownloadJob.sample(server, "medium.bin", dir, segments: 4)) { progress in
-                    guard seen.withLockedValue({ $0 }) == nil, server.stats.requests >= 4 else { return }
+                    guard seen.withLockedValue({ $0 }) == nil, server.stats.getRequests >= 4 else { return }
                     seen.withLockedValue { $0 = progress.completed }
                     withUnsafeCurrentTask { $0?.cancel() }  // seen enough: stop here
                 }

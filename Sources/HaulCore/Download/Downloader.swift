@@ -79,6 +79,13 @@ package struct Downloader: Sendable {
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
+        // -s N: the other connections open while the probe asks for the size, not after its answer. Not with
+        // --http2, whose connections are never reused (each segment's is fresh).
+        if job.segments > 1, job.transfer.httpVersion != .http2 {
+            var request = HTTPRequest(url: job.url, options: job.transfer)
+            request.headers = job.headers
+            driver.openAhead(request, connections: job.segments - 1)
+        }
         var machine = DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy)
         var transfer: Transfer?
         defer { transfer?.cancel() }

@@ -1,4 +1,5 @@
 import CCurl
+import CLinux
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -13,6 +14,7 @@ package final class CurlDriver: Sendable {
 
     enum Command {
         case add(TransferCore)
+        case openAhead(HTTPRequest, connections: Int)
         case unpause(TransferCore)
         case remove(TransferCore)
         case overallRate(Int64?)
@@ -40,8 +42,12 @@ package final class CurlDriver: Sendable {
         self.observer = observer
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         multi = MultiHandle(pointer: pointer)
-        let thread = Thread { [self] in DriverLoop(multi: multi.pointer, driver: self).run() }
-        thread.name = "haul-curl"
+        // Named from inside: `Thread.name` set before `start()` never reached the kernel, so the thread showed
+        // its creator's name in top and perf (a dispatch worker's, since `Entry.main` starts the driver there).
+        let thread = Thread { [self] in
+            haul_name_thread("haul-curl")
+            DriverLoop(multi: multi.pointer, driver: self).run()
+        }
         thread.start()
     }
 
@@ -91,6 +97,31 @@ package final class CurlDriver: Sendable {
                                 activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
         post(.add(core))
         return Transfer(core: core)
+    }
+
+    /// Opens `connections` connections to `request`'s origin ahead of need, beside a probe that is about to
+    /// learn the size of a file to split (`-s N`): HEAD requests on connections of their own, whose answers
+    /// nobody reads. Once answered, their connections wait idle in the multi handle's cache, where the
+    /// segments started after the probe's answer take them: the other connections' handshakes happen during
+    /// the probe's round trip instead of after it (two round trips saved on a long path).
+    ///
+    /// Once per origin while its connections may still be cached (`aheadMemory`): a later download finds the
+    /// ones its predecessor left, and a list of files split from one host costs a few requests, not a few per file.
+    package func openAhead(_ request: HTTPRequest, connections: Int) {
+        guard connections > 0 else { return }
+        post(.openAhead(request, connections: connections))
+    }
+
+    /// How long an origin's connections opened ahead are remembered: libcurl's default `CURLOPT_MAXAGE_CONN`,
+    /// past which an idle connection is not reused.
+    static let aheadMemory: Duration = .seconds(118)
+
+    /// The scheme, authority and proxy of a request: what decides whether a cached connection serves it.
+    static func origin(of request: HTTPRequest) -> String {
+        let url = request.url
+        let start = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+        let end = url[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
+        return url[..<end].lowercased() + " " + (request.options.proxy ?? "")
     }
 
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
@@ -146,11 +177,14 @@ private final class CurlHandle {
     var headSeen = false
     /// The receive cap last given to curl (0: none).
     var appliedRate: Int64 = 0
+    /// A HEAD that only opens a connection ahead of need (`CurlDriver.openAhead`): no body, no share of a cap.
+    let ahead: Bool
 
-    init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?) {
+    init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?, ahead: Bool) {
         self.core = core
         self.easy = easy
         self.observer = observer
+        self.ahead = ahead
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         lastActivity = core.activityClock.time(at: .now)
@@ -227,6 +261,8 @@ private final class DriverLoop {
     var byTransfer: [ObjectIdentifier: CurlHandle] = [:]
     var shuttingDown = false
     var overallRate: Int64?
+    /// When connections were last opened ahead to each origin (`CurlDriver.openAhead`).
+    var openedAhead: [String: ContinuousClock.Instant] = [:]
 
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
@@ -258,6 +294,8 @@ private final class DriverLoop {
         switch command {
         case .add(let core):
             add(core)
+        case .openAhead(let request, let count):
+            openAhead(request, connections: count)
         case .unpause(let core):
             if let handle = byTransfer[ObjectIdentifier(core)] {
                 handle.pausedForConsumer = false
@@ -278,14 +316,29 @@ private final class DriverLoop {
         }
     }
 
-    private func add(_ core: TransferCore) {
+    private func openAhead(_ request: HTTPRequest, connections: Int) {
+        let now = ContinuousClock.now
+        let origin = CurlDriver.origin(of: request)
+        if let last = openedAhead[origin], now - last < CurlDriver.aheadMemory { return }
+        openedAhead = openedAhead.filter { now - $0.value < CurlDriver.aheadMemory }
+        openedAhead[origin] = now
+        var head = HTTPRequest(url: request.url, method: .head, options: request.options)
+        head.headers = request.headers
+        head.ownConnection = true
+        for _ in 0..<connections {
+            add(TransferCore(request: head, driver: driver, highWatermark: driver.highWatermark,
+                             activityClock: ActivityClock(ContinuousClock())), ahead: true)
+        }
+    }
+
+    private func add(_ core: TransferCore, ahead: Bool = false) {
         guard let easy = curl_easy_init() else {
             core.finish(HaulError(.other, "out of memory starting a transfer"))
             core.markClosed()
             driver.observer?(ObjectIdentifier(core), .closed)
             return
         }
-        let handle = CurlHandle(core: core, easy: easy, observer: driver.observer)
+        let handle = CurlHandle(core: core, easy: easy, observer: driver.observer, ahead: ahead)
         let request = core.request
         let options = request.options
         let me = Unmanaged.passUnretained(handle).toOpaque()
@@ -386,13 +439,14 @@ private final class DriverLoop {
     /// Gives every transfer the lower of its caps: its share of the overall cap, and its share of its
     /// download's live cap (split over that download's running transfers) or else its own. 0 lifts the cap.
     private func rebalance() {
-        guard !handles.isEmpty else { return }
-        let overallShare = overallRate.map { Swift.max(1, $0 / Int64(handles.count)) } ?? .max
+        let receiving = handles.values.count { !$0.ahead }
+        guard receiving > 0 else { return }
+        let overallShare = overallRate.map { Swift.max(1, $0 / Int64(receiving)) } ?? .max
         var perDownload: [ObjectIdentifier: Int64] = [:]
         for handle in handles.values {
             if let limit = handle.core.limit { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
         }
-        for (easy, handle) in handles {
+        for (easy, handle) in handles where !handle.ahead {
             let core = handle.core
             var cap = overallShare
             if let limit = core.limit {

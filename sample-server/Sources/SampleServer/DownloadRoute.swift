@@ -18,13 +18,14 @@ struct DownloadRoute: Sendable {
     private func answer(_ request: Request, channel: any Channel) -> Response {
         let name = request.uri.query.flatMap { $0.removingPercentEncoding } ?? ""
         let rangeHeader = request.headers[.range]
-        let (faults, rate) = controller.admit(name: name, range: rangeHeader)
+        let head = request.method == .head
+        let (faults, rate) = controller.admit(name: name, range: rangeHeader, head: head)
         let method = request.method.rawValue
         guard let file = catalog.file(named: name) else {
             log.write("\(method) \(name.debugDescription) -> 404")
             return Response(status: .notFound, body: ResponseBody(byteBuffer: ByteBuffer(string: "no such file\n")))
         }
-        if controller.claimUnavailable(name: name) {
+        if controller.claimUnavailable(name: name, head: head) {
             log.write("\(method) \(name) -> 503 (fault), Retry-After: \(faults.retryAfterSeconds)")
             var headers = HTTPFields()
             headers[.retryAfter] = String(faults.retryAfterSeconds)

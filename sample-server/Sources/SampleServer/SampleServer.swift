@@ -62,7 +62,8 @@ public final class SampleServer: Sendable {
         // Not SuperStorage's: the counters, for benchmarks that run the server as a process (bench/crash).
         router.get("/stats") { _, _ in
             let stats = controller.stats
-            return "{\"requests\": \(stats.requests), \"bodyBytesSent\": \(stats.bodyBytesSent), "
+            return "{\"requests\": \(stats.requests), \"headRequests\": \(stats.headRequests), "
+                + "\"bodyBytesSent\": \(stats.bodyBytesSent), "
                 + "\"rangeRequests\": \(stats.rangeRequests), \"openRangeRequests\": \(stats.openRangeRequests), "
                 + "\"bodiesStreaming\": \(stats.bodiesStreaming)}\n"
         }

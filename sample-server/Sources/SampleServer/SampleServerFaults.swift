@@ -7,7 +7,8 @@ public struct SampleServerFaults: Sendable, Equatable {
     public var dropAfterBytes: Int?
     /// How many responses are dropped by ``dropAfterBytes``; `nil` drops every one.
     public var dropLimit: Int?
-    /// Answer `503 Service Unavailable` with `Retry-After` to the first this-many download requests (GET and HEAD).
+    /// Answer `503 Service Unavailable` with `Retry-After` to the first this-many GET download requests, and to
+    /// every HEAD until then (a HEAD does not count).
     public var unavailableCount: Int
     /// The `Retry-After` value, in seconds, sent with the 503 answers.
     public var retryAfterSeconds: Int

@@ -2,6 +2,8 @@
 public struct SampleServerStats: Sendable, Equatable {
     /// Download requests (GET and HEAD) received, whatever their answer.
     public var requests: Int
+    /// Of those, the HEAD requests (a client opening connections ahead asks with HEAD).
+    public var headRequests: Int
     /// Response body bytes handed to the sockets, over all download responses.
     public var bodyBytesSent: Int
     /// Download requests that carried a `Range` header.
@@ -16,9 +18,13 @@ public struct SampleServerStats: Sendable, Equatable {
     /// has paced anything; it does not move while no throttle is set.
     public var throttleWaits: Int
 
+    /// The GET requests: the ones that ask for bytes.
+    public var getRequests: Int { requests - headRequests }
+
     /// All counters at zero.
-    public init(requests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0, openRangeRequests: Int = 0,
-                bodiesStreaming: Int = 0, throttleWaits: Int = 0) {
+    public init(requests: Int = 0, headRequests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0,
+                openRangeRequests: Int = 0, bodiesStreaming: Int = 0, throttleWaits: Int = 0) {
+        self.headRequests = headRequests
         self.openRangeRequests = openRangeRequests
         self.bodiesStreaming = bodiesStreaming
         self.throttleWaits = throttleWaits

@@ -52,9 +52,10 @@ final class ServerController: Sendable {
     }
 
     /// Counts a download request and returns the faults and rate that govern it.
-    func admit(name: String, range: String?) -> (faults: SampleServerFaults, rate: Int?) {
+    func admit(name: String, range: String?, head: Bool) -> (faults: SampleServerFaults, rate: Int?) {
         state.withLockedValue {
             $0.stats.requests += 1
+            if head { $0.stats.headRequests += 1 }
             if let range {
                 $0.stats.rangeRequests += 1
                 let spec = range.drop { $0 != "=" }.dropFirst().filter { $0 != " " }
@@ -64,11 +65,13 @@ final class ServerController: Sendable {
         }
     }
 
-    /// Whether this request is one of the first `unavailableCount` for `name` and must get a 503.
-    func claimUnavailable(name: String) -> Bool {
+    /// Whether this request must get a 503: a GET that is one of the first `unavailableCount` for `name`, or a
+    /// HEAD while those last (it gets what a GET would, without using one up: a client that opens connections
+    /// ahead with HEAD requests meets the same fault as one that does not).
+    func claimUnavailable(name: String, head: Bool) -> Bool {
         state.withLockedValue {
             guard $0.faults.applies(to: name), $0.unavailableAnswered < $0.faults.unavailableCount else { return false }
-            $0.unavailableAnswered += 1
+            if !head { $0.unavailableAnswered += 1 }
             return true
         }
     }
