@@ -71,4 +71,22 @@ import Testing
         #expect(executor.threadCount >= count)
         #expect(executor.threadCount <= 16)
     }
+
+    /// A task that hops between the executor and an actor goes on on the thread it hopped from: the runtime
+    /// enqueues each hop from that thread just before the job that hops returns, and waking another thread
+    /// for it (or starting one: this one is still busy then) would cost two context switches a hop.
+    @Test func aTaskThatHopsToAnActorAndBackKeepsItsThread() async {
+        let executor = IOExecutor(maximumThreads: 16)
+        let counter = HopCounter()
+        await Task(executorPreference: executor) {
+            for _ in 0..<50 { await counter.bump() }
+        }.value
+        #expect(await counter.count == 50)
+        #expect(executor.threadCount == 1)
+    }
+}
+
+private actor HopCounter {
+    var count = 0
+    func bump() { count += 1 }
 }
