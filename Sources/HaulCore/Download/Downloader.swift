@@ -79,13 +79,9 @@ package struct Downloader: Sendable {
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
-        // -s N: the other connections open while the probe asks for the size, not after its answer. Not with
-        // --http2, whose connections are never reused (each segment's is fresh).
-        if job.segments > 1, job.transfer.httpVersion != .http2 {
-            var request = HTTPRequest(url: job.url, options: job.transfer)
-            request.headers = job.headers
-            driver.openAhead(request, connections: job.segments - 1)
-        }
+        // -s N: the other connections open while the probe asks for the size, not after its answer (see
+        // `.request`). Not with --http2, whose segments take fresh connections.
+        var openAhead = job.segments > 1 && job.transfer.httpVersion != .http2
         var machine = DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy)
         var transfer: Transfer?
         defer { transfer?.cancel() }
@@ -94,8 +90,8 @@ package struct Downloader: Sendable {
             let step: Step
             do {
                 step = try await perform(next, job: job, modifiedSince: modifiedSince, claim: &claim,
-                                         machine: &machine, transfer: &transfer, clock: clock,
-                                         transferEnded: transferEnded, events: events)
+                                         machine: &machine, transfer: &transfer, openAhead: &openAhead,
+                                         clock: clock, transferEnded: transferEnded, events: events)
             } catch {
                 transfer?.cancel()
                 transfer = nil
@@ -119,7 +115,7 @@ package struct Downloader: Sendable {
     /// (the caller tells the machine, which retries or gives up).
     private func perform<C: Clock<Duration>>(
         _ action: DownloadStateMachine.Action, job: DownloadJob, modifiedSince: String?, claim: inout Claim,
-        machine: inout DownloadStateMachine, transfer: inout Transfer?, clock: C,
+        machine: inout DownloadStateMachine, transfer: inout Transfer?, openAhead: inout Bool, clock: C,
         transferEnded: (@Sendable () async -> Void)?, events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
         switch action {
@@ -136,6 +132,11 @@ package struct Downloader: Sendable {
             transfer?.cancel()
             let started = driver.start(request, clock: clock)
             transfer = started
+            if openAhead {
+                // Once, after the probe (which goes first): the connections its segments will take.
+                openAhead = false
+                driver.openAhead(request, connections: job.segments - 1)
+            }
             let head: ResponseHead
             do { head = try await started.head() } catch { throw HaulError.from(error) }
             if head.status == 304, modifiedSince != nil, asked.range == nil {
