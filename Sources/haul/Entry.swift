@@ -29,7 +29,7 @@ enum Entry {
             exit(ViewCommand.run(configured + arguments.dropFirst(), environment: ProcessInfo.processInfo.environment))
         }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
-            exit(await SessionCommands.run(arguments, config: config))
+            await runSessionCommandAndExit(arguments, config: config)
         }
         // Downloads or the screen from here on, and both need curl. Parsing the command line takes a few
         // milliseconds (the runtime's first conformance lookups); the other core starts curl meanwhile
@@ -57,7 +57,19 @@ enum Entry {
             TextOutput.standard.err("haul: " + error.message)
             exit(error.category.exitCode)
         }
-        exit(await run(ready))
+        await runAndExit(ready)
+    }
+
+    // These two exit on the thread that knows the code. Back in `main` the code would first hop to the main
+    // actor, whose queue dispatch drains on a thread it starts for the purpose (the main thread is parked in
+    // `dispatch_main`): a thread's start and its malloc arena, about a millisecond, at the end of every run.
+
+    nonisolated private static func runAndExit(_ command: HaulCommand) async -> Never {
+        exit(await run(command))
+    }
+
+    nonisolated private static func runSessionCommandAndExit(_ arguments: [String], config: ConfigFile?) async -> Never {
+        exit(await SessionCommands.run(arguments, config: config))
     }
 
     /// `arguments` parsed after the config file's download options.
