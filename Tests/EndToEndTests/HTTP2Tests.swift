@@ -33,6 +33,8 @@ import TestSupport
         // to take over from curl's cache).
         let ahead = nginx.requests().filter { $0.path == "/big.bin" && $0.method == "HEAD" }
         #expect(ahead.count == 3 && ahead.allSatisfy { $0.protocolVersion == "HTTP/1.1" }, "\(ahead)")
+        // ... and the segments took them: no connection of their own beside one opened for them.
+        #expect(Set(ahead.map(\.connection)).isSubset(of: Set(ranges.map(\.connection))), "\(ahead) \(ranges)")
 
         let smallURLs = (0..<16).map { nginx.url("s\($0).bin") }
         let small = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-j", "8", "-o", "b"]

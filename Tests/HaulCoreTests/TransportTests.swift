@@ -163,3 +163,42 @@ import Testing
         }
     }
 }
+
+@Suite struct OpenAheadTests {
+    /// Segments that start while the HEADs opened for them are still unanswered wait for those connections
+    /// instead of opening their own: `-s 4` uses four connections, however slow the HEADs.
+    @Test func segmentsWaitForTheConnectionsOpenedForThem() async throws {
+        let server = try HeldHeadServer(size: 4 << 20)
+        defer { server.stop() }
+        let events = TransferEvents()
+        let driver = events.driver()
+        var probe = HTTPRequest(url: server.url)
+        probe.ownConnection = true
+        probe.range = (0, (1 << 20) - 1)
+        let first = driver.start(probe)
+        driver.openAhead(probe, connections: 3)
+        #expect(try await first.head().status == 206)
+        #expect(server.waitForHeads(3), "the three HEADs arrived")
+        var segments: [Transfer] = []
+        for index in 1..<4 {
+            var request = probe
+            request.range = (Int64(index) << 20, (Int64(index + 1) << 20) - 1)
+            segments.append(driver.start(request))
+        }
+        // The driver takes commands in order: once a transfer started after them has failed (nothing listens on
+        // port 1), it has dealt with the three.
+        let barrier = driver.start(HTTPRequest(url: "http://127.0.0.1:1/"))
+        _ = try? await barrier.head()
+        for segment in segments {
+            #expect(events.seen(segment).contains(.waitsForAConnectionOpenedAhead), "\(events.seen(segment))")
+        }
+        server.releaseHeads()
+        var received = 0
+        for transfer in [first] + segments {
+            for try await batch in transfer.bytes { received += batch.count }
+        }
+        #expect(received == 4 << 20)
+        #expect(server.accepted == 4, "the probe's connection and the three opened ahead")
+        await driver.shutdown()
+    }
+}

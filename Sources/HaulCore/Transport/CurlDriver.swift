@@ -155,6 +155,8 @@ package enum TransferEvent: Sendable, Equatable {
     case paused(count: Int)
     /// The handle was removed and freed.
     case closed
+    /// It waits for a connection opened ahead to its host (`CurlDriver.openAhead`) instead of opening one.
+    case waitsForAConnectionOpenedAhead
 }
 
 package typealias TransferObserver = @Sendable (_ transfer: ObjectIdentifier, _ event: TransferEvent) -> Void
@@ -263,6 +265,12 @@ private final class DriverLoop {
     var overallRate: Int64?
     /// When connections were last opened ahead to each origin (`CurlDriver.openAhead`).
     var openedAhead: [String: ContinuousClock.Instant] = [:]
+    /// Connections opened ahead whose HEAD has not ended yet, by origin.
+    var aheadRunning: [String: Int] = [:]
+    /// Transfers on connections of their own that wait for one of those (a segment started before a HEAD's
+    /// answer came), by origin, with when they began to wait: at most N connections for `-s N`, never one
+    /// of their own beside an opened one.
+    var waitingForAhead: [String: [(core: TransferCore, since: ContinuousClock.Instant)]] = [:]
 
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
@@ -273,9 +281,15 @@ private final class DriverLoop {
         while true {
             for command in driver.takeCommands() { handle(command) }
             if shuttingDown {
+                // The waiting ones first: a HEAD's end would start them.
+                for (core, _) in waitingForAhead.values.joined() {
+                    end(core, error: HaulError(.cancelled, "the transfer engine stopped"))
+                }
+                waitingForAhead = [:]
                 for handle in handles.values { close(handle, error: HaulError(.cancelled, "the transfer engine stopped")) }
                 break
             }
+            startOverdue()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectFinished()
@@ -285,7 +299,8 @@ private final class DriverLoop {
             var pending = false
             for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
-            curl_multi_poll(multi, nil, 0, pending ? 5 : handles.isEmpty ? 60_000 : 1_000, nil)
+            let timeout = pending ? 5 : !waitingForAhead.isEmpty ? 100 : handles.isEmpty ? 60_000 : 1_000
+            curl_multi_poll(multi, nil, 0, Int32(timeout), nil)
         }
         driver.threadDidExit()
     }
@@ -305,6 +320,10 @@ private final class DriverLoop {
         case .remove(let core):
             if let handle = byTransfer[ObjectIdentifier(core)] {
                 close(handle, error: HaulError(.cancelled, "cancelled"))
+            } else if let origin = waitingForAhead.first(where: { $0.value.contains { $0.core === core } })?.key {
+                waitingForAhead[origin]?.removeAll { $0.core === core }
+                if waitingForAhead[origin]?.isEmpty == true { waitingForAhead[origin] = nil }
+                end(core, error: HaulError(.cancelled, "cancelled"))
             }
         case .overallRate(let rate):
             overallRate = rate
@@ -325,17 +344,60 @@ private final class DriverLoop {
         var head = HTTPRequest(url: request.url, method: .head, options: request.options)
         head.headers = request.headers
         head.ownConnection = true
+        aheadRunning[origin, default: 0] += connections
         for _ in 0..<connections {
             add(TransferCore(request: head, driver: driver, highWatermark: driver.highWatermark,
                              activityClock: ActivityClock(ContinuousClock())), ahead: true)
         }
     }
 
-    private func add(_ core: TransferCore, ahead: Bool = false) {
+    /// A transfer that waits for a connection opened ahead opens its own after this long. The HEAD began
+    /// before the transfer asked, so waiting for it is never slower than a new connection's handshakes; this
+    /// only bounds the wait behind a server that is slow to answer HEAD.
+    static let aheadPatience: Duration = .seconds(5)
+
+    /// Starts the transfers that waited too long for a connection opened ahead.
+    private func startOverdue() {
+        guard !waitingForAhead.isEmpty else { return }
+        let now = ContinuousClock.now
+        for (origin, waiting) in waitingForAhead {
+            let overdue = waiting.filter { now - $0.since >= Self.aheadPatience }
+            guard !overdue.isEmpty else { continue }
+            let rest = waiting.filter { now - $0.since < Self.aheadPatience }
+            waitingForAhead[origin] = rest.isEmpty ? nil : rest
+            for (core, _) in overdue { add(core, waited: true) }
+        }
+    }
+
+    /// A HEAD opened ahead to `origin` ended: its connection, if the server kept it, waits in the cache for
+    /// the first transfer waiting for one (all of them once no HEAD is left).
+    private func aheadEnded(_ origin: String) {
+        let left = (aheadRunning[origin] ?? 1) - 1
+        aheadRunning[origin] = left > 0 ? left : nil
+        guard var waiting = waitingForAhead[origin] else { return }
+        let starting = left > 0 ? [waiting.removeFirst()] : waiting
+        if left > 0 { waitingForAhead[origin] = waiting.isEmpty ? nil : waiting } else { waitingForAhead[origin] = nil }
+        for (core, _) in starting { add(core, waited: true) }
+    }
+
+    /// Ends a transfer that never got an easy handle.
+    private func end(_ core: TransferCore, error: HaulError) {
+        core.finish(error)
+        core.markClosed()
+        driver.observer?(ObjectIdentifier(core), .closed)
+    }
+
+    private func add(_ core: TransferCore, ahead: Bool = false, waited: Bool = false) {
+        if !ahead, !waited, !aheadRunning.isEmpty, core.request.ownConnection {
+            let origin = CurlDriver.origin(of: core.request)
+            if aheadRunning[origin] != nil {
+                waitingForAhead[origin, default: []].append((core, .now))
+                driver.observer?(ObjectIdentifier(core), .waitsForAConnectionOpenedAhead)
+                return
+            }
+        }
         guard let easy = curl_easy_init() else {
-            core.finish(HaulError(.other, "out of memory starting a transfer"))
-            core.markClosed()
-            driver.observer?(ObjectIdentifier(core), .closed)
+            end(core, error: HaulError(.other, "out of memory starting a transfer"))
             return
         }
         let handle = CurlHandle(core: core, easy: easy, observer: driver.observer, ahead: ahead)
@@ -497,6 +559,7 @@ private final class DriverLoop {
         handle.free()
         handle.core.markClosed()
         handle.observer?(ObjectIdentifier(handle.core), .closed)
+        if handle.ahead { aheadEnded(CurlDriver.origin(of: handle.core.request)) }
     }
 }
 

@@ -51,6 +51,11 @@ final class TransferEvents: Sendable {
         }
     }
 
+    /// What `transfer` has reported so far.
+    func seen(_ transfer: Transfer) -> [TransferEvent] {
+        state.withLockedValue { $0.events[transfer.id] ?? [] }
+    }
+
     /// Returns once the transfer's curl handle has been removed and freed.
     func waitUntilClosed(_ transfer: Transfer) async {
         await wait(for: transfer) { $0.contains(.closed) }

@@ -1,0 +1,137 @@
+import Dispatch
+import Foundation
+import Glibc
+import NIOConcurrencyHelpers
+
+/// A keep-alive HTTP/1.1 server on 127.0.0.1 that counts the connections it accepts and holds every answer
+/// to HEAD until `releaseHeads()`: what a slow HEAD looks like to a client that opens connections ahead.
+/// GETs with a `Range` get those bytes of a file of `size` bytes (byte i is i mod 251); others get it whole.
+final class HeldHeadServer: Sendable {
+    let port: Int
+    let size: Int
+    private let listener: Int32
+    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32]()))
+    private let headsReleased = DispatchSemaphore(value: 0)
+    private let headArrived = DispatchSemaphore(value: 0)
+
+    init(size: Int) throws {
+        self.size = size
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { break }
+                state.withLockedValue { $0.accepted += 1; $0.open.append(client) }
+                Thread.detachNewThread { [self] in serve(client) }
+            }
+            close(fd)  // here, not in `stop`: a descriptor is closed by the thread that uses it
+        }
+    }
+
+    var url: String { "http://127.0.0.1:\(port)/file.bin" }
+    var accepted: Int { state.withLockedValue { $0.accepted } }
+
+    /// Returns once `count` HEAD requests have arrived (false if they did not within `seconds`).
+    func waitForHeads(_ count: Int, within seconds: Double = 20) -> Bool {
+        (0..<count).allSatisfy { _ in headArrived.wait(timeout: .now() + seconds) == .success }
+    }
+
+    func releaseHeads() {
+        let waiting = state.withLockedValue { state -> Int in
+            state.released = true
+            return state.heads
+        }
+        for _ in 0..<waiting { headsReleased.signal() }
+    }
+
+    /// Ends the accept loop and every connection (each thread closes its own descriptor).
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        // Under the lock: a connection's thread takes its descriptor out of `open` before closing it.
+        state.withLockedValue { state in
+            for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+        releaseHeads()
+    }
+
+    private func serve(_ fd: Int32) {
+        defer {
+            state.withLockedValue { $0.open.removeAll { $0 == fd } }
+            close(fd)
+        }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            while !pending.containsHeadEnd {
+                let n = read(fd, &buffer, buffer.count)
+                guard n > 0 else { return }
+                pending += buffer[0..<n]
+            }
+            let end = pending.headEnd!
+            let head = String(decoding: pending[..<end], as: UTF8.self)
+            pending.removeFirst(end + 4)
+            let lines = head.split(separator: "\r\n")
+            if lines.first?.hasPrefix("HEAD ") == true {
+                let wait = state.withLockedValue { state -> Bool in
+                    if !state.released { state.heads += 1 }
+                    return !state.released
+                }
+                headArrived.signal()
+                if wait { headsReleased.wait() }
+                guard send(fd, "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nAccept-Ranges: bytes\r\n\r\n") else { return }
+                continue
+            }
+            var first = 0
+            var last = size - 1
+            var status = "200 OK"
+            if let range = lines.first(where: { $0.lowercased().hasPrefix("range: bytes=") }) {
+                let spec = range.split(separator: "=")[1].split(separator: "-", omittingEmptySubsequences: false)
+                first = Int(spec[0]) ?? 0
+                last = min(size - 1, Int(spec[1]) ?? size - 1)
+                status = "206 Partial Content"
+            }
+            var answer = Array("HTTP/1.1 \(status)\r\nContent-Length: \(last - first + 1)\r\nAccept-Ranges: bytes\r\n".utf8)
+            if status.hasPrefix("206") { answer += Array("Content-Range: bytes \(first)-\(last)/\(size)\r\n".utf8) }
+            answer += Array("\r\n".utf8) + (first...last).map { UInt8($0 % 251) }
+            guard send(fd, answer) else { return }
+        }
+    }
+
+    private func send(_ fd: Int32, _ text: String) -> Bool { send(fd, Array(text.utf8)) }
+
+    private func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return false }
+            sent += n
+        }
+        return true
+    }
+}
+
+private extension Array where Element == UInt8 {
+    var headEnd: Int? {
+        guard count >= 4 else { return nil }
+        return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
+    }
+
+    var containsHeadEnd: Bool { headEnd != nil }
+}
