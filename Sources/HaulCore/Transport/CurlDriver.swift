@@ -360,11 +360,12 @@ private final class DriverLoop {
     private func startOverdue() {
         guard !waitingForAhead.isEmpty else { return }
         let now = ContinuousClock.now
-        for (origin, waiting) in waitingForAhead {
-            let overdue = waiting.filter { now - $0.since >= Self.aheadPatience }
+        for (origin, var waiting) in waitingForAhead {
+            // They queue in the order they came: the overdue ones are the first.
+            let overdue = waiting.prefix { now - $0.since >= Self.aheadPatience }
             guard !overdue.isEmpty else { continue }
-            let rest = waiting.filter { now - $0.since < Self.aheadPatience }
-            waitingForAhead[origin] = rest.isEmpty ? nil : rest
+            waiting.removeFirst(overdue.count)
+            waitingForAhead[origin] = waiting.isEmpty ? nil : waiting
             for (core, _) in overdue { add(core, waited: true) }
         }
     }
@@ -374,9 +375,9 @@ private final class DriverLoop {
     private func aheadEnded(_ origin: String) {
         let left = (aheadRunning[origin] ?? 1) - 1
         aheadRunning[origin] = left > 0 ? left : nil
-        guard var waiting = waitingForAhead[origin] else { return }
+        guard var waiting = waitingForAhead.removeValue(forKey: origin) else { return }
         let starting = left > 0 ? [waiting.removeFirst()] : waiting
-        if left > 0 { waitingForAhead[origin] = waiting.isEmpty ? nil : waiting } else { waitingForAhead[origin] = nil }
+        if left > 0, !waiting.isEmpty { waitingForAhead[origin] = waiting }
         for (core, _) in starting { add(core, waited: true) }
     }
 

@@ -79,12 +79,14 @@ final class HeldHeadServer: Sendable {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            while !pending.containsHeadEnd {
+            var found = pending.headEnd
+            while found == nil {
                 let n = read(fd, &buffer, buffer.count)
                 guard n > 0 else { return }
                 pending += buffer[0..<n]
+                found = pending.headEnd
             }
-            let end = pending.headEnd!
+            let end = found!
             let head = String(decoding: pending[..<end], as: UTF8.self)
             pending.removeFirst(end + 4)
             let lines = head.split(separator: "\r\n")
@@ -133,5 +135,4 @@ private extension Array where Element == UInt8 {
         return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
     }
 
-    var containsHeadEnd: Bool { headEnd != nil }
 }
