@@ -171,10 +171,17 @@ import Testing
         let server = try HeldHeadServer(size: 4 << 20)
         defer { server.stop() }
         let events = TransferEvents()
-        let driver = events.driver()
+        // Patience longer than any test: a run so slow that the segments gave up waiting would open 7.
+        let driver = events.driver(aheadPatience: .seconds(3600))
         var probe = HTTPRequest(url: server.url)
         probe.ownConnection = true
-        probe.range = (0, (1 << 20) - 1)
+        // The whole file, as a download's probe asks: more than the driver buffers, so the probe holds its
+        // connection until it is read. (A probe of 1 MiB could end before the HEADs were added, when the test's
+        // thread lost the CPU between the two calls, and a HEAD then took its connection: 3 in all.)
+        probe.range = (0, (4 << 20) - 1)
+        // No stall timeout: the held HEADs (which take the probe's options) must not give up while the test
+        // takes its time, nor must the paused probe.
+        probe.options.stallTimeout = 0
         let first = driver.start(probe)
         driver.openAhead(probe, connections: 3)
         #expect(try await first.head().status == 206)
@@ -197,7 +204,7 @@ import Testing
         for transfer in [first] + segments {
             for try await batch in transfer.bytes { received += batch.count }
         }
-        #expect(received == 4 << 20)
+        #expect(received == (4 << 20) + (3 << 20))
         #expect(server.accepted == 4, "the probe's connection and the three opened ahead")
         await driver.shutdown()
     }

@@ -35,10 +35,16 @@ package final class CurlDriver: Sendable {
 
     /// Told of pauses and closes on the curl thread (tests); nil for the shared driver.
     let observer: TransferObserver?
+    /// A transfer that waits for a connection opened ahead opens its own after this long. The HEAD began
+    /// before the transfer asked, so waiting for it is never slower than a new connection's handshakes; this
+    /// only bounds the wait behind a server that is slow to answer HEAD.
+    let aheadPatience: Duration
 
-    package init(highWatermark: Int = 1 << 20, observer: TransferObserver? = nil) {
+    package init(highWatermark: Int = 1 << 20, aheadPatience: Duration = .seconds(5),
+                 observer: TransferObserver? = nil) {
         _ = CurlDriver.globalInit
         self.highWatermark = highWatermark
+        self.aheadPatience = aheadPatience
         self.observer = observer
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         multi = MultiHandle(pointer: pointer)
@@ -351,18 +357,13 @@ private final class DriverLoop {
         }
     }
 
-    /// A transfer that waits for a connection opened ahead opens its own after this long. The HEAD began
-    /// before the transfer asked, so waiting for it is never slower than a new connection's handshakes; this
-    /// only bounds the wait behind a server that is slow to answer HEAD.
-    static let aheadPatience: Duration = .seconds(5)
-
     /// Starts the transfers that waited too long for a connection opened ahead.
     private func startOverdue() {
         guard !waitingForAhead.isEmpty else { return }
         let now = ContinuousClock.now
         for (origin, var waiting) in waitingForAhead {
             // They queue in the order they came: the overdue ones are the first.
-            let overdue = waiting.prefix { now - $0.since >= Self.aheadPatience }
+            let overdue = waiting.prefix { now - $0.since >= driver.aheadPatience }
             guard !overdue.isEmpty else { continue }
             waiting.removeFirst(overdue.count)
             waitingForAhead[origin] = waiting.isEmpty ? nil : waiting

@@ -13,8 +13,8 @@ final class TransferEvents: Sendable {
     private let state = NIOLockedValueBox((events: [ObjectIdentifier: [TransferEvent]](), waiters: [Waiter]()))
 
     /// A driver whose transfers this records.
-    func driver(highWatermark: Int = 1 << 20) -> CurlDriver {
-        CurlDriver(highWatermark: highWatermark, observer: { [self] in record($0, $1) })
+    func driver(highWatermark: Int = 1 << 20, aheadPatience: Duration = .seconds(5)) -> CurlDriver {
+        CurlDriver(highWatermark: highWatermark, aheadPatience: aheadPatience, observer: { [self] in record($0, $1) })
     }
 
     private func record(_ transfer: ObjectIdentifier, _ event: TransferEvent) {
