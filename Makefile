@@ -64,11 +64,14 @@ test: deps pydeps
 	# beside the rest of the suite on two cores (which would starve the killed process of its last writes).
 	$(SWIFT) test --skip-build --filter CrashResumeTests
 
-# The whole suite under the thread sanitizer, in its own build folder.
+# The whole suite under the thread sanitizer, in its own build folder. atexit_sleep_ms=0: the sanitizer's
+# runtime otherwise sleeps a second at the exit of every process with threads (for them to report), and the
+# suite starts haul hundreds of times: 265 s -> 210 s, with no race found either way.
+TSAN_OPTIONS_ALL := halt_on_error=1 atexit_sleep_ms=0 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
 test-tsan: deps pydeps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
-	HAUL_SANITIZED=thread TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
-	HAUL_SANITIZED=thread TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
+	HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
+	HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
 
 demo: build
 	$(SWIFT) run haul --demo
