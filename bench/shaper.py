@@ -129,6 +129,14 @@ async def main() -> None:
 
     async def serve(client_reader, client_writer):
         try:
+            await relay(client_reader, client_writer)
+        except asyncio.CancelledError:
+            # The shaper is stopping with this connection open (a client kept it alive): it ends with it,
+            # without the traceback asyncio prints for a connection task that ends cancelled.
+            client_writer.close()
+
+    async def relay(client_reader, client_writer):
+        try:
             server_reader, server_writer = await asyncio.open_connection(host, int(port))
         except OSError:
             client_writer.close()
