@@ -26,6 +26,10 @@ STATIC_FLAGS := $(if $(filter release,$(CONFIG)),--static-swift-stdlib,)
 # against 198 s) with a fraction of the waiting.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 
+# Extra flags for the test builds. CI passes TEST_BUILD_FLAGS="-Xswiftc -gnone" (no debug info: its clean
+# builds are most of its time, and nobody attaches a debugger there); by hand they keep their debug info.
+TEST_BUILD_FLAGS ?=
+
 .PHONY: deps pydeps build release test test-tsan demo bench clean install
 
 deps:
@@ -58,7 +62,7 @@ release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product sample-server
 
 test: deps pydeps
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
 	$(SWIFT) test --skip-build --skip CrashResumeTests
 	# The crash-cost bounds count the bytes a server sent against kills at wall-clock moments: run alone, not
 	# beside the rest of the suite on two cores (which would starve the killed process of its last writes).
@@ -69,7 +73,7 @@ test: deps pydeps
 # suite starts haul hundreds of times: 265 s -> 210 s, with no race found either way.
 TSAN_OPTIONS_ALL := halt_on_error=1 atexit_sleep_ms=0 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
 test-tsan: deps pydeps
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH) $(TEST_BUILD_FLAGS)
 	HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --skip CrashResumeTests
 	HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)" $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter CrashResumeTests
 
