@@ -185,7 +185,7 @@ import Testing
         let first = driver.start(probe)
         driver.openAhead(probe, connections: 3)
         #expect(try await first.head().status == 206)
-        #expect(server.waitForHeads(3), "the three HEADs arrived")
+        #expect(await server.waitForHeads(3), "the three HEADs arrived")
         var segments: [Transfer] = []
         for index in 1..<4 {
             var request = probe

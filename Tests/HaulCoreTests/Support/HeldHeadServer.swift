@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import NIOConcurrencyHelpers
+import TestSupport
 
 /// A keep-alive HTTP/1.1 server on 127.0.0.1 that counts the connections it accepts and holds every answer
 /// to HEAD until `releaseHeads()`: what a slow HEAD looks like to a client that opens connections ahead.
@@ -15,7 +16,9 @@ final class HeldHeadServer: Sendable {
     private let listener: Int32
     private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32]()))
     private let headsReleased = DispatchSemaphore(value: 0)
-    private let headArrived = DispatchSemaphore(value: 0)
+    /// One element per HEAD that arrived.
+    private let headsArriving: AsyncStream<Void>
+    private let headArrived: AsyncStream<Void>.Continuation
 
     init(size: Int) throws {
         self.size = size
@@ -24,24 +27,16 @@ final class HeldHeadServer: Sendable {
         body.reserveCapacity(size)
         while body.count < size { body += cycle.prefix(size - body.count) }
         self.body = body
+        (headsArriving, headArrived) = AsyncStream.makeStream(of: Void.self)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
+        guard let port = bindToLoopback(fd, listening: 16) else {
             close(fd)
             throw POSIXError(.EADDRNOTAVAIL)
         }
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         Thread.detachNewThread { [self] in
             while true {
                 let client = accept(fd, nil, nil)
@@ -56,9 +51,18 @@ final class HeldHeadServer: Sendable {
     var url: String { "http://127.0.0.1:\(port)/file.bin" }
     var accepted: Int { state.withLockedValue { $0.accepted } }
 
-    /// Returns once `count` HEAD requests have arrived (false if they did not within `seconds`).
-    func waitForHeads(_ count: Int, within seconds: Double = 20) -> Bool {
-        (0..<count).allSatisfy { _ in headArrived.wait(timeout: .now() + seconds) == .success }
+    /// Returns once `count` HEAD requests have arrived (false if they did not within `seconds`), without
+    /// holding a thread of the cooperative pool meanwhile.
+    func waitForHeads(_ count: Int, within seconds: Double = 20) async -> Bool {
+        let arriving = headsArriving
+        return (try? await within(seconds, "\(count) HEAD requests") {
+            var seen = 0
+            for await _ in arriving {
+                seen += 1
+                if seen == count { return true }
+            }
+            return false
+        }) ?? false
     }
 
     func releaseHeads() {
@@ -103,7 +107,7 @@ final class HeldHeadServer: Sendable {
                     if !state.released { state.heads += 1 }
                     return !state.released
                 }
-                headArrived.signal()
+                headArrived.yield()
                 if wait { headsReleased.wait() }
                 guard send(fd, "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nAccept-Ranges: bytes\r\n\r\n") else { return }
                 continue
@@ -144,5 +148,4 @@ private extension Array where Element == UInt8 {
         guard count >= 4 else { return nil }
         return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
     }
-
 }
