@@ -4,15 +4,15 @@ import Testing
 
 @Suite struct TransferStateMachineTests {
     func receive(_ machine: inout TransferStateMachine, _ count: Int, value: UInt8 = 1,
-                 at now: ContinuousClock.Instant = .now) -> TransferStateMachine.ReceiveAction {
+                 at now: TransferInstant = .now) -> TransferStateMachine.ReceiveAction {
         let bytes = [UInt8](repeating: value, count: count)
         return bytes.withUnsafeBytes { machine.receive($0, now: now) }
     }
 
     /// Parks a consumer, lets `body` act as the producer, and returns what the consumer was resumed with
     /// (nil when `body` did not resume it; the test then resumes it itself).
-    func parked(_ machine: inout TransferStateMachine, at now: ContinuousClock.Instant,
-                _ body: (inout TransferStateMachine) -> TransferStateMachine.BytesContinuation?) async throws -> ByteBatch? {
+    func parked(_ machine: inout TransferStateMachine, at now: TransferInstant,
+                _ body: (inout TransferStateMachine) -> TransferStateMachine.BytesWaiter?) async throws -> ByteBatch? {
         guard case .wait = machine.next() else { Issue.record("the consumer should wait"); return nil }
         return try await withCheckedThrowingContinuation { (continuation: TransferStateMachine.BytesContinuation) in
             machine.park(continuation, now: now)
@@ -64,7 +64,7 @@ import Testing
 
     @Test func aParkedConsumerIsWokenOnlyForABatchWorthTheHandOff() async throws {
         var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000, maxDelay: .milliseconds(40))
-        let start = ContinuousClock.now
+        let start = TransferInstant.now
         let batch = try await parked(&machine, at: start) { machine in
             guard case .buffered = receive(&machine, 600, at: start) else { Issue.record("below the threshold"); return nil }
             guard case .deliver(let consumer, let batch) = receive(&machine, 600, at: start) else {
@@ -79,7 +79,7 @@ import Testing
 
     @Test func bytesBelowTheThresholdReachAParkedConsumerAfterTheDelay() async throws {
         var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000, maxDelay: .milliseconds(40))
-        let start = ContinuousClock.now
+        let start = TransferInstant.now
         let batch = try await parked(&machine, at: start) { machine in
             _ = receive(&machine, 10, at: start)
             let early = machine.flushIfDue(now: start.advanced(by: .milliseconds(39)))
@@ -184,7 +184,7 @@ import Testing
     /// A small answer whose body is slow: the head goes to its waiter after `maxDelay`, as bytes do.
     @Test func aHeldHeadGoesToItsWaiterAfterTheDelay() async throws {
         var machine = TransferStateMachine(highWatermark: 1 << 20, deliverThreshold: 1000, maxDelay: .milliseconds(40))
-        let start = ContinuousClock.now
+        let start = TransferInstant.now
         let head = try await waitingForHead(&machine) { machine in
             #expect(machine.headArrived(answer(length: 600), now: start) == nil)
             _ = receive(&machine, 10, at: start)

@@ -206,7 +206,7 @@ private final class CurlHandle {
     }
 
     /// Something happened that is not a stall: bytes arrived, or the consumer let the transfer go on.
-    func noteActivity(at now: ContinuousClock.Instant = .now) {
+    func noteActivity(at now: TransferInstant = .now) {
         lastActivity = core.activityClock.time(at: now)
     }
 
@@ -217,7 +217,7 @@ private final class CurlHandle {
 
     /// The write callback: the return value goes back to curl.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let now = ContinuousClock.now
+        let now = TransferInstant.now
         noteActivity(at: now)
         deliverHeadIfPending()
         switch core.receive(bytes, now: now) {
@@ -301,7 +301,7 @@ private final class DriverLoop {
             collectFinished()
             // Bytes below a batch's threshold wait for a consumer at most a few tens of milliseconds. On the
             // continuous clock, not a download's: this thread waits in curl_multi_poll, which real time ends.
-            let now = ContinuousClock.now
+            let now = TransferInstant.now
             var pending = false
             for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.

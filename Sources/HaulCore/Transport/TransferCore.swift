@@ -17,7 +17,7 @@ final class TransferCore: Sendable {
     private struct State {
         var machine: TransferStateMachine
         var headBuilder = ResponseHead.Builder()
-        var closedAt: ContinuousClock.Instant?
+        var closedAt: TransferInstant?
     }
 
     init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock,
@@ -48,8 +48,8 @@ final class TransferCore: Sendable {
 
     /// The head is complete: the first body byte came, or the transfer ended without a body.
     func headArrived(status: Int, effectiveURL: String) {
-        let now = ContinuousClock.now
-        let waiter = state.withLockedValue { state -> (HeadContinuation, ResponseHead)? in
+        let now = TransferInstant.now
+        let waiter = state.withLockedValue { state -> (TransferStateMachine.HeadWaiter, ResponseHead)? in
             let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
             state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
             return state.machine.headArrived(head, now: now).map { ($0, head) }
@@ -58,7 +58,7 @@ final class TransferCore: Sendable {
     }
 
     /// Called by the write callback with a chunk of the body; says what to answer curl.
-    func receive(_ bytes: UnsafeRawBufferPointer, now: ContinuousClock.Instant) -> TransferStateMachine.ReceiveAction {
+    func receive(_ bytes: UnsafeRawBufferPointer, now: TransferInstant) -> TransferStateMachine.ReceiveAction {
         let action = state.withLockedValue { $0.machine.receive(bytes, now: now) }
         switch action {
         case .deliver(let consumer, let batch): consumer.resume(returning: batch)
@@ -73,7 +73,7 @@ final class TransferCore: Sendable {
 
     /// Called on the curl thread between socket events: hands a waiting consumer the head or the bytes that
     /// waited long enough. Returns whether something still waits for a later call.
-    func flushIfDue(now: ContinuousClock.Instant) -> Bool {
+    func flushIfDue(now: TransferInstant) -> Bool {
         let action = state.withLockedValue { $0.machine.flushIfDue(now: now) }
         if let (waiter, head) = action.head { waiter.resume(returning: head) }
         if let (consumer, batch) = action.deliver { consumer.resume(returning: batch) }
@@ -90,7 +90,7 @@ final class TransferCore: Sendable {
 
     /// The driver removed and freed the handle.
     func markClosed() {
-        state.withLockedValue { $0.closedAt = .now }
+        state.withLockedValue { $0.closedAt = TransferInstant.now }
     }
 
     // MARK: consumer
@@ -170,10 +170,10 @@ final class TransferCore: Sendable {
 }
 
 /// The time a transfer's stall check reads: a duration since the transfer began, on the clock of the download
-/// it serves. On the continuous clock it is the reading the curl thread takes for each chunk anyway, so the
-/// chunk path reads the time once, as before; another clock (a test's manual one) is read besides.
+/// it serves. On the continuous clock it is the monotonic reading the curl thread takes for each chunk anyway,
+/// so the chunk path reads the time once, as before; another clock (a test's manual one) is read besides.
 struct ActivityClock: Sendable {
-    private let origin: ContinuousClock.Instant
+    private let origin: TransferInstant
     /// The time on another clock; nil for the continuous one.
     private let elapsed: (@Sendable () -> Duration)?
 
@@ -187,8 +187,8 @@ struct ActivityClock: Sendable {
         }
     }
 
-    /// The time when the continuous clock reads `now`.
-    func time(at now: ContinuousClock.Instant) -> Duration {
+    /// The time when the monotonic clock reads `now`.
+    func time(at now: TransferInstant) -> Duration {
         elapsed?() ?? origin.duration(to: now)
     }
 }
@@ -202,7 +202,7 @@ package struct TransferStatistics: Sendable, Equatable {
     /// The most bytes ever waiting between curl and the consumer.
     package var peakBufferedBytes: Int
     /// When the handle was removed from the multi handle and freed, on the curl thread.
-    package var closedAt: ContinuousClock.Instant?
+    package var closedAt: TransferInstant?
 
     /// The handle has been removed from the multi handle and freed.
     package var closed: Bool { closedAt != nil }

@@ -20,18 +20,21 @@
 struct TransferStateMachine {
     typealias BytesContinuation = CheckedContinuation<ByteBatch?, any Error>
     typealias HeadContinuation = CheckedContinuation<ResponseHead, any Error>
-    typealias Instant = ContinuousClock.Instant
+    /// The parked waiters, boxed: every type stored here has a fixed layout (see `TransferInstant`).
+    typealias BytesWaiter = TransferWaiter<ByteBatch?>
+    typealias HeadWaiter = TransferWaiter<ResponseHead>
+    typealias Instant = TransferInstant
 
     enum HeadState {
-        case pending(HeadContinuation?)
+        case pending(HeadWaiter?)
         /// Known, and held back from its waiter while the small body it announces may still come with it.
-        case held(ResponseHead, HeadContinuation?, since: Instant)
+        case held(ResponseHead, HeadWaiter?, since: Instant)
         case delivered(ResponseHead)
         case failed(any Error)
     }
 
     /// A head and the consumer waiting for it, to resume outside the lock.
-    typealias HeadDelivery = (HeadContinuation, ResponseHead)
+    typealias HeadDelivery = (HeadWaiter, ResponseHead)
 
     /// Returned buffers kept for reuse.
     static let sparesKept = 2
@@ -44,7 +47,7 @@ struct TransferStateMachine {
         var spares: [IOBuffer] = []
         /// The file offset the next byte is meant for, so buffers line up with the file's pages.
         var nextOffset: Int64 = 0
-        var consumer: BytesContinuation?
+        var consumer: BytesWaiter?
         /// When the bytes now waiting for a parked consumer began to wait (or it parked, if later).
         var waitingSince: Instant?
         var producerPaused = false
@@ -120,7 +123,7 @@ struct TransferStateMachine {
 
     enum ReceiveAction {
         /// Bytes taken; resume this waiting consumer with this batch.
-        case deliver(BytesContinuation, ByteBatch)
+        case deliver(BytesWaiter, ByteBatch)
         /// Bytes taken into the buffer.
         case buffered
         /// Answer `CURL_WRITEFUNC_PAUSE`: the consumer is behind.
@@ -129,7 +132,7 @@ struct TransferStateMachine {
         case abort
         /// Bytes taken into the buffer, which now holds a batch: resume the consumer waiting for the head that
         /// was held back.
-        case deliverHead(HeadContinuation, ResponseHead)
+        case deliverHead(HeadWaiter, ResponseHead)
     }
 
     /// The body's first byte is meant for `offset` in the file (the start of a 206's range, else 0).
@@ -191,7 +194,7 @@ struct TransferStateMachine {
     /// call may have something to deliver (so the driver knows to call again soon).
     struct FlushAction {
         var head: HeadDelivery?
-        var deliver: (BytesContinuation, ByteBatch)?
+        var deliver: (BytesWaiter, ByteBatch)?
         var pending = false
     }
 
@@ -224,7 +227,7 @@ struct TransferStateMachine {
     private var dueRule: DueRule { DueRule(threshold: deliverThreshold, maxDelay: maxDelay) }
 
     private static func deliverIfDue(_ running: inout Running, now: Instant, when rule: DueRule)
-        -> (BytesContinuation, ByteBatch)?
+        -> (BytesWaiter, ByteBatch)?
     {
         guard let waiting = running.consumer, let buffer = running.current, !buffer.isEmpty else { return nil }
         let waited = running.waitingSince.map { $0.duration(to: now) >= rule.maxDelay } ?? false
@@ -245,7 +248,7 @@ struct TransferStateMachine {
 
     /// The response head is known (first body byte, or end of a bodiless answer). Returns its waiter, unless
     /// the head announces a small body and is held back for it.
-    mutating func headArrived(_ value: ResponseHead, now: Instant) -> HeadContinuation? {
+    mutating func headArrived(_ value: ResponseHead, now: Instant) -> HeadWaiter? {
         let threshold = deliverThreshold
         return withRunning { running in
             guard case .pending(let waiter) = running.head else { return nil }
@@ -261,11 +264,11 @@ struct TransferStateMachine {
     /// What the curl thread does once a transfer ended.
     struct FinishAction {
         /// A waiter for the head, failed because none came.
-        var failHead: (HeadContinuation, any Error)?
+        var failHead: (HeadWaiter, any Error)?
         /// A waiter for a head that was held back for its body.
         var deliverHead: HeadDelivery?
         /// The parked consumer, with the last bytes or the end.
-        var resumeConsumer: (BytesContinuation, Result<ByteBatch?, any Error>)?
+        var resumeConsumer: (BytesWaiter, Result<ByteBatch?, any Error>)?
     }
 
     /// curl is done with the transfer, successfully (`error == nil`) or not.
@@ -344,7 +347,7 @@ struct TransferStateMachine {
     mutating func park(_ continuation: BytesContinuation, now: Instant) {
         let parked: Void? = withRunning { running in
             precondition(running.consumer == nil, "one consumer at a time")
-            running.consumer = continuation
+            running.consumer = BytesWaiter(continuation)
             running.waitingSince = (running.current?.count ?? 0) > 0 ? now : nil
         }
         precondition(parked != nil, "parked after the end")
@@ -357,10 +360,10 @@ struct TransferStateMachine {
         case .pending(.some), .held(_, .some, _):
             return .failure(HaulError(.other, "the response head is already awaited"))
         case .pending(nil):
-            withRunning { $0.head = .pending(continuation) }
+            withRunning { $0.head = .pending(HeadWaiter(continuation)) }
             return nil
         case .held(let value, nil, let since):
-            withRunning { $0.head = .held(value, continuation, since: since) }
+            withRunning { $0.head = .held(value, HeadWaiter(continuation), since: since) }
             return nil
         }
     }
@@ -368,8 +371,8 @@ struct TransferStateMachine {
     /// What the consumer's side does once it gave up.
     struct CancelAction {
         /// Waiters to fail with `CancellationError`.
-        var consumer: BytesContinuation?
-        var head: HeadContinuation?
+        var consumer: BytesWaiter?
+        var head: HeadWaiter?
         /// The transfer was still running: the curl thread must drop the handle.
         var removeHandle = false
     }
