@@ -58,6 +58,7 @@ final class ServerController: Sendable {
             if head { $0.stats.headRequests += 1 }
             if let range {
                 $0.stats.rangeRequests += 1
+                $0.stats.ranges.append(range)
                 let spec = range.drop { $0 != "=" }.dropFirst().filter { $0 != " " }
                 if spec.hasPrefix("-") || spec.hasSuffix("-") { $0.stats.openRangeRequests += 1 }
             }
