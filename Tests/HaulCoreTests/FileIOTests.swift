@@ -74,21 +74,6 @@ import Testing
         #expect(dir.contents("data.part") == expected)
     }
 
-    /// A server may announce any size: the part is never extended past the disk's free space.
-    @Test func anAnnouncedSizePastTheFreeSpaceIsNotExtendedAhead() throws {
-        let dir = TempDirectory()
-        let file = try PartFile(path: dir.file("data.part"), truncate: true)
-        var disk = statvfs()
-        #expect(statvfs(dir.path, &disk) == 0)
-        // More than is free, and less than ext4's largest file (16 TiB), which would refuse it anyway.
-        file.expect(size: Int64(disk.f_bavail) * Int64(disk.f_frsize) + (1 << 30))
-        try file.write(batch(pattern(1 << 20, seed: 2), at: 0), at: 0)
-        #expect(try file.size() == 1 << 20, "grown by its write alone")
-        #expect(file.asyncBytes == 0)
-        try file.close()
-        #expect(dir.contents("data.part").map { $0 == pattern(1 << 20, seed: 2) } == true, "the bytes, and no more")
-    }
-
     /// Below `extendMinimum`, or with no size announced, a file grows only by its writes.
     @Test func smallOrUnannouncedFilesAreNotExtendedAhead() throws {
         let dir = TempDirectory()

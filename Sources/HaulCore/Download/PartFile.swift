@@ -209,21 +209,9 @@ package final class PartFile: @unchecked Sendable {
             guard let expected = sizing.expected, end <= expected else { return false }
             var info = stat()
             guard fstat(descriptor, &info) == 0 else { return false }
-            let size = Int64(info.st_size)
             // Never shorter: a part longer than announced keeps its bytes.
-            if size < expected {
-                // Not past what the disk could hold: a size announced by a hostile server does not become a
-                // file that claims terabytes.
-                var disk = statvfs()
-                guard fstatvfs(descriptor, &disk) == 0,
-                    UInt64(expected - size) <= UInt64(disk.f_bavail) &* UInt64(disk.f_frsize),
-                    ftruncate(descriptor, off_t(expected)) == 0
-                else {
-                    sizing.expected = nil
-                    return false
-                }
-            }
-            sizing.extendedTo = Swift.max(expected, size)
+            if Int64(info.st_size) < expected, ftruncate(descriptor, off_t(expected)) != 0 { return false }
+            sizing.extendedTo = Swift.max(expected, Int64(info.st_size))
             return end <= sizing.extendedTo
         }
     }
