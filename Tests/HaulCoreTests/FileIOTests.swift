@@ -38,55 +38,6 @@ import Testing
         #expect(dir.contents("data.part") == expected)
     }
 
-    /// A file expected to reach an announced size is extended to it (sparsely) at its first direct write: its
-    /// direct writes then fall within its size, which lets them go to the device without waiting (ext4 waits
-    /// inside io_submit for one that extends the file). Every byte lands; nothing is extended before the
-    /// first write; a truncation starts it over.
-    @Test func directWritesWithinTheExpectedSizeAreSubmittedWithoutWaiting() throws {
-        let dir = TempDirectory()
-        let file = try PartFile(path: dir.file("data.part"), truncate: true)
-        let total = 12 << 20
-        file.expect(size: Int64(total))
-        #expect(try file.size() == 0, "nothing written yet: a download that fails now leaves an empty part")
-        var expected = [UInt8](repeating: 0, count: total)
-        var offset = 0
-        for (index, count) in [300_001, 1 << 20, 2_500_000, 1 << 20, 999_999].enumerated() {
-            let bytes = pattern(count, seed: index)
-            expected.replaceSubrange(offset..<offset + count, with: bytes)
-            try file.write(batch(bytes, at: Int64(offset)), at: Int64(offset))
-            #expect(try file.size() == Int64(total), "extended to the expected size at the first write")
-            offset += count
-        }
-        // The rest, in one batch, so that the file's bytes are all written.
-        let last = pattern(total - offset, seed: 9)
-        expected.replaceSubrange(offset..<total, with: last)
-        try file.write(batch(last, at: Int64(offset)), at: Int64(offset))
-        try file.sync()
-        #expect(file.asyncBytes > 10_000_000, "the batches' whole pages went to the device without waiting")
-        #expect(file.asyncBytes <= file.directBytes)
-
-        try file.truncate(to: 0)
-        try file.write(batch(pattern(1 << 20, seed: 3), at: 0), at: 0)
-        #expect(try file.size() == Int64(total), "extended again after the truncation")
-        try file.write(batch(Array(expected[(1 << 20)...]), at: 1 << 20), at: 1 << 20)
-        try file.close()
-        expected.replaceSubrange(0..<(1 << 20), with: pattern(1 << 20, seed: 3))
-        #expect(dir.contents("data.part") == expected)
-    }
-
-    /// Below `extendMinimum`, or with no size announced, a file grows only by its writes.
-    @Test func smallOrUnannouncedFilesAreNotExtendedAhead() throws {
-        let dir = TempDirectory()
-        for announced in [Int64(1 << 20), nil] {
-            let file = try PartFile(path: dir.file("data.part"), truncate: true)
-            file.expect(size: announced)
-            try file.write(batch(pattern(300_000, seed: 1), at: 0), at: 0)
-            #expect(try file.size() == 300_000)
-            #expect(file.asyncBytes == 0)
-            try file.close()
-        }
-    }
-
     @Test func batchesWhoseMemoryDoesNotLineUpAreWrittenThroughThePageCache() throws {
         let dir = TempDirectory()
         let file = try PartFile(path: dir.file("data.part"), truncate: true)

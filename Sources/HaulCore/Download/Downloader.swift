@@ -230,8 +230,6 @@ package struct Downloader: Sendable {
         }
         if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total)) }
         if let notice = body.notice { events(.fact(notice)) }
-        // Its direct writes can then overlap the journal's hashing (`PartFile.write`).
-        claim.part.expect(size: body.total)
     }
 
     /// Writes one answer's body into the part from `body.start`, through the progress loop; returns where it

@@ -62,18 +62,9 @@ final class WriteJournal: Sendable {
 
     /// Records `bytes`, just written at `offset`.
     func record(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
-        if let record = Self.record(of: bytes, at: offset) { append(record) }
-    }
-
-    /// The record of `bytes` at `offset` (nil for no bytes): the hash, taken outside the lock (segments record
-    /// in parallel), and while the direct write of the same bytes is under way (`PartFile.write`).
-    static func record(of bytes: UnsafeRawBufferPointer, at offset: Int64) -> Record? {
-        guard bytes.count > 0 else { return nil }
-        return Record(offset: offset, length: Int64(bytes.count), hash: hash(bytes))
-    }
-
-    /// Adds `record`, whose bytes are written.
-    func append(_ record: Record) {
+        guard bytes.count > 0 else { return }
+        // Hashed outside the lock: segments record in parallel.
+        let record = Record(offset: offset, length: Int64(bytes.count), hash: Self.hash(bytes))
         sink.withLockedValue { sink in
             switch sink {
             case .memory(var records):
