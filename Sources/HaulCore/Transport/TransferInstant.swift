@@ -7,7 +7,7 @@ import Glibc
 /// over it goes through the runtime's value witnesses. The curl thread's write callback, which runs for every
 /// 16 KiB (HTTP/1.1) or 8 KiB (nginx's HTTP/2 frames), spent more on that than on its own work. This has a fixed
 /// layout, so the transfer's state compiles to plain loads and stores.
-package struct TransferInstant: Comparable, Hashable, Sendable {
+package struct TransferInstant: Comparable, Sendable {
     package let nanoseconds: Int64
 
     package init(nanoseconds: Int64) {

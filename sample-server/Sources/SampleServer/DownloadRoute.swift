@@ -76,6 +76,7 @@ struct DownloadRoute: Sendable {
         if request.method == .head {
             return Response(status: status, headers: headers)
         }
+        controller.recordBody(bytes)
 
         let plan = BodyPlan(
             file: file,

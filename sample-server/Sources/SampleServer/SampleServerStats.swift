@@ -17,16 +17,16 @@ public struct SampleServerStats: Sendable, Equatable {
     /// Times a response body waited for its rate limit before sending a chunk: more than zero once a throttle
     /// has paced anything; it does not move while no throttle is set.
     public var throttleWaits: Int
-    /// The `Range` header values of those requests, in arrival order (`bytes=0-99`): what a client asked for,
-    /// which `bodyBytesSent` cannot tell (it also counts what was in flight when a client cut an answer short).
-    public var ranges: [String]
+    /// The bytes each GET's body was to carry, in arrival order: what a client asked for, which
+    /// `bodyBytesSent` cannot tell (it also counts what was in flight when a client cut an answer short).
+    public var bodies: [Range<Int>]
 
     /// The GET requests: the ones that ask for bytes.
     public var getRequests: Int { requests - headRequests }
 
     /// All counters at zero.
     public init(requests: Int = 0, headRequests: Int = 0, bodyBytesSent: Int = 0, rangeRequests: Int = 0,
-                openRangeRequests: Int = 0, bodiesStreaming: Int = 0, throttleWaits: Int = 0, ranges: [String] = []) {
+                openRangeRequests: Int = 0, bodiesStreaming: Int = 0, throttleWaits: Int = 0, bodies: [Range<Int>] = []) {
         self.headRequests = headRequests
         self.openRangeRequests = openRangeRequests
         self.bodiesStreaming = bodiesStreaming
@@ -34,6 +34,6 @@ public struct SampleServerStats: Sendable, Equatable {
         self.requests = requests
         self.bodyBytesSent = bodyBytesSent
         self.rangeRequests = rangeRequests
-        self.ranges = ranges
+        self.bodies = bodies
     }
 }

@@ -58,7 +58,6 @@ final class ServerController: Sendable {
             if head { $0.stats.headRequests += 1 }
             if let range {
                 $0.stats.rangeRequests += 1
-                $0.stats.ranges.append(range)
                 let spec = range.drop { $0 != "=" }.dropFirst().filter { $0 != " " }
                 if spec.hasPrefix("-") || spec.hasSuffix("-") { $0.stats.openRangeRequests += 1 }
             }
@@ -86,6 +85,11 @@ final class ServerController: Sendable {
             $0.responsesDropped += 1
             return Swift.max(0, dropAfter)
         }
+    }
+
+    /// A GET's body is to carry `bytes` of its file.
+    func recordBody(_ bytes: Range<Int>) {
+        state.withLockedValue { $0.stats.bodies.append(bytes) }
     }
 
     func recordBodyBytes(_ count: Int) {
