@@ -40,6 +40,13 @@ where Base.Element: ByteChunk, C.Duration == Duration {
         self.window = window
     }
 
+    /// Whether a write that ends at `offset` completes the whole file (this body ends where the file
+    /// does). A segment's body never says so: the file's other segments may still be under way.
+    func completes(at offset: Int64) -> Bool {
+        guard let endOffset, let total else { return false }
+        return endOffset == total && offset == endOffset
+    }
+
     /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.
     package static func batchSize(total: Int64?) -> Int64 {
         Swift.max(64 * 1024, (total ?? 0) / 100)
@@ -75,8 +82,9 @@ where Base.Element: ByteChunk, C.Duration == Duration {
                 if let end = owner.endOffset, offset + Int64(chunk.count) > end {
                     throw HaulError(.protocol, "the server sent more than the \(end - owner.startOffset) bytes it announced")
                 }
-                try owner.file.write(chunk, at: offset)
-                offset += Int64(chunk.count)
+                let reached = offset + Int64(chunk.count)
+                try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached))
+                offset = reached
                 owner.written?.advance(to: offset)
                 pending += Int64(chunk.count)
                 let now = owner.clock.now

@@ -126,10 +126,12 @@ package final class PartFile: @unchecked Sendable {
 
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
     /// large and its memory lines up with the file's pages (transfer buffers do), the rest buffered.
-    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+    /// `completing`: these are the file's last bytes, and the download goes on to its finish (see
+    /// `WriteJournal.record`).
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false) throws(HaulError) {
         untouched.withLockedValue { $0 = false }
         try writeData(bytes, at: offset)
-        journal?.record(bytes, at: offset)
+        journal?.record(bytes, at: offset, completing: completing)
         digest.withLockedValue { $0?.feed(bytes, at: offset) }
     }
 
@@ -203,10 +205,10 @@ package final class PartFile: @unchecked Sendable {
         do { try FileIO.writeAll(fd, bytes, at: offset) } catch { throw PartFile.error("cannot write", path, error.code) }
     }
 
-    package func write(_ bytes: some ByteChunk, at offset: Int64) throws(HaulError) {
+    package func write(_ bytes: some ByteChunk, at offset: Int64, completing: Bool = false) throws(HaulError) {
         var failure: HaulError?
         bytes.withUnsafeBytes { buffer in
-            do { try write(buffer, at: offset) } catch { failure = HaulError.from(error) }
+            do { try write(buffer, at: offset, completing: completing) } catch { failure = HaulError.from(error) }
         }
         if let failure { throw failure }
     }
