@@ -506,9 +506,11 @@ private final class DriverLoop {
         let receiving = handles.values.count { !$0.ahead }
         guard receiving > 0 else { return }
         let overallShare = overallRate.map { Swift.max(1, $0 / Int64(receiving)) } ?? .max
+        // Every managed download has a live cap, but few have a rate in it: only those are counted (this
+        // runs at each transfer's start and end).
         var perDownload: [ObjectIdentifier: Int64] = [:]
         for handle in handles.values {
-            if let limit = handle.core.limit { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
+            if let limit = handle.core.limit, limit.bytesPerSecond != nil { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
         }
         for (easy, handle) in handles where !handle.ahead {
             let core = handle.core
