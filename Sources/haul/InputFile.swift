@@ -92,6 +92,12 @@ struct LineSplitter {
     private mutating func endLine() -> HaulError? {
         if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
         if pending.count > maxLineBytes { return tooLong() }
+        if let url = Self.plainURL(pending) {
+            entries.append(InputEntry(url: url))
+            pending.removeAll(keepingCapacity: true)
+            lineNumber += 1
+            return nil
+        }
         let raw = Substring(String(decoding: pending, as: UTF8.self))
         let indented = raw.first == " " || raw.first == "\t"
         var line = raw
@@ -123,6 +129,23 @@ struct LineSplitter {
         let url = String(line[..<(bytes.firstIndex(of: UInt8(ascii: "\t")) ?? line.endIndex)])
         entries.append(InputEntry(url: url))
         return nil
+    }
+}
+
+extension LineSplitter {
+    /// The URL of the common line, read on its bytes: one that starts with neither blank nor `#` (so it is
+    /// neither indented nor a comment, and nothing is trimmed at its start), and holds printable ASCII up to
+    /// its end or its first tab (mirrors follow a tab). nil for any other line, which `endLine` reads by
+    /// Character as before. (Trimming and searching by Character cost 10,000 instructions a line: 10 ms
+    /// before the first of a thousand downloads could start.)
+    static func plainURL(_ line: [UInt8]) -> String? {
+        guard let first = line.first, first > 0x20, first < 0x7F, first != UInt8(ascii: "#") else { return nil }
+        var end = 0
+        while end < line.count, line[end] != 0x09 {
+            guard line[end] > 0x20, line[end] < 0x7F else { return nil }
+            end += 1
+        }
+        return String(decoding: line[..<end], as: UTF8.self)
     }
 }
 
