@@ -5,8 +5,9 @@ import NIOConcurrencyHelpers
 
 /// Owns one libcurl multi handle and every easy handle, on one thread of its own.
 ///
-/// Other threads never touch curl: they post commands (`add`, `unpause`, `remove`) and wake the thread
-/// with `curl_multi_wakeup`. While nothing happens the thread sleeps in `curl_multi_poll`: no busy polling.
+/// Other threads never touch curl: they post commands (`add`, `unpause`, `remove`) and, when it sleeps, wake
+/// the thread with `curl_multi_wakeup`. While nothing happens the thread sleeps in `curl_multi_poll`: no busy
+/// polling.
 /// Connections are kept in the multi handle's cache and reused by later transfers to the same host.
 package final class CurlDriver: Sendable {
     /// The process-wide driver. Its thread starts on first use and lives as long as the process.
@@ -25,7 +26,15 @@ package final class CurlDriver: Sendable {
     /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
     package let highWatermark: Int
     private let multi: MultiHandle
-    private let inbox = NIOLockedValueBox<[Command]>([])
+    private let inbox = NIOLockedValueBox(Inbox())
+
+    /// Commands posted and not taken yet, and whether the thread sleeps (or is about to) in
+    /// `curl_multi_poll`: only then does a post wake it. A thread that is awake takes the commands at the top
+    /// of its next turn, and each wake costs a write to curl's socket pair and two reads on this side.
+    private struct Inbox {
+        var commands: [Command] = []
+        var polling = false
+    }
     private let finished = Latch()
 
     /// A multi handle pointer; used only on the driver thread, apart from the thread-safe `curl_multi_wakeup`.
@@ -137,15 +146,34 @@ package final class CurlDriver: Sendable {
     }
 
     func post(_ command: Command) {
-        inbox.withLockedValue { $0.append(command) }
-        curl_multi_wakeup(multi.pointer)
+        let wake = inbox.withLockedValue { inbox in
+            inbox.commands.append(command)
+            defer { inbox.polling = false }
+            return inbox.polling
+        }
+        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     fileprivate func takeCommands() -> [Command] {
-        inbox.withLockedValue { commands in
-            defer { commands = [] }
-            return commands
+        inbox.withLockedValue { inbox in
+            defer { inbox.commands = [] }
+            return inbox.commands
         }
+    }
+
+    /// Called right before `curl_multi_poll`: false when a command came since the thread last took them
+    /// (it goes round again instead of sleeping); true marks it polling, so that the next post wakes it.
+    fileprivate func willPoll() -> Bool {
+        inbox.withLockedValue { inbox in
+            guard inbox.commands.isEmpty else { return false }
+            inbox.polling = true
+            return true
+        }
+    }
+
+    /// Called when `curl_multi_poll` returns: posts no longer need to wake the thread.
+    fileprivate func didPoll() {
+        inbox.withLockedValue { $0.polling = false }
     }
 
     fileprivate func threadDidExit() {
@@ -306,7 +334,10 @@ private final class DriverLoop {
             for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
             // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
             let timeout = pending ? 5 : !waitingForAhead.isEmpty ? 100 : handles.isEmpty ? 60_000 : 1_000
-            curl_multi_poll(multi, nil, 0, Int32(timeout), nil)
+            if driver.willPoll() {
+                curl_multi_poll(multi, nil, 0, Int32(timeout), nil)
+                driver.didPoll()
+            }
         }
         driver.threadDidExit()
     }
