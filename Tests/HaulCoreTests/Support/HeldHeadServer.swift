@@ -143,7 +143,8 @@ final class HeldHeadServer: Sendable {
     }
 }
 
-private extension Array where Element == UInt8 {
+extension Array where Element == UInt8 {
+    /// Where the first `\r\n\r\n` starts: the end of a request's head (the test servers' reader).
     var headEnd: Int? {
         guard count >= 4 else { return nil }
         return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
