@@ -341,21 +341,25 @@ struct HaulCommand: ParsableCommand {
             directory = directory == "." ? here : FilePath.join(here, directory)
         }
         let listed = checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:]
+        // The job every URL starts from, built once: an option's value read through its property wrapper
+        // cost 500 instructions, and the loop read eleven of them per URL (6 ms for 1000 URLs).
+        var template = DownloadJob(url: "", outputDirectory: directory, outputName: placed?.name)
+        template.existingFile = policy
+        template.headers = headers
+        template.transfer = options
+        template.retries = retries
+        template.resume = !noResume
+        template.partialPreview = !noPartialPreview
+        template.segments = segments
+        template.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
+        template.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
+        template.onError = onError.map { Hook(command: $0, shell: hookShell) }
+        template.timestamping = timestamping
+        template.remoteTime = !noRemoteTime
+        template.sync = !noSync
         return (urls.map { InputEntry(url: $0) } + extra).map { entry in
-            var job = DownloadJob(url: entry.url, outputDirectory: directory, outputName: placed?.name)
-            job.existingFile = policy
-            job.headers = headers
-            job.transfer = options
-            job.retries = retries
-            job.resume = !noResume
-            job.partialPreview = !noPartialPreview
-            job.segments = segments
-            job.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
-            job.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
-            job.onError = onError.map { Hook(command: $0, shell: hookShell) }
-            job.timestamping = timestamping
-            job.remoteTime = !noRemoteTime
-            job.sync = !noSync
+            var job = template
+            job.url = entry.url
             entry.options.apply(to: &job, absolute: absolute)
             if job.checksum == nil, !listed.isEmpty {
                 job.checksum = listed[job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))]
