@@ -119,6 +119,21 @@ import Testing
         #expect(FilePath.join("o", "x") == "o/x")
         #expect(FilePath.join("o/", "x") == "o/x")
     }
+
+    /// Read on the bytes, as the kernel reads a path: every `/` separates, "/" and "" keep their meaning.
+    @Test func edgesAndNonASCIINames() {
+        #expect(FilePath.parent(of: "") == ".")
+        #expect(FilePath.baseName(of: "") == "")
+        #expect(FilePath.parent(of: "//") == "/")
+        #expect(FilePath.baseName(of: "/") == "")
+        #expect(FilePath.baseName(of: "a/b//") == "b")
+        #expect(FilePath.parent(of: "a//b") == "a")
+        #expect(FilePath.parent(of: "dir/\u{e9}t\u{e9}.txt") == "dir")
+        #expect(FilePath.baseName(of: "r\u{e9}p/\u{e9}t\u{e9}.txt") == "\u{e9}t\u{e9}.txt")
+        // A combining mark after a slash does not hide it: the kernel splits there.
+        #expect(FilePath.baseName(of: "a/\u{301}x") == "\u{301}x")
+        #expect(FilePath.parent(of: "a/\u{301}x") == "a")
+    }
 }
 
 @Suite struct URLCheckTests {

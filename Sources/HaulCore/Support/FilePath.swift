@@ -3,12 +3,13 @@ import Glibc
 #endif
 
 /// Path arithmetic on plain strings. (Foundation's NSString path methods crash on some short relative
-/// paths on Linux, such as "o".)
+/// paths on Linux, such as "o".) On the UTF-8 bytes, as the kernel reads a path: a `/` is a separator
+/// whatever follows it (a combining mark after it does not hide it), and no Character is counted.
 package enum FilePath {
     /// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/"; trailing slashes ignored.
     package static func parent(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        guard let slash = trimmed.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
         if slash == trimmed.startIndex { return "/" }
         return trimmingTrailingSlashes(String(trimmed[..<slash]))
     }
@@ -16,8 +17,8 @@ package enum FilePath {
     /// "a/b/c" -> "c"; "c/" -> "c".
     package static func baseName(of path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
-        guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
-        return String(trimmed[trimmed.index(after: slash)...])
+        guard let slash = trimmed.utf8.lastIndex(of: UInt8(ascii: "/")) else { return trimmed }
+        return String(trimmed[trimmed.utf8.index(after: slash)...])
     }
 
     /// "a" + "b" -> "a/b"; "a/" + "b" -> "a/b".
@@ -34,9 +35,16 @@ package enum FilePath {
         return path == "." ? cwd : join(cwd, path.hasPrefix("./") ? String(path.dropFirst(2)) : path)
     }
 
+    /// Without the slashes at its end, but "/" stays "/". (`Substring.count` walked every Character at each
+    /// step: 2,000 instructions a download's end.)
     private static func trimmingTrailingSlashes(_ path: String) -> String {
-        var result = Substring(path)
-        while result.count > 1, result.hasSuffix("/") { result = result.dropLast() }
-        return String(result)
+        let bytes = path.utf8
+        var end = bytes.endIndex
+        var length = bytes.count
+        while length > 1, bytes[bytes.index(before: end)] == UInt8(ascii: "/") {
+            end = bytes.index(before: end)
+            length -= 1
+        }
+        return end == bytes.endIndex ? path : String(path[..<end])
     }
 }
