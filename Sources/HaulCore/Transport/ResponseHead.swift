@@ -96,6 +96,8 @@ package struct ResponseHead: Sendable, Equatable {
             let name = Self.trimmed(bytes, 0, colon)
             guard !name.isEmpty else { return }
             let value = Self.trimmed(bytes, colon + 1, bytes.count)
+            // Room for a usual response's headers at once, not grown 1, 2, 4, 8 as they come.
+            if lines.capacity == 0 { lines.reserveCapacity(16) }
             lines.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
 
