@@ -7,6 +7,7 @@ import TestSupport
 /// A keep-alive HTTP/1.1 server on 127.0.0.1 that counts the connections it accepts and holds every answer
 /// to HEAD until `releaseHeads()`: what a slow HEAD looks like to a client that opens connections ahead.
 /// GETs with a `Range` get those bytes of a file of `size` bytes (byte i is i mod 251); others get it whole.
+/// Every request head it read is kept (`requests`).
 final class HeldHeadServer: Sendable {
     let port: Int
     let size: Int
@@ -14,7 +15,7 @@ final class HeldHeadServer: Sendable {
     /// answers at once 20 s, long enough for the client to call the connection stalled.
     private let body: [UInt8]
     private let listener: Int32
-    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32]()))
+    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String]()))
     private let headsReleased = DispatchSemaphore(value: 0)
     /// One element per HEAD that arrived.
     private let headsArriving: AsyncStream<Void>
@@ -50,6 +51,8 @@ final class HeldHeadServer: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)/file.bin" }
     var accepted: Int { state.withLockedValue { $0.accepted } }
+    /// The request heads read so far, each up to its blank line, in the order they came.
+    var requests: [String] { state.withLockedValue { $0.requests } }
 
     /// Returns once `count` HEAD requests have arrived (false if they did not within `seconds`), without
     /// holding a thread of the cooperative pool meanwhile.
@@ -88,19 +91,9 @@ final class HeldHeadServer: Sendable {
             state.withLockedValue { $0.open.removeAll { $0 == fd } }
             close(fd)
         }
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            var found = pending.headEnd
-            while found == nil {
-                let n = read(fd, &buffer, buffer.count)
-                guard n > 0 else { return }
-                pending += buffer[0..<n]
-                found = pending.headEnd
-            }
-            let end = found!
-            let head = String(decoding: pending[..<end], as: UTF8.self)
-            pending.removeFirst(end + 4)
+        var heads = RequestHeads(fd)
+        while let head = heads.next() {
+            state.withLockedValue { $0.requests.append(head) }
             let lines = head.split(separator: "\r\n")
             if lines.first?.hasPrefix("HEAD ") == true {
                 let wait = state.withLockedValue { state -> Bool in
@@ -140,13 +133,5 @@ final class HeldHeadServer: Sendable {
             }
             return true
         }
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Where the first `\r\n\r\n` starts: the end of a request's head (the test servers' reader).
-    var headEnd: Int? {
-        guard count >= 4 else { return nil }
-        return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
     }
 }
