@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import HaulCore
 
@@ -6,17 +7,11 @@ import Testing
 /// readers must agree on every date, and the hand-made one must step aside for anything it does not know.
 @Suite struct HTTPDateTests {
     @Test func theHandReaderAgreesWithCurlOnEveryFixdate() {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var random = SplitMix64(seed: 0x9E37_79B9_7F4A_7C15)
         var samples: [Int64] = [0, 59, 86_399, 86_400, 784_111_777, 951_782_400, 951_868_799, 1_709_251_199,
                                 2_147_483_647, 2_147_483_648, 4_107_542_399, 253_402_300_799]
-        for _ in 0..<5000 {
-            // SplitMix64: seconds up to the year 9999.
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            samples.append(Int64((z ^ (z >> 31)) % 253_402_300_800))
-        }
+        // Seconds up to the year 9999.
+        for _ in 0..<5000 { samples.append(Int64(random.next() % 253_402_300_800)) }
         for seconds in samples {
             let text = HTTPDate.format(Date(timeIntervalSince1970: Double(seconds)))
             #expect(HTTPDate.fixdate(text) == seconds, "\(text)")

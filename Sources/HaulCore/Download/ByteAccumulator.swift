@@ -43,8 +43,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     /// Whether a write that ends at `offset` completes the whole file (this body ends where the file
     /// does). A segment's body never says so: the file's other segments may still be under way.
     func completes(at offset: Int64) -> Bool {
-        guard let endOffset, let total else { return false }
-        return endOffset == total && offset == endOffset
+        total != nil && endOffset == total && offset == total
     }
 
     /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.

@@ -88,8 +88,7 @@ enum HTTPDate {
                 let second = number(23, 2), year >= 1970, hour < 24, minute < 60, second < 60
             else { return nil }
             let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-            let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-            guard day >= 1, day <= lengths[month] else { return nil }
+            guard day >= 1, day <= monthDays[month] + (month == 1 && leap ? 1 : 0) else { return nil }
             // Days from 1970-01-01 to the date (the proleptic Gregorian calendar, as `timegm`).
             let y = month < 2 ? year - 1 : year
             let era = y / 400
@@ -102,6 +101,8 @@ enum HTTPDate {
     }
 
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    /// The months' lengths in a common year.
+    private static let monthDays: [Int64] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// IMF-fixdate, as `If-Modified-Since` sends it.

@@ -546,19 +546,25 @@ private final class DriverLoop {
         let receiving = handles.values.count { !$0.ahead }
         guard receiving > 0 else { return }
         let overallShare = overallRate.map { Swift.max(1, $0 / Int64(receiving)) } ?? .max
-        // Every managed download has a live cap, but few have a rate in it: only those are counted (this
-        // runs at each transfer's start and end).
-        var perDownload: [ObjectIdentifier: Int64] = [:]
+        // Every managed download has a live cap, but few have a rate in it: only those are counted, each
+        // rate read once (this runs at each transfer's start and end).
+        var perDownload: [ObjectIdentifier: (rate: Int64, transfers: Int64)] = [:]
         for handle in handles.values {
-            if let limit = handle.core.limit, limit.bytesPerSecond != nil { perDownload[ObjectIdentifier(limit), default: 0] += 1 }
+            guard let limit = handle.core.limit else { continue }
+            let key = ObjectIdentifier(limit)
+            if let counted = perDownload[key] {
+                perDownload[key] = (counted.rate, counted.transfers + 1)
+            } else if let rate = limit.bytesPerSecond {
+                perDownload[key] = (rate, 1)
+            }
         }
         for (easy, handle) in handles where !handle.ahead {
             let core = handle.core
             var cap = overallShare
             if let limit = core.limit {
                 // The live cap replaces the one the request started with.
-                if let rate = limit.bytesPerSecond {
-                    cap = Swift.min(cap, Swift.max(1, rate / (perDownload[ObjectIdentifier(limit)] ?? 1)))
+                if let share = perDownload[ObjectIdentifier(limit)] {
+                    cap = Swift.min(cap, Swift.max(1, share.rate / share.transfers))
                 }
             } else if let own = core.request.options.maxReceiveRate {
                 cap = Swift.min(cap, own)
