@@ -15,6 +15,17 @@ static inline int haul_o_direct(void) { return O_DIRECT; }
 /* Names the calling thread (at most 15 bytes show), for ps, top and perf. */
 static inline void haul_name_thread(const char *name) { pthread_setname_np(pthread_self(), name); }
 
+/* Makes the calling thread SCHED_BATCH (no privilege needed): a batch thread woken on a busy core does not
+   preempt what runs there. Returns 0, or an errno value. */
+#include <sched.h>
+static inline int haul_thread_batch(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    return pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+}
+
+/* Whether the calling thread is SCHED_BATCH. */
+static inline int haul_thread_is_batch(void) { return sched_getscheduler(0) == SCHED_BATCH; }
+
 /* renameat2(2) with RENAME_NOREPLACE: renames only when nothing is at the new name, in one step.
    Returns 0, or -1 with errno (EEXIST when the name is taken; EINVAL or ENOSYS where the file system or
    kernel lacks the flag). */

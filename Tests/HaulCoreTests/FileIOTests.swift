@@ -72,6 +72,17 @@ import Testing
         #expect(executor.threadCount <= 16)
     }
 
+    /// Its threads are batch threads: one woken for a download's bytes waits for a free core instead of
+    /// preempting the curl thread that woke it (which has the other transfers' bytes to take in).
+    @Test func itsThreadsDoNotPreemptTheThreadThatWakesThem() async {
+        let executor = IOExecutor(maximumThreads: 2)
+        let onExecutor = await Task(executorPreference: executor) { IOExecutor.currentThreadIsBatch }.value
+        #expect(onExecutor)
+        // The check itself tells the two apart: a thread of the cooperative pool is not one.
+        let elsewhere = await Task.detached { IOExecutor.currentThreadIsBatch }.value
+        #expect(!elsewhere)
+    }
+
     /// A task that hops between the executor and an actor goes on on the thread it hopped from: the runtime
     /// enqueues each hop from that thread just before the job that hops returns, and waking another thread
     /// for it (or starting one: this one is still busy then) would cost two context switches a hop.

@@ -7,7 +7,8 @@ import Glibc
 /// commit instead of queueing behind each other.
 ///
 /// A thread is started when a job arrives and none is idle, up to `maximumThreads`; idle threads wait
-/// on a condition variable (no polling) and stay for the next job.
+/// on a condition variable (no polling) and stay for the next job. The threads are `SCHED_BATCH`: woken,
+/// they wait for a free core instead of preempting the thread that woke them (see `work`).
 ///
 /// A task that hops while it runs here (onto an actor, or back from one) is enqueued by the runtime from this
 /// very thread, right before the job that hops returns: that job is kept for this thread (`Worker.next`)
@@ -35,6 +36,9 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(wakeup, nil)
     }
+
+    /// Whether the calling thread is scheduled as a batch thread, as this executor's are (for tests).
+    package static var currentThreadIsBatch: Bool { haul_thread_is_batch() != 0 }
 
     /// Started threads (for tests).
     package var threadCount: Int {
@@ -113,6 +117,13 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
 
     private func work() -> Never {
         haul_name_thread("haul-io")
+        // Batch scheduling: a thread woken here (a download's bytes are in, its file waits) does not preempt
+        // what runs on that core, which is often the curl thread that woke it and still has every other
+        // transfer's bytes to take in. It runs on a free core at once, or when the running thread blocks or its
+        // slice ends. 1000 small files, 8 at once: the curl thread was preempted ~700 times a run before;
+        // CPU -6% over HTTP and -8% over HTTPS, wall -6 to -13%; the 1 GiB file no slower (bench/, alternating
+        // runs). Needs no privilege; where it is refused the thread stays as it was.
+        _ = haul_thread_batch()
         let worker = Worker(self)
         worker.install()
         while true {
