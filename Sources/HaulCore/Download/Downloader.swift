@@ -298,6 +298,16 @@ package struct Downloader: Sendable {
     /// directory (unless `--no-sync`).
     private func finish(_ claim: inout Claim, job: DownloadJob, received: Int64,
                         events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
+        if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
+            // The server's Last-Modified as the file's mtime (as wget does), set before the sync, which makes it
+            // durable with the data: set after it, a crash could leave the file with the time of the download.
+            try? claim.part.withDescriptor { fd in
+                // Access and modification time both, as wget sets them.
+                let seconds = Int(stamp.timeIntervalSince1970)
+                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+                _ = futimens(fd, &times)
+            }
+        }
         if job.sync { try claim.part.sync() }
         if let checksum = job.checksum {
             // Computed while the bytes came when they came in order from byte 0; else read back once.
@@ -316,15 +326,6 @@ package struct Downloader: Sendable {
                 claim.removeState()
                 throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
-            }
-        }
-        if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
-            // The server's Last-Modified as the file's mtime (as wget does), set before it takes its name.
-            try? claim.part.withDescriptor { fd in
-                // Access and modification time both, as wget sets them.
-                let seconds = Int(stamp.timeIntervalSince1970)
-                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
-                _ = futimens(fd, &times)
             }
         }
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
