@@ -293,9 +293,9 @@ package struct Downloader: Sendable {
         return machine.segmentsEnded()
     }
 
-    /// Syncs the data (unless `--no-sync`), verifies the checksum, gives `NAME.part` its name (the next free
-    /// one if something appeared at `NAME` meanwhile, unless `--overwrite`), drops the state file and syncs the
-    /// directory (unless `--no-sync`).
+    /// Gives the part the server's time (when asked to), syncs it (unless `--no-sync`), verifies the checksum,
+    /// gives `NAME.part` its name (the next free one if something appeared at `NAME` meanwhile, unless
+    /// `--overwrite`), drops the state file and syncs the directory (unless `--no-sync`).
     private func finish(_ claim: inout Claim, job: DownloadJob, received: Int64,
                         events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
