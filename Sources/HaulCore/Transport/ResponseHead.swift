@@ -26,7 +26,9 @@ package struct ResponseHead: Sendable, Equatable {
             b.withUTF8 { y in
                 for i in 0..<x.count where x[i] != y[i] {
                     let folded = x[i] | 0x20
-                    guard folded == y[i] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else { return false }
+                    guard folded == y[i] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else {
+                        return false
+                    }
                 }
                 return true
             }

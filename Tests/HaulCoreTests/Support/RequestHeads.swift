@@ -12,23 +12,18 @@ struct RequestHeads {
 
     /// The next head, up to its blank line (excluded); nil when the connection ends first.
     mutating func next() -> String? {
-        var found = pending.headEnd
+        var found = pending.firstRange(of: Self.blankLine)
         while found == nil {
             let n = read(fd, &buffer, buffer.count)
             guard n > 0 else { return nil }
             pending += buffer[0..<n]
-            found = pending.headEnd
+            found = pending.firstRange(of: Self.blankLine)
         }
         let end = found!
-        defer { pending.removeFirst(end + 4) }
-        return String(decoding: pending[..<end], as: UTF8.self)
+        defer { pending.removeFirst(end.upperBound) }
+        return String(decoding: pending[..<end.lowerBound], as: UTF8.self)
     }
-}
 
-private extension Array where Element == UInt8 {
-    /// Where the first `\r\n\r\n` starts.
-    var headEnd: Int? {
-        guard count >= 4 else { return nil }
-        return (0...(count - 4)).first { self[$0] == 13 && self[$0 + 1] == 10 && self[$0 + 2] == 13 && self[$0 + 3] == 10 }
-    }
+    /// The `\r\n\r\n` that ends a head.
+    private static let blankLine: [UInt8] = [13, 10, 13, 10]
 }
