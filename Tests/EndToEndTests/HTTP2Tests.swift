@@ -47,6 +47,41 @@ import TestSupport
     }
 }
 
+extension HTTP2Tests {
+    /// A download that shares its host with no other takes a connection of its own and asks HTTP/1.1 (one
+    /// stream gains nothing from HTTP/2 and pays for its framing); `--http2` still gets HTTP/2; downloads
+    /// queued together for one host are streams of one HTTP/2 connection even one at a time.
+    @Test func aDownloadAloneOnItsHostAsksHTTP11() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
+            for n in 0..<4 {
+                try Data(repeating: UInt8(n), count: 96 << 10).write(to: URL(fileURLWithPath: root + "/f\(n).bin"))
+            }
+        }
+        defer { nginx.stop() }
+        let dir = TempDirectory()
+        let run = { (arguments: [String]) async throws in
+            let result = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate] + arguments,
+                                                   in: dir.path)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        let logged = { (name: String) in nginx.requests().filter { $0.path == "/" + name } }
+
+        try await run(["-o", "a", nginx.url("f0.bin")])
+        #expect(logged("f0.bin").map(\.protocolVersion) == ["HTTP/1.1"], "\(logged("f0.bin"))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("a/f0.bin"))) == Data(repeating: 0, count: 96 << 10))
+
+        try await run(["--http2", "-o", "b", nginx.url("f1.bin")])
+        #expect(logged("f1.bin").map(\.protocolVersion) == ["HTTP/2.0"], "\(logged("f1.bin"))")
+
+        // One at a time: the second waits while the first runs, so both are streams of one connection.
+        try await run(["-j", "1", "-o", "c", nginx.url("f2.bin"), nginx.url("f3.bin")])
+        let queued = logged("f2.bin") + logged("f3.bin")
+        #expect(queued.count == 2 && queued.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "\(queued)")
+        #expect(Set(queued.map(\.connection)).count == 1, "\(queued)")
+    }
+}
+
 /// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
 /// logging each request with the number of the connection that carried it.
 final class Nginx: Sendable {

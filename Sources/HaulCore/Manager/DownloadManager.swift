@@ -149,6 +149,21 @@ package actor DownloadManager {
     /// With `paused`, it waits as paused until resumed.
     @discardableResult
     package func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
+        let id = insert(job, id: given, paused: paused)
+        if !paused { startWaiting() }
+        return id
+    }
+
+    /// Adds `jobs` in order (under `ids` when given, one for each), all before any of them starts: each then
+    /// starts knowing what waits beside it (downloads to one host share a connection, `sharesHost`).
+    package func add(_ jobs: [DownloadJob], ids given: [DownloadID]? = nil, paused: Bool = false) -> [DownloadID] {
+        precondition(given == nil || given?.count == jobs.count, "one id for each job")
+        let ids = jobs.indices.map { insert(jobs[$0], id: given?[$0], paused: paused) }
+        if !paused { startWaiting() }
+        return ids
+    }
+
+    private func insert(_ job: DownloadJob, id given: DownloadID?, paused: Bool) -> DownloadID {
         let id = given ?? nextID
         nextID = Swift.max(nextID, id + 1)
         let file = Self.plannedName(of: job)
@@ -157,7 +172,12 @@ package actor DownloadManager {
         // Front ends show and keep the URL: never its password.
         continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
         if let limit = job.transfer.maxReceiveRate { continuation.yield(.fact(id: id, .limited(bytesPerSecond: limit))) }
-        if paused { setState(id, .paused) } else { enqueue(id) }
+        if paused {
+            setState(id, .paused)
+        } else {
+            setState(id, .queued)
+            waiting.append(id)
+        }
         return id
     }
 
@@ -377,6 +397,26 @@ package actor DownloadManager {
         resumeIdleWaitersIfIdle()
     }
 
+    /// Whether another download to `id`'s host (and through the same proxy) is running, or is among the next
+    /// `concurrency` waiting to start: then they share a connection (streams of one HTTP/2 connection over
+    /// HTTPS). One further back in the queue would start after this one's bytes had mostly come.
+    private func sharesHost(_ id: DownloadID) -> Bool {
+        guard let job = entries[id]?.job else { return false }
+        let origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
+        func same(_ other: DownloadID) -> Bool {
+            guard other != id, let job = entries[other]?.job else { return false }
+            return CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) == origin
+        }
+        if running.keys.contains(where: same) { return true }
+        var looked = 0
+        for other in waiting[waitingHead...] where entries[other]?.state == .queued {
+            if same(other) { return true }
+            looked += 1
+            if looked == concurrency { break }
+        }
+        return false
+    }
+
     private func start(_ id: DownloadID) {
         guard let job = entries[id]?.job else { return }
         setState(id, .connecting)
@@ -385,6 +425,7 @@ package actor DownloadManager {
         let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
         let limit = entries[id]?.limit
         let continuing = entries[id]?.claimedBefore ?? false
+        let alone = !sharesHost(id)
         // The task is the actor's: it begins on the actor, right after this job, and ends on it with
         // `finished`, so nothing queues it back onto another thread once its download is done. The download
         // itself blocks in file I/O: it runs on the I/O executor's threads, not on the actor or the
@@ -396,7 +437,7 @@ package actor DownloadManager {
             let (result, path) = await withTaskExecutorPreference(IOExecutor.shared) {
                 await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
-                        await Self.perform(job, id: id, continuing: continuing, downloader: downloader,
+                        await Self.perform(job, id: id, continuing: continuing, alone: alone, downloader: downloader,
                                            events: continuation) { await self.transferEnded(id) }
                     }
                 }
@@ -407,15 +448,16 @@ package actor DownloadManager {
 
     /// The download itself, outside the actor: events go straight to the stream. Also returns the path
     /// the download claimed, so that a resume or retry continues the same `.part`.
-    private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, downloader: Downloader,
-                                events: EventSink, transferEnded: @escaping @Sendable () async -> Void)
+    private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, alone: Bool,
+                                downloader: Downloader, events: EventSink,
+                                transferEnded: @escaping @Sendable () async -> Void)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
         var downloading = false
         var claimed: String?
         do {
-            return (.success(try await downloader.download(job, continuing: continuing,
+            return (.success(try await downloader.download(job, continuing: continuing, alone: alone,
                                                            transferEnded: transferEnded) { event in
                 switch event {
                 case .started(let file, let path, let total):

@@ -26,7 +26,7 @@ package struct DownloadRun: Sendable {
     /// Downloads everything, reporting as it goes; `manager.cancelAll()` from another task stops the run.
     package func run(_ jobs: [DownloadJob]) async -> RunSummary {
         let start = ContinuousClock.now
-        for job in jobs { await manager.add(job) }
+        _ = await manager.add(jobs)
         await manager.waitUntilIdle()
         await manager.waitForHooks()
         var summary = tally.summary

@@ -133,10 +133,14 @@ package final class CurlDriver: Sendable {
 
     /// The scheme, authority and proxy of a request: what decides whether a cached connection serves it.
     static func origin(of request: HTTPRequest) -> String {
-        let url = request.url
+        origin(of: request.url, proxy: request.options.proxy)
+    }
+
+    /// The same for a URL and the proxy it goes through.
+    static func origin(of url: String, proxy: String?) -> String {
         let start = url.range(of: "://").map(\.upperBound) ?? url.startIndex
         let end = url[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
-        return url[..<end].lowercased() + " " + (request.options.proxy ?? "")
+        return url[..<end].lowercased() + " " + (proxy ?? "")
     }
 
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.

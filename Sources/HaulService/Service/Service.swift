@@ -255,8 +255,8 @@ actor Service {
                                        name: file, state: paused ? .paused : .queued, added: now, gid: gids[index],
                                        announced: false))
             added.append(Wire.Added(id: id, file: file))
-            await manager.add(job, id: id, paused: paused)
         }
+        _ = await manager.add(named.map(\.job), ids: ids, paused: paused)
         checkIdle()
         return added
     }
