@@ -86,7 +86,9 @@ package actor DownloadManager {
     /// destroyed through value witnesses at each `entries[id]?.field = ...` (about a tenth of the
     /// instructions of 1000 small downloads). It never leaves the actor.
     private final class Entry {
-        var job: DownloadJob
+        var job: DownloadJob { didSet { origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) } }
+        /// Its host, port and proxy (`sharesHost`).
+        private(set) var origin: String
         var state: DownloadState = .queued
         var file: String
         /// What the user asked of the running task when it was cancelled.
@@ -98,6 +100,7 @@ package actor DownloadManager {
 
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
+            origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
             self.state = state
             self.file = file
             limit = ReceiveLimit(job.transfer.maxReceiveRate)
@@ -401,12 +404,8 @@ package actor DownloadManager {
     /// `concurrency` waiting to start: then they share a connection (streams of one HTTP/2 connection over
     /// HTTPS). One further back in the queue would start after this one's bytes had mostly come.
     private func sharesHost(_ id: DownloadID) -> Bool {
-        guard let job = entries[id]?.job else { return false }
-        let origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
-        func same(_ other: DownloadID) -> Bool {
-            guard other != id, let job = entries[other]?.job else { return false }
-            return CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) == origin
-        }
+        guard let origin = entries[id]?.origin else { return false }
+        func same(_ other: DownloadID) -> Bool { other != id && entries[other]?.origin == origin }
         if running.keys.contains(where: same) { return true }
         var looked = 0
         for other in waiting[waitingHead...] where entries[other]?.state == .queued {

@@ -138,7 +138,7 @@ package final class CurlDriver: Sendable {
 
     /// The same for a URL and the proxy it goes through.
     static func origin(of url: String, proxy: String?) -> String {
-        let start = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
         let end = url[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
         return url[..<end].lowercased() + " " + (proxy ?? "")
     }
