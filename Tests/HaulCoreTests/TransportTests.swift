@@ -209,3 +209,23 @@ import Testing
         await driver.shutdown()
     }
 }
+
+/// What decides whether two requests can share a connection: scheme, host and port (case aside), and the
+/// proxy; never the path, the query or the fragment.
+@Suite struct OriginTests {
+    @Test func anOriginIsTheSchemeAuthorityAndProxy() {
+        #expect(CurlDriver.origin(of: "https://Example.COM:8443/a/b?q=1#f", proxy: nil) == "https://example.com:8443 ")
+        #expect(CurlDriver.origin(of: "http://host", proxy: nil) == "http://host ")
+        #expect(CurlDriver.origin(of: "http://host?x=/y", proxy: nil) == "http://host ")
+        #expect(CurlDriver.origin(of: "http://host#frag", proxy: nil) == "http://host ")
+        #expect(CurlDriver.origin(of: "http://user@host:80/p", proxy: "socks5h://127.0.0.1:9")
+                == "http://user@host:80 socks5h://127.0.0.1:9")
+        // The first "://" ends the scheme; a later one is part of the path.
+        #expect(CurlDriver.origin(of: "HTTP://A/b://c", proxy: nil) == "http://a ")
+        // No scheme: up to the first delimiter.
+        #expect(CurlDriver.origin(of: "host:8080/p", proxy: nil) == "host:8080 ")
+        #expect(CurlDriver.origin(of: "", proxy: nil) == " ")
+        // Non-ASCII hosts keep their characters.
+        #expect(CurlDriver.origin(of: "https://bücher.example/x", proxy: nil) == "https://bücher.example ")
+    }
+}

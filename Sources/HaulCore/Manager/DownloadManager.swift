@@ -86,7 +86,12 @@ package actor DownloadManager {
     /// destroyed through value witnesses at each `entries[id]?.field = ...` (about a tenth of the
     /// instructions of 1000 small downloads). It never leaves the actor.
     private final class Entry {
-        var job: DownloadJob { didSet { origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) } }
+        var job: DownloadJob {
+            didSet {
+                guard job.url != oldValue.url || job.transfer.proxy != oldValue.transfer.proxy else { return }
+                origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
+            }
+        }
         /// Its host, port and proxy (`sharesHost`).
         private(set) var origin: String
         var state: DownloadState = .queued

@@ -136,10 +136,22 @@ package final class CurlDriver: Sendable {
         origin(of: request.url, proxy: request.options.proxy)
     }
 
-    /// The same for a URL and the proxy it goes through.
+    /// The same for a URL and the proxy it goes through. Read byte by byte (the delimiters are ASCII): the
+    /// standard library's generic `firstRange(of:)` took 9,000 instructions a call, twice per download.
     static func origin(of url: String, proxy: String?) -> String {
-        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
-        let end = url[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
+        let bytes = url.utf8
+        var start = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: ":"), bytes[index...].starts(with: "://".utf8) {
+                start = bytes.index(index, offsetBy: 3)
+                break
+            }
+            bytes.formIndex(after: &index)
+        }
+        let end = bytes[start...].firstIndex {
+            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+        } ?? bytes.endIndex
         return url[..<end].lowercased() + " " + (proxy ?? "")
     }
 
