@@ -80,6 +80,31 @@ extension HTTP2Tests {
         #expect(queued.count == 2 && queued.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "\(queued)")
         #expect(Set(queued.map(\.connection)).count == 1, "\(queued)")
     }
+
+    /// Whether a download shares its host is decided as it starts, from the downloads running and the next
+    /// `-j` waiting: with `-j 1` the first of [host 1, host 2, host 1] sees only the second (another host)
+    /// and asks HTTP/1.1; with `-j 2` it sees the third too, and stays on HTTP/2.
+    @Test func theQueueLooksAheadAsFarAsJobsRunAtOnce() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let fill = { (root: String) throws in
+            for n in 0..<3 {
+                try Data(repeating: UInt8(n), count: 32 << 10).write(to: URL(fileURLWithPath: root + "/q\(n).bin"))
+            }
+        }
+        let one = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey), fill: fill)
+        defer { one.stop() }
+        let two = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey), fill: fill)
+        defer { two.stop() }
+        let dir = TempDirectory()
+        for (jobs, expected) in [("1", "HTTP/1.1"), ("2", "HTTP/2.0")] {
+            let result = try await HaulProcess.run(
+                ["--plain", "-q", "--cacert", ca.caCertificate, "-j", jobs, "-o", "j" + jobs,
+                 one.url("q0.bin"), two.url("q1.bin"), one.url("q2.bin")], in: dir.path)
+            #expect(result.status == 0, "\(result.stderr)")
+            let first = one.requests().filter { $0.path == "/q0.bin" }.last
+            #expect(first?.protocolVersion == expected, "-j \(jobs): \(one.requests())")
+        }
+    }
 }
 
 /// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
