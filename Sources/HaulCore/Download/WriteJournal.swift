@@ -156,7 +156,7 @@ final class WriteJournal: Sendable {
         for record in records {
             var fields = [UInt64(bitPattern: record.offset).littleEndian, UInt64(bitPattern: record.length).littleEndian,
                           record.hash.littleEndian, 0]
-            fields[3] = fields.withUnsafeBytes { haul_xxh3($0.baseAddress, 24) }.littleEndian
+            fields[3] = fields.withUnsafeBytes { Self.hash(UnsafeRawBufferPointer(rebasing: $0[..<24])) }.littleEndian
             fields.withUnsafeBytes { bytes.append(contentsOf: $0) }
         }
         return bytes
@@ -172,7 +172,7 @@ final class WriteJournal: Sendable {
             let fields = bytes[at..<(at + recordSize)].withUnsafeBytes { raw in
                 (0..<4).map { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 8, as: UInt64.self)) }
             }
-            let check = bytes[at..<(at + 24)].withUnsafeBytes { haul_xxh3($0.baseAddress, 24) }
+            let check = bytes[at..<(at + 24)].withUnsafeBytes { Self.hash($0) }
             at += recordSize
             guard check == fields[3] else { continue }  // torn, or not ours
             let record = Record(offset: Int64(bitPattern: fields[0]), length: Int64(bitPattern: fields[1]), hash: fields[2])

@@ -157,9 +157,7 @@ package actor DownloadManager {
     /// With `paused`, it waits as paused until resumed.
     @discardableResult
     package func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
-        let id = insert(job, id: given, paused: paused)
-        if !paused { startWaiting() }
-        return id
+        add([job], ids: given.map { [$0] }, paused: paused)[0]
     }
 
     /// Adds `jobs` in order (under `ids` when given, one for each), all before any of them starts: each then
@@ -180,12 +178,7 @@ package actor DownloadManager {
         // Front ends show and keep the URL: never its password.
         continuation.yield(.added(id: id, url: URLRedaction.masked(job.url), file: file))
         if let limit = job.transfer.maxReceiveRate { continuation.yield(.fact(id: id, .limited(bytesPerSecond: limit))) }
-        if paused {
-            setState(id, .paused)
-        } else {
-            setState(id, .queued)
-            waiting.append(id)
-        }
+        if paused { setState(id, .paused) } else { enqueue(id, starting: false) }
         return id
     }
 
@@ -365,12 +358,14 @@ package actor DownloadManager {
         continuation.yield(.state(id: id, state))
     }
 
-    private func enqueue(_ id: DownloadID) {
+    /// Queues `id`, and starts what the free slots allow unless `starting` is false (`add` starts a whole list
+    /// at once).
+    private func enqueue(_ id: DownloadID, starting: Bool = true) {
         setState(id, .queued)
         // A task still finishing (after a cancel) re-queues this id itself when it ends.
         guard running[id] == nil else { return }
         waiting.append(id)
-        startWaiting()
+        if starting { startWaiting() }
     }
 
     /// Cancels the download's task, or takes it out of the queue. The row says `outcome` at once: the
