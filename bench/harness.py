@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -353,6 +354,80 @@ class Shaper:
 
     def stop(self) -> None:
         terminate(self.process)
+
+
+class FirstConnection:
+    """A minimal HTTP server on 127.0.0.1 that notes when each run's first TCP connection is accepted: the
+    time from a tool's spawn to its first connection is its start (the loader, its runtime, its option
+    parsing, its set-up), which every one of its downloads pays before the first byte is asked for. Each
+    request gets a 5-byte 200 answer, without ranges, and the connection is closed."""
+
+    BODY = b"hello"
+
+    def __init__(self):
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.first: float | None = None
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def url(self, name: str = "start.bin") -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def reset(self) -> None:
+        with self.lock:
+            self.first = None
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            accepted = time.perf_counter()
+            with self.lock:
+                if self.first is None:
+                    self.first = accepted
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            connection.settimeout(10)
+            request = b""
+            try:
+                while b"\r\n\r\n" not in request:
+                    chunk = connection.recv(4096)
+                    if not chunk:
+                        return
+                    request += chunk
+                head = request.split(b" ", 1)[0] == b"HEAD"
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                                   b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(self.BODY)
+                                   + (b"" if head else self.BODY))
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        self.listener.close()
+
+    def start_of(self, argv: list[str], cwd: str, timeout: float = 30) -> tuple[float | None, float, str | None]:
+        """Runs argv; returns (seconds from spawn to the first connection, seconds to exit, error)."""
+        self.reset()
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, timeout, f"timed out after {timeout:.0f} s"
+        ended = time.perf_counter() - started
+        with self.lock:
+            first = self.first
+        error = None if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-200:]}"
+        return (None if first is None else first - started), ended, error
 
 
 # --- Measuring one run ------------------------------------------------------------------------------
