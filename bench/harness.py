@@ -372,8 +372,7 @@ class FirstConnection:
         self.port = self.listener.getsockname()[1]
         self.first: float | None = None
         self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        threading.Thread(target=self._serve, daemon=True).start()
 
     def url(self, name: str = "start.bin") -> str:
         return f"http://127.0.0.1:{self.port}/{name}"
@@ -428,6 +427,13 @@ class FirstConnection:
             first = self.first
         error = None if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-200:]}"
         return (None if first is None else first - started), ended, error
+
+
+def rotated(items: list, round_: int) -> list:
+    """The order of a round: A B A B, and each round starts one tool later, so no tool always follows the
+    same one."""
+    shift = round_ % len(items)
+    return items[shift:] + items[:shift]
 
 
 # --- Measuring one run ------------------------------------------------------------------------------
@@ -693,8 +699,7 @@ class Scenario:
         for tool in self.tools:
             tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
         for r in range(rounds):
-            # A B A B, and each round starts one tool later, so no tool always follows the same one.
-            order = self.tools[r % len(self.tools):] + self.tools[:r % len(self.tools)]
+            order = rotated(self.tools, r)
             for tool in order:
                 if tool.failure:
                     tool.samples.append(Sample(0, 0, 0, tool.failure))
