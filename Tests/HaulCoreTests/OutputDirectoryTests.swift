@@ -86,6 +86,27 @@ import Testing
         #expect(dir.contents("small.bin.part") == outside.original)
     }
 
+    /// Another process finishes the part this claim has just opened: it renames it into place and lets go
+    /// of its lock before the claim takes it. The claim must not lock (and write into) what is now that
+    /// process's finished file; it makes a part of its own. (Seen in CI: two processes racing for 300 names,
+    /// one wrote into the other's finished file and then found its part "replaced".)
+    @Test func aPartRenamedIntoPlaceBetweenOpenAndLockIsNotClaimed() throws {
+        let dir = TempDirectory()
+        let directory = try OutputDirectory(dir.path)
+        _ = FileManager.default.createFile(atPath: dir.file("x.bin.part"), contents: Data("finished".utf8))
+        let claim = try directory.claimPart("x.bin.part", afterOpen: {
+            precondition(rename(dir.file("x.bin.part"), dir.file("x.bin")) == 0)
+        })
+        guard case .created(let part) = claim else {
+            Issue.record("expected a new part, got \(claim)")
+            return
+        }
+        #expect(directory.holds("x.bin.part", part))
+        #expect(try part.size() == 0)
+        try part.close()
+        #expect(dir.contents("x.bin") == Array("finished".utf8))
+    }
+
     @Test func aTargetSymlinkIsNeverFollowed() async throws {
         let dir = TempDirectory()
         let outside = Outside()

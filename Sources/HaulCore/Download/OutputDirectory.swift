@@ -76,7 +76,8 @@ final class OutputDirectory: Sendable {
 
     /// Claims the part file `name`: creates it exclusively, or opens the one left by an earlier run if it
     /// can be trusted (a regular file of this user with a single link), and takes an exclusive `flock`.
-    func claimPart(_ name: String) throws(HaulError) -> PartClaim {
+    /// `afterOpen`: called between the open of an existing part and its lock (tests: its owner renames it then).
+    func claimPart(_ name: String, afterOpen: () -> Void = {}) throws(HaulError) -> PartClaim {
         while true {
             let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if fd >= 0 {
@@ -108,7 +109,15 @@ final class OutputDirectory: Sendable {
                 Glibc.close(existing)
                 return .untrusted(problem)
             }
+            afterOpen()
             guard let part = try lock(existing, name) else { return .busy }
+            // Locked now, but the name may have moved on while it was not: its owner may have renamed the
+            // finished part into place (and let go of the lock) between the open and the lock. That inode is
+            // someone's finished file now, never a part to write into: look at the name again.
+            guard holds(name, part) else {
+                try? part.close()
+                continue
+            }
             return .existing(part)
         }
     }
