@@ -59,6 +59,7 @@ build: deps
 # products, and GRDB's dynamic library cannot link against a static Foundation.
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product haul
+	$(SWIFT) build -c release --static-swift-stdlib --product haul-server
 	$(SWIFT) build -c release --static-swift-stdlib --product sample-server
 
 test: deps pydeps
@@ -85,16 +86,19 @@ bench: deps
 
 install: deps
 	$(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul
+	$(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul-server
 	$(SWIFT) package generate-manual --configuration $(CONFIG)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/haul $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 "$$($(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
+	# The service and --demo run in haul-server, which haul finds in ../libexec/haul/.
+	install -m 755 "$$($(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul-server" $(DESTDIR)$(PREFIX)/libexec/haul/haul-server
 	install -m 644 .build/plugins/GenerateManual/outputs/haul/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/haul.fish
-	@echo "Installed haul in $(DESTDIR)$(PREFIX)/bin, its man page and completions."
+	@echo "Installed haul in $(DESTDIR)$(PREFIX)/bin (haul-server in libexec/haul), its man page and completions."
 
 clean:
 	rm -rf .build $(TSAN_SCRATCH)

@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "haul", targets: ["haul"]),
+        .executable(name: "haul-server", targets: ["haul-server"]),
         .executable(name: "sample-server", targets: ["sample-server"]),
     ],
     dependencies: [
@@ -67,12 +68,19 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
+        // The per-user service's client, which the CLI and the TUI use: its wire format, the Unix-socket
+        // client, the launcher that starts the service, its state directory. No server code: `haul` links
+        // this, not what follows.
+        .target(
+            name: "HaulServiceClient",
+            dependencies: ["HaulCore", "CLinux"]),
+
         // The per-user service: the queue's store (GRDB/SQLite), the control API on a Unix socket
-        // (Hummingbird), the aria2 JSON-RPC face, its lifecycle, and the client the CLI and the TUI use.
+        // (Hummingbird), the aria2 JSON-RPC face, its lifecycle.
         .target(
             name: "HaulService",
             dependencies: [
-                "HaulCore", "CLinux",
+                "HaulCore", "HaulServiceClient", "CLinux",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The aria2 JSON-RPC face's WebSocket (notifications).
@@ -87,19 +95,27 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
-        // The command-line front end.
-        .executableTarget(
-            name: "haul",
+        // The command line and the full-screen front end, with the service's client: `haul` and
+        // `haul-server` are this and a `main`.
+        .target(
+            name: "HaulCLI",
             dependencies: [
                 "HaulCore",
                 "HaulTUI",
-                "HaulService",
-                "SampleServer",
+                "HaulServiceClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The config file, $XDG_CONFIG_HOME/haul/config.toml.
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ],
+            ]),
+
+        // `haul`: everything but the service and the sample server, which it hands to `haul-server`. A
+        // download's start pays for the code linked in (the loader relocates its pages, the runtime scans
+        // its conformance records when the command line is parsed): without Hummingbird, NIO, GRDB,
+        // SQLite and NIOSSL's BoringSSL, the start is shorter (docs/benchmarks.md).
+        .executableTarget(
+            name: "haul",
+            dependencies: ["HaulCLI"],
             linkerSettings: [
                 // A release binary links with the toolchain's lld and packs its 171,000 relative relocations
                 // (DT_RELR, glibc 2.36+): the 3 MiB relocation table the loader read through at every start is
@@ -108,6 +124,20 @@ let package = Package(
                 // dynamic table: every library's relocations looked through them, and the runtime's dladdr of
                 // itself (finding its own path) scanned them at each start. Nothing looks our symbols up by
                 // name, so none is exported: a start 2-4 ms shorter, 1.7-2.5 MiB less resident.
+                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                              "-Xlinker", "--no-export-dynamic"],
+                             .when(platforms: [.linux], configuration: .release)),
+            ]),
+
+        // `haul-server`: `haul` with the per-user service (`haul service run`) and `--demo`'s sample server.
+        .executableTarget(
+            name: "haul-server",
+            dependencies: [
+                "HaulCLI", "HaulCore", "HaulService", "HaulServiceClient", "SampleServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            linkerSettings: [
+                // As `haul`'s.
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                               "-Xlinker", "--no-export-dynamic"],
                              .when(platforms: [.linux], configuration: .release)),
@@ -165,13 +195,14 @@ let package = Package(
         .testTarget(
             name: "HaulServiceTests",
             dependencies: [
-                "HaulService", "HaulCore", "TestSupport",
+                "HaulService", "HaulServiceClient", "HaulCore", "TestSupport",
                 // The tests reach under the store: a damaged schema, a size limit on the writer connection.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["haul", "SampleServer", "HaulCore", "HaulTUI", "HaulService", "TestSupport"]),
+            dependencies: ["haul", "haul-server", "SampleServer", "HaulCore", "HaulTUI", "HaulService", "HaulServiceClient",
+                           "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

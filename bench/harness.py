@@ -117,18 +117,21 @@ def wait_for_builds(limit: float) -> str | None:
 
 def swift_product(product: str, override: str | None, build: bool) -> str:
     """Path of a release product in .build-bench, brought up to date first (unless `build` is off, when it
-    must exist already). `override` is used as it is."""
+    must exist already). `override` is used as it is. `haul` comes with `haul-server` beside it, which it
+    starts for the service and `--demo` (an overriding haul needs its own beside it)."""
     if override:
         return os.path.abspath(override)
     path = os.path.join(SCRATCH, "release", product)
-    if build:
-        note(f"building {product} (swift build -c release --static-swift-stdlib --scratch-path .build-bench) ...")
-        # As `make install` builds it: the Swift runtime and Foundation linked in.
-        subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product,
-                        "--scratch-path", SCRATCH], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    elif not os.path.exists(path):
-        sys.exit(f"bench: {path} is missing; build it with\n  swift build -c release --static-swift-stdlib --product {product} "
-                 f"--scratch-path .build-bench")
+    companions = ["haul-server"] if product == "haul" else []
+    for name in [product] + companions:
+        if build:
+            note(f"building {name} (swift build -c release --static-swift-stdlib --scratch-path .build-bench) ...")
+            # As `make install` builds it: the Swift runtime and Foundation linked in.
+            subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", name,
+                            "--scratch-path", SCRATCH], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        elif not os.path.exists(os.path.join(SCRATCH, "release", name)):
+            sys.exit(f"bench: {os.path.join(SCRATCH, 'release', name)} is missing; build it with\n"
+                     f"  swift build -c release --static-swift-stdlib --product {name} --scratch-path .build-bench")
     return path
 
 

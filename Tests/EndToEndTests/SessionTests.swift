@@ -1,6 +1,7 @@
 import Foundation
 import HaulCore
 import HaulService
+import HaulServiceClient
 import SampleServer
 import Testing
 import TestSupport

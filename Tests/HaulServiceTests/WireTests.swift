@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import HaulCore
 @testable import HaulService
+@testable import HaulServiceClient
 
 /// What crosses the socket: every manager event survives the trip as the same event, as a flat JSON
 /// object, and the event stream's framing is read back whatever the batch boundaries.

@@ -40,9 +40,11 @@ public final class HaulProcess: Sendable {
     /// With `measuringMemory`, GNU time starts haul and records its peak RSS. (A child spawned from this big
     /// test process inherits the parent's memory high-water mark across exec, so wait4's ru_maxrss would
     /// measure the test, not haul; time's own small process forks haul afresh.)
-    /// `wrapper` runs haul under another program (`strace -o FILE`, say), which must exec it.
+    /// `wrapper` runs haul under another program (`strace -o FILE`, say), which must exec it. `binary` is
+    /// another copy of haul to run instead of the build's.
     public init(_ arguments: [String], in directory: String, stdin: String? = nil, measuringMemory: Bool = false,
-                environment extra: [String: String] = [:], wrapper: [String] = []) throws {
+                environment extra: [String: String] = [:], wrapper: [String] = [],
+                binary: String = HaulProcess.binary) throws {
         let scratch = NSTemporaryDirectory() + "haul-e2e-\(UUID().uuidString)"
         stdoutPath = scratch + ".out"
         stderrPath = scratch + ".err"
@@ -64,7 +66,7 @@ public final class HaulProcess: Sendable {
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         // coreutils' env changes directory and execs haul, so the pid is haul's own.
         let launcher = (rssPath.map { ["/usr/bin/time", "-f", "%M", "-o", $0] } ?? []) + wrapper
-        let argv = (launcher + ["/usr/bin/env", "-C", directory, Self.binary] + arguments).map { strdup($0) } + [nil]
+        let argv = (launcher + ["/usr/bin/env", "-C", directory, binary] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "dumb"
@@ -111,9 +113,15 @@ public final class HaulProcess: Sendable {
     /// Runs `haul ARGS` to the end.
     public static func run(_ arguments: [String], in directory: String, stdin: String? = nil,
                            environment: [String: String] = [:],
-                           measuringMemory: Bool = false, wrapper: [String] = []) async throws -> Exit {
+                           measuringMemory: Bool = false, wrapper: [String] = [],
+                           binary: String = HaulProcess.binary) async throws -> Exit {
         try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory,
-                              environment: environment, wrapper: wrapper).wait()
+                              environment: environment, wrapper: wrapper, binary: binary).wait()
+    }
+
+    /// `haul-server`, beside the build's `haul`.
+    public static var server: String {
+        URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("haul-server").path
     }
 
     /// Waits for the first stdout line that satisfies `condition`, and returns it.

@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulServiceClient
 import Hummingbird
 import NIOCore
 

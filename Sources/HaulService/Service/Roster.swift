@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulServiceClient
 
 /// What the service knows of every download right now, kept from the manager's events: `haul ls` reads
 /// it, and a client that attaches gets it as a snapshot of events before the live ones.

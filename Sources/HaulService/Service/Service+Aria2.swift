@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulServiceClient
 
 /// The aria2 JSON-RPC methods, on the service's own model: each maps onto the commands the control socket
 /// gives (`add`, `perform`) and reads the same roster, so a download added by either face is in both.

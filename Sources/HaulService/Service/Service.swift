@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulServiceClient
 
 /// The per-user service: owns the `DownloadManager` (its queue, `-j`, the stored `Task` handles), keeps
 /// the store and the roster from the manager's events, and serves the clients that attach.

@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulServiceClient
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -42,10 +43,6 @@ package enum ServiceRunner {
     }
 
     /// The one failure a starting client waits through: another client's service won the lock.
-    static func alreadyRunning(_ directory: StateDirectory) -> HaulError {
-        HaulError(.other, "another service already runs on \(directory.path)")
-    }
-
     static func log(_ line: String) {
         TextOutput.standard.err(line)
     }
@@ -55,7 +52,7 @@ package enum ServiceRunner {
         // No umask change: the downloaded files get the user's usual modes. The service's own files are made
         // 0600 explicitly, and the directory holding them is 0700.
         try directory.prepare()
-        guard let lock = try ServiceLock.take(directory) else { throw ServiceRunner.alreadyRunning(directory) }
+        guard let lock = try ServiceLock.take(directory) else { throw directory.alreadyRunning }
         defer { withExtendedLifetime(lock) {} }
         let store: Store
         do { store = try Store(directory: directory.path) } catch { throw HaulError(.fileIO, error.message) }
@@ -147,7 +144,7 @@ package enum ServiceRunner {
                 log("haul service: pid \(getpid()) listening on \(socket); \(continued.count) download(s) continued")
                 if let url = await service.rpcURL {
                     let plaintext = options.rpc?.certificateFile == nil && options.rpc?.allowRemote == true
-                        && !RPCConfiguration.isLoopback(options.rpc?.host ?? "")
+                        && !RPCAddress.isLoopback(options.rpc?.host ?? "")
                     log("haul service: aria2 JSON-RPC on \(url)" + (plaintext ? " (plaintext: reachable from other hosts)" : ""))
                 }
             } else {

@@ -2,13 +2,14 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HaulCore
-import SampleServer
+import HaulServiceClient
 import NIOConcurrencyHelpers
 
 /// Parses the command line, runs the downloads with the right reporter, and exits with the SPEC's code.
-@main
-enum Entry {
-    static func main() async {
+/// `haul` and `haul-server` (the same with the service and the sample server: `ServerParts`) call `main`.
+package enum Entry {
+    package static func main(server: (any ServerParts)?) async {
+        ServerSide.install(server)
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()
         var arguments = Array(CommandLine.arguments.dropFirst())
@@ -28,6 +29,7 @@ enum Entry {
             let configured = config?.entries.filter { $0.key == "pictures" }.flatMap(\.arguments) ?? []
             exit(ViewCommand.run(configured + arguments.dropFirst(), environment: ProcessInfo.processInfo.environment))
         }
+        if server == nil && ServerSide.wantsServer(arguments) { ServerSide.execServer() }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             await runSessionCommandAndExit(arguments, config: config)
         }
@@ -52,6 +54,7 @@ enum Entry {
             TextOutput.standard.err("haul: " + HaulCommand.message(for: error))
             exit(FailureCategory.usage.exitCode)
         }
+        if command.demo && server == nil { ServerSide.execServer() }
         var ready = command
         do { try ready.askForPassword() } catch {
             TextOutput.standard.err("haul: " + error.message)
@@ -118,7 +121,7 @@ enum Entry {
             TextOutput.standard.err("haul: --server browses files in the full-screen interface: run it on a terminal, or give URLs")
             return FailureCategory.usage.exitCode
         }
-        var demoServer: SampleServer?
+        var demoServer: (any DemoServer)?
         if command.demo {
             guard let server = await Demo.start(rate: Demo.rate) else { return FailureCategory.other.exitCode }
             demoServer = server
@@ -165,12 +168,12 @@ enum Entry {
 /// Signals delivered as an `AsyncStream` of their numbers (their default actions are turned off while it
 /// lives). `@unchecked`: the dispatch sources are only resumed in `init` and cancelled in `stop`, both
 /// thread-safe.
-final class SignalStream: @unchecked Sendable {
-    let stream: AsyncStream<Int32>
+package final class SignalStream: @unchecked Sendable {
+    package let stream: AsyncStream<Int32>
     private let sources: [any DispatchSourceSignal]
     private let continuation: AsyncStream<Int32>.Continuation
 
-    init(_ signalNumbers: [Int32]) {
+    package init(_ signalNumbers: [Int32]) {
         (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         sources = signalNumbers.map { [continuation] number in
             signal(number, SIG_IGN)
@@ -181,7 +184,7 @@ final class SignalStream: @unchecked Sendable {
         }
     }
 
-    func stop() {
+    package func stop() {
         for source in sources { source.cancel() }
         continuation.finish()
     }
@@ -197,9 +200,10 @@ enum Demo {
     static let screenRate = 4 << 20
 
     /// The one place the demo server starts; nil (said on stderr) when it cannot.
-    static func start(rate: Int) async -> SampleServer? {
+    static func start(rate: Int) async -> (any DemoServer)? {
+        guard let server = ServerSide.parts else { ServerSide.execServer() }
         do {
-            return try await SampleServer.start(SampleServerConfiguration(port: 0, rate: rate))
+            return try await server.startDemoServer(rate: rate)
         } catch {
             TextOutput.standard.err("haul: demo: cannot start the sample server: \(error)")
             return nil

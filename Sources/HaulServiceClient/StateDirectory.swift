@@ -28,6 +28,9 @@ package struct StateDirectory: Sendable, Equatable {
         return StateDirectory(path: home + "/.local/state/haul")
     }
 
+    /// What a service says when another already holds this directory's lock (the launcher knows it by it).
+    package var alreadyRunning: HaulError { HaulError(.other, "another service already runs on \(path)") }
+
     /// sun_path holds 108 bytes with its terminating NUL.
     static let longestSocketPath = 107
 
@@ -67,7 +70,7 @@ package struct StateDirectory: Sendable, Equatable {
 /// The lock that makes one service the owner of a state directory: an exclusive `flock` on
 /// `service.lock`, held for the service's life and released by the kernel when it ends, however it ends
 /// (`kill -9` included), so a dead service never blocks the next one.
-final class ServiceLock: Sendable {
+package final class ServiceLock: Sendable {
     private let descriptor: Int32
 
     private init(descriptor: Int32) {
@@ -75,7 +78,7 @@ final class ServiceLock: Sendable {
     }
 
     /// nil when another service holds it.
-    static func take(_ directory: StateDirectory) throws(HaulError) -> ServiceLock? {
+    package static func take(_ directory: StateDirectory) throws(HaulError) -> ServiceLock? {
         let fd = open(directory.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw StateDirectory.error("cannot open", directory.lock) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {

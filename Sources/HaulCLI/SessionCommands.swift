@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HaulCore
-import HaulService
+import HaulServiceClient
 
 /// The session verbs: `haul add|ls|pause|resume|cancel|retry|rm|attach|service ...`, each a client of the
 /// per-user service (started on demand). Exit codes: 0 done, 1 the service could not be reached or
@@ -9,7 +9,7 @@ import HaulService
 enum SessionCommands {
     static let verbs: Set<String> = ["add", "ls", "pause", "resume", "cancel", "retry", "rm", "attach", "service"]
 
-    static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
+    package static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
 
     /// Runs `arguments` (the verb first) and returns the exit code.
     static func run(_ arguments: [String], config: ConfigFile?) async -> Int32 {
@@ -222,53 +222,55 @@ struct ServiceCommand: ParsableCommand {
 }
 
 /// What the service is started with, by `service start`, `service run` and the clients that start it.
-struct ServiceSettings: ParsableArguments {
+package struct ServiceSettings: ParsableArguments {
+    package init() {}
+
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
-    var jobs = 4
+    package var jobs = 4
 
     @Option(name: .customLong("idle-exit"), help: ArgumentHelp(
         "Seconds with nothing queued or running and no client attached before the service ends (default 60; never while --rpc-listen is on).",
         valueName: "seconds"))
-    var idleExit: Double?
+    package var idleExit: Double?
 
     @Option(name: .customLong("rpc-listen"), help: ArgumentHelp(
         "Answer aria2's JSON-RPC (AriaNg, aria2p, browser extensions) on this address, e.g. 127.0.0.1:6800.",
         valueName: "addr:port"))
-    var rpcListen: String?
+    package var rpcListen: String?
 
     @Option(name: .customLong("rpc-secret-file"), help: ArgumentHelp(
         "The file holding the RPC secret (default: one made in the state directory, mode 0600).", valueName: "file"))
-    var rpcSecretFile: String?
+    package var rpcSecretFile: String?
 
     @Option(name: .customLong("rpc-allowed-dir"), help: ArgumentHelp(
         "A directory the RPC's `dir` option may name (repeatable; default: the output directory).", valueName: "dir"))
-    var rpcAllowedDirs: [String] = []
+    package var rpcAllowedDirs: [String] = []
 
     @Option(name: .customLong("rpc-allowed-origin"), help: ArgumentHelp(
         "A web origin allowed to call the RPC besides browser extensions, e.g. https://ariang.example (repeatable).",
         valueName: "origin"))
-    var rpcAllowedOrigins: [String] = []
+    package var rpcAllowedOrigins: [String] = []
 
     @Flag(name: .customLong("rpc-allow-remote"), help: "Allow --rpc-listen on an address other hosts reach.")
-    var rpcAllowRemote = false
+    package var rpcAllowRemote = false
 
     @Option(name: .customLong("rpc-certificate"), help: ArgumentHelp(
         "A PEM certificate (chain): the RPC speaks HTTPS and WSS (with --rpc-private-key).", valueName: "file"))
-    var rpcCertificate: String?
+    package var rpcCertificate: String?
 
     @Option(name: .customLong("rpc-private-key"), help: ArgumentHelp(
         "The PEM private key of --rpc-certificate, readable by you alone.", valueName: "file"))
-    var rpcPrivateKey: String?
+    package var rpcPrivateKey: String?
 
     @Option(name: .customLong("output-dir"), help: ArgumentHelp(
         "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
-    var outputDir: String?
+    package var outputDir: String?
 
     /// Refused with a reason: any local user can read a process's arguments.
     @Option(name: .customLong("rpc-secret"), help: .hidden)
-    var rpcSecret: String?
+    package var rpcSecret: String?
 
-    func validate() throws {
+    package func validate() throws {
         try Limits.check("--jobs", jobs, Limits.jobs)
         if let idleExit, !(idleExit >= 0.1 && idleExit <= TransferOptions.maxSeconds) {
             throw ValidationError("--idle-exit must be from 0.1 to 2592000 seconds, not \(idleExit)")
@@ -278,10 +280,10 @@ struct ServiceSettings: ParsableArguments {
                                   + "a process's arguments); put it in a file of mode 0600 and pass --rpc-secret-file FILE")
         }
         if let rpcListen {
-            switch RPCConfiguration.listenAddress(rpcListen) {
+            switch RPCAddress.listenAddress(rpcListen) {
             case .failure(let problem): throw ValidationError(problem.message)
             case .success(let address):
-                if !RPCConfiguration.isLoopback(address.host) && !rpcAllowRemote {
+                if !RPCAddress.isLoopback(address.host) && !rpcAllowRemote {
                     throw ValidationError("--rpc-listen \(rpcListen) is reachable from other hosts"
                                           + (rpcCertificate == nil ? " and the transport is plaintext" : "")
                                           + "; add --rpc-allow-remote to mean it")
@@ -290,8 +292,10 @@ struct ServiceSettings: ParsableArguments {
             if (rpcCertificate == nil) != (rpcPrivateKey == nil) {
                 throw ValidationError("--rpc-certificate and --rpc-private-key go together")
             }
-            if let rpc = rpc(SessionCommands.directory) {
-                do { _ = try rpc.tls() } catch { throw ValidationError(error.message) }
+            // The certificate and the key, read as the aria2 face will read them: where the service is
+            // (`haul-server`, which `haul service start|run` run in); the service checks them again as it starts.
+            if let problem = ServerSide.parts?.rpcProblem(self, directory: SessionCommands.directory) {
+                throw ValidationError(problem)
             }
         } else if rpcSecretFile != nil || !rpcAllowedDirs.isEmpty || !rpcAllowedOrigins.isEmpty || rpcAllowRemote
                     || rpcCertificate != nil || rpcPrivateKey != nil {
@@ -299,13 +303,8 @@ struct ServiceSettings: ParsableArguments {
         }
     }
 
-    private static func unique(_ list: [String]) -> [String] {
-        var seen = Set<String>()
-        return list.filter { seen.insert($0).inserted }
-    }
-
     /// The output directory of RPC downloads, absolute.
-    var downloadDirectory: String {
+    package var downloadDirectory: String {
         if let outputDir { return FilePath.absolute(outputDir) }
         return FilePath.join(ProcessInfo.processInfo.environment["HOME"] ?? FileManager.default.currentDirectoryPath,
                              "Downloads")
@@ -334,20 +333,6 @@ struct ServiceSettings: ParsableArguments {
         ConfigFile.Selection.current.arguments + ["--jobs", String(jobs)]
     }
 
-    /// The aria2 face's configuration, when --rpc-listen asks for it.
-    func rpc(_ directory: StateDirectory) -> RPCConfiguration? {
-        guard let rpcListen, case .success(let address) = RPCConfiguration.listenAddress(rpcListen) else { return nil }
-        var rpc = RPCConfiguration(host: address.host, port: address.port,
-                                   secretFile: rpcSecretFile.map(FilePath.absolute) ?? directory.rpcSecret,
-                                   outputDirectory: downloadDirectory)
-        // The config file's lists and a start's own (passed on to the service) may name the same entries.
-        rpc.allowedDirectories = Self.unique(rpcAllowedDirs.map(FilePath.absolute))
-        rpc.allowedOrigins = Self.unique(rpcAllowedOrigins)
-        rpc.allowRemote = rpcAllowRemote
-        rpc.certificateFile = rpcCertificate.map(FilePath.absolute)
-        rpc.privateKeyFile = rpcPrivateKey.map(FilePath.absolute)
-        return rpc
-    }
 }
 
 struct ServiceStart: SessionVerb {
@@ -421,31 +406,7 @@ struct ServiceRun: SessionVerb {
     @Option(name: .customLong("ready-fd"), help: .hidden) var readyDescriptor: Int32?
 
     func execute() async throws(HaulError) -> Int32 {
-        var options = ServiceRunner.Options(directory: SessionCommands.directory)
-        options.concurrency = settings.jobs
-        options.rpc = settings.rpc(SessionCommands.directory)
-        // While the aria2 face listens, a front end may come at any time: no idle exit unless asked.
-        options.idleExit = settings.idleExit.map { .milliseconds(Int64($0 * 1000)) }
-            ?? (options.rpc == nil ? .seconds(60) : nil)
-        options.readyDescriptor = readyDescriptor
-        let ready = options
-        let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
-        let (stops, sink) = AsyncStream.makeStream(of: Void.self)
-        return await withTaskGroup(of: Int32?.self) { group in
-            group.addTask {
-                for await _ in signals.stream { sink.yield() }
-                return nil
-            }
-            group.addTask { await ServiceRunner.run(ready, stops: stops) }
-            var code: Int32 = 0
-            for await result in group {
-                if let result {
-                    code = result
-                    signals.stop()
-                    sink.finish()
-                }
-            }
-            return code
-        }
+        guard let server = ServerSide.parts else { ServerSide.execServer() }
+        return await server.runService(settings, directory: SessionCommands.directory, readyDescriptor: readyDescriptor)
     }
 }

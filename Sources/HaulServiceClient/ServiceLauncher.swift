@@ -2,7 +2,7 @@ import CLinux
 import Foundation
 import HaulCore
 
-/// Starts `haul service run` detached from the client: a session of its own, stdin from /dev/null, stdout
+/// Starts `haul service run` (in `haul-server`) detached from the client: a session of its own, stdin from /dev/null, stdout
 /// and stderr appended to `service.log`. The service writes one byte to descriptor 3 once its socket
 /// accepts connections; the launcher waits for that byte, or for the pipe to close (the service ended:
 /// another one won the lock, or it failed and said why in the log).
@@ -14,7 +14,7 @@ enum ServiceLauncher {
     /// once it listens). Throws the reason the service gave when it could not start.
     static func start(_ directory: StateDirectory, arguments: [String]) async throws(HaulError) -> Bool {
         try directory.prepare()
-        let executable = try Self.executable()
+        let executable = try ServerExecutable.path()
         var pipeEnds: [Int32] = [-1, -1]
         guard haul_pipe_cloexec(&pipeEnds) == 0 else { throw StateDirectory.error("cannot make a pipe for", directory.path) }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
@@ -64,22 +64,10 @@ enum ServiceLauncher {
         _ = waitpid(pid, &status, WNOHANG)
         if answer.hasPrefix("!") {
             let reason = String(answer.dropFirst())
-            if reason == ServiceRunner.alreadyRunning(directory).message { return false }
+            if reason == directory.alreadyRunning.message { return false }
             throw HaulError(.other, "the service could not start: \(reason)")
         }
         throw HaulError(.other, "the service could not start; see \(directory.log)")
-    }
-
-    /// The running program, to start as the service.
-    static func executable() throws(HaulError) -> String {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = buffer.withUnsafeMutableBufferPointer { pointer in
-            pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {
-                readlink("/proc/self/exe", $0, pointer.count - 1)
-            }
-        }
-        guard length > 0 else { throw HaulError(.other, "cannot find the haul executable (/proc/self/exe)") }
-        return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
     /// What the service wrote before closing the pipe: "1" once it listens, "!" and a reason when it

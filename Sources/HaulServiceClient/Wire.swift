@@ -12,6 +12,8 @@ package enum Wire {
         package var version = HaulVersion.string
         package var protocolVersion = Wire.protocolVersion
         package var pid: Int32
+
+        package init(pid: Int32) { self.pid = pid }
     }
 
     /// `POST /v1/downloads`.
@@ -23,10 +25,17 @@ package enum Wire {
     package struct Added: Codable, Sendable, Equatable {
         package var id: DownloadID
         package var file: String
+
+        package init(id: DownloadID, file: String) {
+            self.id = id
+            self.file = file
+        }
     }
 
     package struct AddResponse: Codable, Sendable {
         package var added: [Added]
+
+        package init(added: [Added]) { self.added = added }
     }
 
     /// The body of `POST /v1/downloads/{pause,resume,cancel,retry,remove}`: some ids, or all.
@@ -98,6 +107,25 @@ package enum Wire {
             case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid
         }
 
+        package init(id: DownloadID, url: String, file: String, state: String, completed: Int64, total: Int64?,
+                     speed: Double, error: String?, category: String?, added: String, seconds: Double?,
+                     fact: DownloadFact?, name: String, gid: String?) {
+            self.id = id
+            self.url = url
+            self.file = file
+            self.state = state
+            self.completed = completed
+            self.total = total
+            self.speed = speed
+            self.error = error
+            self.category = category
+            self.added = added
+            self.seconds = seconds
+            self.fact = fact
+            self.name = name
+            self.gid = gid
+        }
+
         /// Every key, an unknown value as `null` (scripts test `total == null`, not a missing key).
         package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -136,6 +164,11 @@ package enum Wire {
         package struct RPC: Codable, Sendable, Equatable {
             package var url: String
             package var secretFile: String
+
+            package init(url: String, secretFile: String) {
+                self.url = url
+                self.secretFile = secretFile
+            }
         }
 
         private enum CodingKeys: String, CodingKey {

@@ -1,8 +1,7 @@
 import Foundation
 import HaulCore
-import HaulService
+import HaulServiceClient
 import HaulTUI
-import SampleServer
 
 /// Starts the full-screen interface for a command line: `haul` on a terminal without `--plain`/`--json`.
 enum TUILaunch {
@@ -15,7 +14,7 @@ enum TUILaunch {
     /// taken over (the caller falls back to line output).
     static func run(_ command: HaulCommand, extraURLs: [InputEntry]) async -> Int32? {
         var server = command.server
-        var demo: SampleServer?
+        var demo: (any DemoServer)?
         if command.demo {
             guard let started = await Demo.start(rate: Demo.screenRate) else { return FailureCategory.other.exitCode }
             demo = started
