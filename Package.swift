@@ -134,7 +134,6 @@ let package = Package(
             name: "haul-server",
             dependencies: [
                 "HaulCLI", "HaulCore", "HaulService", "HaulServiceClient", "SampleServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             linkerSettings: [
                 // As `haul`'s.

@@ -30,6 +30,15 @@ package enum Entry {
             exit(ViewCommand.run(configured + arguments.dropFirst(), environment: ProcessInfo.processInfo.environment))
         }
         if server == nil && ServerSide.wantsServer(arguments) { ServerSide.execServer() }
+        // `haul help [VERB...]`, as the verbs' help suggests: a queue verb's help from the session commands'
+        // parser, anything else the downloads' (no URL is named `help`: it would not be one).
+        if arguments.first == "help" {
+            if arguments.count > 1 && SessionCommands.verbs.contains(arguments[1]) {
+                await runSessionCommandAndExit(arguments, config: config)
+            }
+            print(HaulCommand.helpMessage())
+            exit(0)
+        }
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             await runSessionCommandAndExit(arguments, config: config)
         }

@@ -36,8 +36,20 @@ enum SessionCommands {
             return FailureCategory.usage.exitCode
         }
         guard let verb = command as? any SessionVerb else {
-            TextOutput.standard.err("haul: \(arguments.joined(separator: " ")): not a command")
-            return FailureCategory.usage.exitCode
+            // `--help` (the parser answers it with a help command of its own) or a group without its verb
+            // (`haul service`): what the parser's own `run` makes of them, the help on stdout.
+            do {
+                var other = command
+                try other.run()
+                return 0
+            } catch {
+                if Sessions.exitCode(for: error) == .success {
+                    print(Sessions.fullMessage(for: error))
+                    return 0
+                }
+                TextOutput.standard.err("haul: " + Sessions.message(for: error))
+                return FailureCategory.usage.exitCode
+            }
         }
         do {
             return try await verb.execute()

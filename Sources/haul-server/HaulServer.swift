@@ -1,4 +1,3 @@
-import ArgumentParser
 import Glibc
 import HaulCLI
 import HaulCore

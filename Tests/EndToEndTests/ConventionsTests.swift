@@ -33,6 +33,30 @@ import TestSupport
         }
     }
 
+    /// The queue's verbs answer `--help` and `haul help VERB` too, and a group named alone (`haul service`)
+    /// shows its verbs.
+    @Test func sessionVerbsAnswerHelp() async throws {
+        let dir = TempDirectory()
+        let cases: [([String], String)] = [
+            (["ls", "--help"], "USAGE: haul ls"),
+            (["service", "--help"], "USAGE: haul service <subcommand>"),
+            (["service"], "USAGE: haul service <subcommand>"),
+            (["service", "status", "-h"], "USAGE: haul service status"),
+            (["help", "service", "status"], "USAGE: haul service status"),
+            (["help"], "USAGE: haul [<options>]"),
+        ]
+        for (arguments, usage) in cases {
+            let help = try await HaulProcess.run(arguments + ["--no-config"], in: dir.path)
+            #expect(help.status == 0, "\(arguments): \(help.stderr)")
+            #expect(help.stdout.contains(usage), "\(arguments): \(help.stdout)")
+            #expect(help.stderr.isEmpty, "\(arguments)")
+        }
+        let service = try await HaulProcess.run(["service", "--help", "--no-config"], in: dir.path)
+        for verb in ["start", "stop", "status", "run"] {
+            #expect(service.stdout.contains("  \(verb) "), "haul service --help lists \(verb)")
+        }
+    }
+
     /// NO_COLOR (no-color.org): the full screen uses no colour, only bold and reverse.
     @Test func noColorMeansNoColourOnTheFullScreen() async throws {
         let dir = TempDirectory()
