@@ -276,11 +276,11 @@ package struct ServiceSettings: ParsableArguments {
 
     @Option(name: .customLong("output-dir"), help: ArgumentHelp(
         "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
-    package var outputDir: String?
+    var outputDir: String?
 
     /// Refused with a reason: any local user can read a process's arguments.
     @Option(name: .customLong("rpc-secret"), help: .hidden)
-    package var rpcSecret: String?
+    var rpcSecret: String?
 
     package func validate() throws {
         try Limits.check("--jobs", jobs, Limits.jobs)

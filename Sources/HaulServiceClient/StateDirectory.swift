@@ -28,7 +28,8 @@ package struct StateDirectory: Sendable, Equatable {
         return StateDirectory(path: home + "/.local/state/haul")
     }
 
-    /// What a service says when another already holds this directory's lock (the launcher knows it by it).
+    /// What a service says when another already holds this directory's lock: the one failure a starting
+    /// client waits through (the launcher knows it by this message).
     package var alreadyRunning: HaulError { HaulError(.other, "another service already runs on \(path)") }
 
     /// sun_path holds 108 bytes with its terminating NUL.

@@ -42,7 +42,6 @@ package enum ServiceRunner {
         }
     }
 
-    /// The one failure a starting client waits through: another client's service won the lock.
     static func log(_ line: String) {
         TextOutput.standard.err(line)
     }
