@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SampleServer
 import TestSupport
 import Testing
@@ -131,6 +132,37 @@ import Testing
             #expect(await manager.state(of: id) == .done)
             #expect(dir.listing() == ["medium.bin"])
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    /// A stop that comes as the first bytes do: the download's own `.downloading` must not follow the
+    /// stop's `.cancelled` in the events (a list built from them, the service's, showed the download active
+    /// for ever after a client removed it).
+    @Test func aStopAsTheFirstBytesComeIsTheLastWord() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { server in
+            let seen = Mutex<[ManagerEvent]>([])
+            let manager = DownloadManager(concurrency: 1) { event in seen.withLock { $0.append(event) } }
+            let (reached, reachedNow) = AsyncStream.makeStream(of: Void.self)
+            let release = DispatchSemaphore(value: 0)
+            await manager.setBeforeDownloadingState { _ in
+                reachedNow.yield()
+                release.wait()
+            }
+            let id = await manager.add(job(server, "medium.bin", in: dir))
+            try await within(30, "the first bytes") {
+                for await _ in reached { break }
+            }
+            await manager.cancel(id)
+            release.signal()
+            try await within(30, "the cancelled task ended") { await manager.waitUntilIdle() }
+            #expect(await manager.state(of: id) == .cancelled)
+            let states = seen.withLock { events in
+                events.compactMap { event -> DownloadState? in
+                    if case .state(id, let state) = event { state } else { nil }
+                }
+            }
+            #expect(states.last == .cancelled)
         }
     }
 

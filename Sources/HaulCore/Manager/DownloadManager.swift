@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Identifies one download in a `DownloadManager`; ids count from 1 in the order added.
 package typealias DownloadID = Int
 
@@ -98,6 +100,8 @@ package actor DownloadManager {
         var file: String
         /// What the user asked of the running task when it was cancelled.
         var stopIntent: DownloadState?
+        /// The running task's: orders its `.downloading` against a stop's state.
+        var gate: StopGate?
         /// Its live receive cap, shared by its transfers.
         let limit: ReceiveLimit
         /// A run of it claimed `job.outputName`'s part: the next run continues that one.
@@ -128,6 +132,9 @@ package actor DownloadManager {
     /// most `concurrency` of them at once; one past that keeps its slot to the end).
     private var finishing: Set<DownloadID> = []
     private var nextID = 1
+    /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
+    /// that put a user's stop right there.
+    package var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Downloads at once unless told (`--jobs`).
@@ -199,6 +206,10 @@ package actor DownloadManager {
             waiting.append(id)
             startWaiting()
         }
+    }
+
+    package func setBeforeDownloadingState(_ hook: (@Sendable (DownloadID) -> Void)?) {
+        beforeDownloadingState = hook
     }
 
     /// Stops one download; its `.part` stays. A queued one never starts.
@@ -377,7 +388,13 @@ package actor DownloadManager {
             guard entry.stopIntent == nil || entry.state == .queued else { return }
             entries[id]?.stopIntent = outcome
             task.cancel()
-            setState(id, outcome)
+            // The task says `.downloading` itself, from its own thread: after this, it does not.
+            if let gate = entry.gate {
+                entry.state = outcome
+                gate.stop { continuation.yield(.state(id: id, outcome)) }
+            } else {
+                setState(id, outcome)
+            }
         } else if entry.state == .queued {
             // Left in `waiting`; skipped when its turn comes because it is no longer queued.
             setState(id, outcome)
@@ -425,6 +442,9 @@ package actor DownloadManager {
         let limit = entries[id]?.limit
         let continuing = entries[id]?.claimedBefore ?? false
         let alone = !sharesHost(id)
+        let beforeDownloading = beforeDownloadingState
+        let gate = StopGate()
+        entries[id]?.gate = gate
         // The task is the actor's: it begins on the actor, right after this job, and ends on it with
         // `finished`, so nothing queues it back onto another thread once its download is done. The download
         // itself blocks in file I/O: it runs on the I/O executor's threads, not on the actor or the
@@ -437,7 +457,9 @@ package actor DownloadManager {
                 await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
                         await Self.perform(job, id: id, continuing: continuing, alone: alone, downloader: downloader,
-                                           events: continuation) { await self.transferEnded(id) }
+                                           events: continuation, gate: gate, beforeDownloading: beforeDownloading) {
+                            await self.transferEnded(id)
+                        }
                     }
                 }
             }
@@ -448,7 +470,8 @@ package actor DownloadManager {
     /// The download itself, outside the actor: events go straight to the stream. Also returns the path
     /// the download claimed, so that a resume or retry continues the same `.part`.
     private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, alone: Bool,
-                                downloader: Downloader, events: EventSink,
+                                downloader: Downloader, events: EventSink, gate: StopGate,
+                                beforeDownloading: (@Sendable (DownloadID) -> Void)?,
                                 transferEnded: @escaping @Sendable () async -> Void)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
@@ -465,7 +488,8 @@ package actor DownloadManager {
                 case .progress(let progress):
                     if !downloading {
                         downloading = true
-                        events.yield(.state(id: id, .downloading))
+                        beforeDownloading?(id)
+                        gate.unlessStopped { events.yield(.state(id: id, .downloading)) }
                     }
                     events.yield(.progress(id: id, progress))
                 case .fact(let fact):
@@ -491,6 +515,7 @@ package actor DownloadManager {
         running[id] = nil
         finishing.remove(id)
         guard let entry = entries[id] else { return }
+        entry.gate = nil
         // A resume or retry continues this very file, whatever the server calls it by then.
         if let path {
             entries[id]?.job.outputName = FilePath.baseName(of: path)
@@ -550,6 +575,27 @@ package actor DownloadManager {
         let waiters = idleWaiters
         idleWaiters = []
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// One run of a download: its task reports `.downloading` from its own thread, and a user's stop its state
+/// from the actor; whichever comes second must be the last word, so both report under this lock.
+final class StopGate: Sendable {
+    private let stopped = Mutex(false)
+
+    /// Runs `report` unless the run was stopped.
+    func unlessStopped(_ report: () -> Void) {
+        stopped.withLock { stopped in
+            if !stopped { report() }
+        }
+    }
+
+    /// Marks the run stopped, and runs `report`: nothing the task says after it changes the state.
+    func stop(_ report: () -> Void) {
+        stopped.withLock { stopped in
+            stopped = true
+            report()
+        }
     }
 }
 
