@@ -133,8 +133,8 @@ package actor DownloadManager {
     private var finishing: Set<DownloadID> = []
     private var nextID = 1
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
-    /// that put a user's stop right there.
-    package var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
+    /// that put a user's stop right there (`setBeforeDownloadingState`).
+    private var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Downloads at once unless told (`--jobs`).
