@@ -145,6 +145,8 @@ import Testing
             let manager = DownloadManager(concurrency: 1) { event in seen.withLock { $0.append(event) } }
             let (reached, reachedNow) = AsyncStream.makeStream(of: Void.self)
             let release = DispatchSemaphore(value: 0)
+            // However the test ends, the held task goes on (a thread blocked for ever would outlive it).
+            defer { release.signal() }
             await manager.setBeforeDownloadingState { _ in
                 reachedNow.yield()
                 release.wait()
