@@ -323,9 +323,11 @@ extension StateFileTests {
                 if waits.count == 1 {
                     close(held)  // the forked child execs: the lock goes
                 } else {
-                    // Another test's child, forked while `held` was open, holds the lock until it execs too: the
-                    // claim's own back-off, as it runs for a user.
-                    usleep(milliseconds * 1000)
+                    // Another test's child, forked while `held` was open, holds the lock until it execs too: wait
+                    // for that, on the lock itself.
+                    let fd = open(dir.file("a.bin.part"), O_RDONLY | O_CLOEXEC)
+                    _ = flock(fd, LOCK_EX)
+                    close(fd)
                 }
             }, notice: { _ in }))
         #expect(continued.name == "a.bin")
