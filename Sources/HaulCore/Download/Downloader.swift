@@ -41,10 +41,12 @@ package struct Downloader: Sendable {
     /// a last checkpoint, and leaves `NAME.part` and its state for a later resume.
     /// `continuing`: the job's `outputName` is the part this download held in its previous run, a moment ago
     /// maybe (a resume right after a pause): a lock on it that lingers is waited for (see `Claim.take`).
-    /// `transferEnded`: awaited once every byte has come and before the file is synced and named, when the job
-    /// syncs (the disk's part of the work, which needs no connection: the manager gives the slot to the next).
+    /// `transferEnded`: awaited when the job syncs, once every byte has come (in memory, or written) and before
+    /// the rest (the write of what is in memory, the fsync, the name: the disk's part of the work, which needs
+    /// no connection): the manager gives the slot to the next download, and says whether it took it back (false
+    /// when too many are finishing already; the download then asks again before the fsync).
     package func download(_ job: DownloadJob, continuing: Bool = false, alone: Bool = false,
-                          transferEnded: (@Sendable () async -> Void)? = nil,
+                          transferEnded: (@Sendable () async -> Bool)? = nil,
                           events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
@@ -57,7 +59,7 @@ package struct Downloader: Sendable {
     }
 
     private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, alone: Bool, clock: C,
-                                         transferEnded: (@Sendable () async -> Void)?,
+                                         transferEnded: (@Sendable () async -> Bool)?,
                                          events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
@@ -92,12 +94,13 @@ package struct Downloader: Sendable {
         var transfer: Transfer?
         defer { transfer?.cancel() }
         var next = machine.begin(resume: claim.state)
+        var transferEnded = transferEnded
         while true {
             let step: Step
             do {
                 step = try await perform(next, job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
                                          claim: &claim, machine: &machine, transfer: &transfer,
-                                         openAhead: &openAhead, clock: clock, transferEnded: transferEnded,
+                                         openAhead: &openAhead, clock: clock, transferEnded: &transferEnded,
                                          events: events)
             } catch {
                 transfer?.cancel()
@@ -123,7 +126,7 @@ package struct Downloader: Sendable {
     private func perform<C: Clock<Duration>>(
         _ action: DownloadStateMachine.Action, job: DownloadJob, ownConnection: Bool, modifiedSince: String?,
         claim: inout Claim, machine: inout DownloadStateMachine, transfer: inout Transfer?, openAhead: inout Bool,
-        clock: C, transferEnded: (@Sendable () async -> Void)?, events: (DownloadEvent) -> Void
+        clock: C, transferEnded: inout (@Sendable () async -> Bool)?, events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
         switch action {
         case .request(let asked):
@@ -178,6 +181,11 @@ package struct Downloader: Sendable {
         case .stream(let body):
             guard let transfer else { preconditionFailure("a body to stream with no transfer") }
             try prepare(body, job: job, claim: &claim, events: events)
+            if job.sync, transfer.hasEndedWell, let ended = transferEnded, await ended() {
+                // The whole body is here, in memory (a small file, whose head waited for it): what is left is
+                // the disk's (the write, the fsync, the name), and the slot has gone to the next download.
+                transferEnded = nil
+            }
             let began = clock.now
             let written = try await stream(transfer.bytes, body: body, into: &claim, clock: clock, events: events)
             return .next(machine.bodyEnded(at: written, elapsed: began.duration(to: clock.now), resume: claim.state))
@@ -202,7 +210,7 @@ package struct Downloader: Sendable {
             if let total = announce { events(.started(file: claim.name, path: claim.path, total: total)) }
             // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
             // a sync the rest is a rename: not worth the hop.
-            if job.sync, let transferEnded { await transferEnded() }
+            if job.sync, let ended = transferEnded { _ = await ended() }
             return .end(.success(try finish(&claim, job: job, received: received, events: events)))
 
         case .fail(let error):

@@ -25,6 +25,9 @@ package final class CurlDriver: Sendable {
 
     /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
     package let highWatermark: Int
+    /// How long bytes below a batch's worth (and a small file's head, held for its body) wait for more before
+    /// a waiting consumer is woken with them.
+    let deliveryDelay: Duration
     private let multi: MultiHandle
     private let inbox = NIOLockedValueBox(Inbox())
 
@@ -49,10 +52,11 @@ package final class CurlDriver: Sendable {
     /// only bounds the wait behind a server that is slow to answer HEAD.
     let aheadPatience: Duration
 
-    package init(highWatermark: Int = 1 << 20, aheadPatience: Duration = .seconds(5),
-                 observer: TransferObserver? = nil) {
+    package init(highWatermark: Int = 1 << 20, deliveryDelay: Duration = .milliseconds(10),
+                 aheadPatience: Duration = .seconds(5), observer: TransferObserver? = nil) {
         _ = CurlDriver.globalInit
         self.highWatermark = highWatermark
+        self.deliveryDelay = deliveryDelay
         self.aheadPatience = aheadPatience
         self.observer = observer
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
@@ -109,7 +113,7 @@ package final class CurlDriver: Sendable {
     /// decides when the transfer has been quiet too long).
     package func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
         let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
-                                activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
+                                deliveryDelay: deliveryDelay, activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
         post(.add(core))
         return Transfer(core: core)
     }
@@ -409,7 +413,8 @@ private final class DriverLoop {
         aheadRunning[origin, default: 0] += connections
         for _ in 0..<connections {
             add(TransferCore(request: head, driver: driver, highWatermark: driver.highWatermark,
-                             activityClock: ActivityClock(ContinuousClock())), ahead: true)
+                             deliveryDelay: driver.deliveryDelay, activityClock: ActivityClock(ContinuousClock())),
+                ahead: true)
         }
     }
 

@@ -25,6 +25,9 @@ package final class Transfer: Sendable {
     /// The body, batch by batch. A batch holds whatever arrived since the previous one was taken.
     package var bytes: TransferBytes { TransferBytes(transfer: self) }
 
+    /// curl ended the transfer without an error: the whole body waits in memory.
+    package var hasEndedWell: Bool { core.hasEndedWell }
+
     package func cancel() {
         core.cancel()
     }

@@ -20,13 +20,14 @@ final class TransferCore: Sendable {
         var closedAt: TransferInstant?
     }
 
-    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, activityClock: ActivityClock,
-         limit: ReceiveLimit? = nil) {
+    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, deliveryDelay: Duration,
+         activityClock: ActivityClock, limit: ReceiveLimit? = nil) {
         self.request = request
         self.limit = limit
         self.driver = driver
         self.activityClock = activityClock
-        self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark)))
+        self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark,
+                                                                                    maxDelay: deliveryDelay)))
     }
 
     var statistics: TransferStatistics {
@@ -40,6 +41,10 @@ final class TransferCore: Sendable {
 
     func headerLine(_ line: UnsafeRawBufferPointer) {
         state.withLockedValue { $0.headBuilder.add(line: line) }
+    }
+
+    var hasEndedWell: Bool {
+        state.withLockedValue { $0.machine.hasEndedWell }
     }
 
     var isHeadPending: Bool {

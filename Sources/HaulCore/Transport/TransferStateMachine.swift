@@ -298,6 +298,12 @@ struct TransferStateMachine {
         return action
     }
 
+    /// curl has ended the transfer without an error: every byte of the body is here.
+    var hasEndedWell: Bool {
+        if case .finished(nil, _, _) = state { return true }
+        return false
+    }
+
     // MARK: consumer (any task)
 
     enum NextAction {
