@@ -26,7 +26,7 @@ package final class Transfer: Sendable {
     package var bytes: TransferBytes { TransferBytes(transfer: self) }
 
     /// curl ended the transfer without an error: the whole body waits in memory.
-    package var hasEndedWell: Bool { core.hasEndedWell }
+    var hasEndedWell: Bool { core.hasEndedWell }
 
     package func cancel() {
         core.cancel()
