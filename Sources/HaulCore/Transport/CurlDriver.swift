@@ -113,7 +113,8 @@ package final class CurlDriver: Sendable {
     /// decides when the transfer has been quiet too long).
     package func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
         let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
-                                deliveryDelay: deliveryDelay, activityClock: ActivityClock(clock), limit: ReceiveLimit.current)
+                                deliveryDelay: deliveryDelay, activityClock: ActivityClock(clock),
+                                limit: ReceiveLimit.current)
         post(.add(core))
         return Transfer(core: core)
     }
