@@ -103,7 +103,7 @@ import Testing
         let driver = CurlDriver(deliveryDelay: .seconds(600))
         try await withSampleServer(SampleServerConfiguration(port: 0, files: [Self.tiny], jpegs: false)) { server in
             for taken in [true, false] {
-                let part = FilePath.join(dir.path, "tiny.bin.part")
+                let part = dir.file("tiny.bin.part")
                 // What the part held each time the download said its transfer had ended.
                 let sizes = Mutex<[Int64]>([])
                 var job = DownloadJob(url: server.downloadURL("tiny.bin"), outputDirectory: dir.path)
@@ -117,7 +117,7 @@ import Testing
                 }) { _ in }
                 // First with nothing written yet; when the manager kept the slot, once more with all of it.
                 #expect(sizes.withLock { $0 } == (taken ? [0] : [0, Int64(Self.tiny.size)]))
-                #expect(expectedSHA256(of: Self.tiny) == (try FileDigest.hex(of: FilePath.join(dir.path, "tiny.bin"))))
+                #expect(expectedSHA256(of: Self.tiny) == (try FileDigest.hex(of: dir.file("tiny.bin"))))
             }
         }
         await driver.shutdown()

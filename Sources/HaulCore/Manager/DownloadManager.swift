@@ -506,9 +506,7 @@ package actor DownloadManager {
     /// runs while this file is made durable. `-j` counts the downloads that use the network. False when
     /// `finishingLimit` are finishing already: the slot stays.
     private func transferEnded(_ id: DownloadID) -> Bool {
-        guard running[id] != nil else { return false }
-        if finishing.contains(id) { return true }
-        guard finishing.count < Self.finishingLimit(concurrency: concurrency) else { return false }
+        guard running[id] != nil, finishing.count < Self.finishingLimit(concurrency: concurrency) else { return false }
         finishing.insert(id)
         startWaiting()
         return true

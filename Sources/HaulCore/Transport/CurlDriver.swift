@@ -112,8 +112,7 @@ package final class CurlDriver: Sendable {
     /// Starts a transfer whose stall timeout is measured on `clock` (a download's, so a test's manual clock
     /// decides when the transfer has been quiet too long).
     package func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
-        let core = TransferCore(request: request, driver: self, highWatermark: highWatermark,
-                                deliveryDelay: deliveryDelay, activityClock: ActivityClock(clock),
+        let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
                                 limit: ReceiveLimit.current)
         post(.add(core))
         return Transfer(core: core)
@@ -413,8 +412,7 @@ private final class DriverLoop {
         head.ownConnection = true
         aheadRunning[origin, default: 0] += connections
         for _ in 0..<connections {
-            add(TransferCore(request: head, driver: driver, highWatermark: driver.highWatermark,
-                             deliveryDelay: driver.deliveryDelay, activityClock: ActivityClock(ContinuousClock())),
+            add(TransferCore(request: head, driver: driver, activityClock: ActivityClock(ContinuousClock())),
                 ahead: true)
         }
     }

@@ -20,14 +20,14 @@ final class TransferCore: Sendable {
         var closedAt: TransferInstant?
     }
 
-    init(request: HTTPRequest, driver: CurlDriver, highWatermark: Int, deliveryDelay: Duration,
-         activityClock: ActivityClock, limit: ReceiveLimit? = nil) {
+    /// Buffers and delivers as `driver` says (`highWatermark`, `deliveryDelay`).
+    init(request: HTTPRequest, driver: CurlDriver, activityClock: ActivityClock, limit: ReceiveLimit? = nil) {
         self.request = request
         self.limit = limit
         self.driver = driver
         self.activityClock = activityClock
-        self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: highWatermark,
-                                                                                    maxDelay: deliveryDelay)))
+        self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: driver.highWatermark,
+                                                                           maxDelay: driver.deliveryDelay)))
     }
 
     var statistics: TransferStatistics {
