@@ -181,9 +181,10 @@ package struct Downloader: Sendable {
         case .stream(let body):
             guard let transfer else { preconditionFailure("a body to stream with no transfer") }
             try prepare(body, job: job, claim: &claim, events: events)
-            if job.sync, transfer.hasEndedWell, let ended = transferEnded, await ended() {
+            if transfer.hasEndedWell, let ended = transferEnded, await ended() {
                 // The whole body is here, in memory (a small file, whose head waited for it): what is left is
-                // the disk's (the write, the fsync, the name), and the slot has gone to the next download.
+                // the disk's (the direct write, a device round trip; with a sync the fsyncs; the name), and the
+                // slot has gone to the next download. With --no-sync too: 1000 x 100 KiB, -j 8, 4% faster.
                 transferEnded = nil
             }
             let began = clock.now
