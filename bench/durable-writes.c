@@ -58,13 +58,18 @@ static char *readall(const char *path, size_t *len) {
     close(fd); *len = got; return buf;
 }
 
+// Writes data[from..<to) to fd at offset `from`.
+static void write_range(int fd, const char *data, size_t from, size_t to) {
+    while (from < to) { ssize_t n = pwrite(fd, data + from, to - from, from); if (n <= 0) { perror("pwrite"); exit(1); } from += n; }
+}
+
 static int write_part(const char *source, char *name, size_t cap, int direct) {
     size_t len; char *data = readall(source, &len);
     snprintf(name, cap, "%s", base(source));
     char part[520]; snprintf(part, sizeof part, "%s.part", name);
     int fd = openat(dirfd_out, part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
     if (fd < 0) { perror(part); exit(1); }
-    size_t off = 0; while (off < len) { ssize_t n = pwrite(fd, data + off, len - off, off); if (n <= 0) { perror("pwrite"); exit(1); } off += n; }
+    write_range(fd, data, 0, len);
     free(data); return fd;
 }
 
@@ -92,8 +97,8 @@ static void write_checked(const char *source) {
     int direct = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
     if (direct < 0 || fstat(direct, &seen) || seen.st_ino != st.st_ino) { perror(proc); exit(1); }
     size_t whole = len / 4096 * 4096;
-    size_t off = 0; while (off < whole) { ssize_t n = pwrite(direct, data + off, whole - off, off); if (n <= 0) { perror("pwrite"); exit(1); } off += n; }
-    while (off < len) { ssize_t n = pwrite(fd, data + off, len - off, off); if (n <= 0) { perror("pwrite"); exit(1); } off += n; }
+    write_range(direct, data, 0, whole);
+    write_range(fd, data, whole, len);
     struct timespec times[2] = {{1700000000, 0}, {1700000000, 0}};
     futimens(fd, times);
     if (fstatat(dir, part, &seen, AT_SYMLINK_NOFOLLOW) || seen.st_ino != st.st_ino) { perror(part); exit(1); }
@@ -111,7 +116,7 @@ static void *writer(void *arg) {
         int fd = write_part(sources[i], name, sizeof name, mode == PER_FILE);
         switch (mode) {
         case UNSYNCED: place(name); close(fd); break;
-        case CHECKED: break;
+        case CHECKED: break;  // whole in write_checked, above
         case PER_FILE: fsync(fd); place(name); fsync(dirfd_out); close(fd); break;
         case GROUPED:
             sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
