@@ -180,7 +180,7 @@ let package = Package(
         .testTarget(
             name: "HaulCoreTests",
             dependencies: [
-                "HaulCore", "SampleServer", "TestSupport", "CJPEG",
+                "HaulCore", "SampleServer", "TestSupport", "CJPEG", "CLinux",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(

@@ -1,3 +1,4 @@
+import CLinux
 import Dispatch
 import Foundation
 import TestSupport
@@ -36,6 +37,38 @@ import Testing
         #expect(file.directBytes > 2_000_000, "the large batches' whole pages went around the page cache")
         try file.close()
         #expect(dir.contents("data.part") == expected)
+    }
+
+    /// A small file's body, whole in memory, is written in one go by the only writer of its file: its whole
+    /// pages go direct through the file's own descriptor, switched to O_DIRECT for the write and back (no
+    /// second descriptor to open, check and close for one write), and the descriptor is left buffered for
+    /// what reads it later (a checksum).
+    @Test func aFileWrittenInOneGoSwitchesItsOwnDescriptorAndSwitchesItBack() throws {
+        let dir = TempDirectory()
+        let file = try PartFile(path: dir.file("data.part"), truncate: true)
+        let bytes = pattern(102_400 + 1234, seed: 3)
+        try file.write(batch(bytes, at: 0), at: 0, completing: true, alone: true)
+        let flags = try file.withDescriptor { fcntl($0, F_GETFL) }
+        #expect(flags >= 0 && flags & haul_o_direct() == 0, "buffered again")
+        #expect(!file.openedSecondDescriptor)
+        #expect(file.directBytes == 102_400, "the whole pages went direct, the tail through the page cache")
+        try file.close()
+        #expect(dir.contents("data.part") == bytes)
+    }
+
+    /// A stream of several batches keeps one second descriptor for all its direct writes (one open for the
+    /// whole file), as segments that share the file do.
+    @Test func aStreamOfBatchesWritesDirectlyThroughASecondDescriptor() throws {
+        let dir = TempDirectory()
+        let file = try PartFile(path: dir.file("data.part"), truncate: true)
+        let first = pattern(1 << 20, seed: 4)
+        let last = pattern(300_001, seed: 5)
+        try file.write(batch(first, at: 0), at: 0, alone: true)
+        try file.write(batch(last, at: 1 << 20), at: 1 << 20, completing: true, alone: true)
+        #expect(file.openedSecondDescriptor)
+        #expect(file.directBytes >= (1 << 20) + 290_000)
+        try file.close()
+        #expect(dir.contents("data.part") == first + last)
     }
 
     @Test func batchesWhoseMemoryDoesNotLineUpAreWrittenThroughThePageCache() throws {

@@ -22,15 +22,21 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     /// Told the offset past the last byte written, after every write (reports come in batches: a body that
     /// fails between two still has what it wrote checkpointed).
     let written: WrittenMark?
+    /// Nothing else writes to the file while this stream does (a body over one connection, not a segment): a
+    /// body written in one go then goes direct through the file's own descriptor (`PartFile.write`).
+    let alone: Bool
 
     /// - Parameters:
     ///   - startOffset: the file offset of the stream's first byte (non-zero when resuming).
     ///   - endOffset: where the body must end (the range or size the server announced): a byte past it is
     ///     never written, and its arrival fails the stream with a `.protocol` error.
     ///   - total: the size of the whole file, when known; sets the batch size.
+    ///   - alone: nothing else writes to `file` until this stream ends.
     package init(_ base: Base, writingTo file: PartFile, startingAt startOffset: Int64 = 0, end endOffset: Int64? = nil,
-                total: Int64?, clock: C, window: Duration = .milliseconds(100), written: WrittenMark? = nil) {
+                total: Int64?, clock: C, window: Duration = .milliseconds(100), written: WrittenMark? = nil,
+                alone: Bool = false) {
         self.written = written
+        self.alone = alone
         self.base = base
         self.file = file
         self.startOffset = startOffset
@@ -82,7 +88,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
                     throw HaulError(.protocol, "the server sent more than the \(end - owner.startOffset) bytes it announced")
                 }
                 let reached = offset + Int64(chunk.count)
-                try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached))
+                try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached), alone: owner.alone)
                 offset = reached
                 owner.written?.advance(to: offset)
                 pending += Int64(chunk.count)

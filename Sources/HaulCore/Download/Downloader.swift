@@ -259,7 +259,7 @@ package struct Downloader: Sendable {
                                     interval: checkpointInterval, record: recordAfter)
         let mark = WrittenMark(start)
         let batches = ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, end: body.end,
-                                      total: body.total, clock: clock, written: mark)
+                                      total: body.total, clock: clock, written: mark, alone: true)
         do {
             try await progress.run(batches, claim: &claim, events: events) { batch, _ in
                 written = batch.completed

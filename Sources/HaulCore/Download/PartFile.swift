@@ -4,9 +4,12 @@ import NIOConcurrencyHelpers
 
 /// An open data file that receives a download's bytes with positional writes.
 ///
-/// Large batches go to disk with direct I/O (`O_DIRECT`, on a second descriptor): the whole pages in the
-/// middle of a batch are written from the transfer's buffer straight to the device, and only the partial
-/// pages at its ends pass through the page cache. A download of gigabytes then neither fills the page
+/// Large batches go to disk with direct I/O (`O_DIRECT`): the whole pages in the middle of a batch are
+/// written from the transfer's buffer straight to the device, and only the partial pages at its ends pass
+/// through the page cache. The whole pages go through a second descriptor, opened on the first large
+/// write and kept, which the segments of `-s N` share; but a file written in one go (a small file, its body
+/// whole in memory) switches its own descriptor to direct I/O for that write and back (`fcntl`), rather
+/// than open, check and close a second one for a single write. A download of gigabytes then neither fills the page
 /// cache (which on a VM is slow to take from the host) nor leaves gigabytes to flush at the final fsync,
 /// and it costs a fraction of the CPU. Where the file system refuses direct I/O, every write is buffered.
 ///
@@ -22,8 +25,20 @@ package final class PartFile: @unchecked Sendable {
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
     package var directBytes: Int64 { direct.withLockedValue { $0.bytes } }
 
+    /// Whether a second descriptor was opened for direct I/O (for tests).
+    var openedSecondDescriptor: Bool {
+        direct.withLockedValue { state in
+            switch state.io {
+            case .open, .refused: return true
+            case .untried, .switchable, .unavailable: return false
+            }
+        }
+    }
+
     enum DirectIO {
         case untried
+        /// The file's own descriptor takes `O_DIRECT` (`fcntl`), for a writer that has the file to itself.
+        case switchable
         case open(Int32)
         /// Opened, but writes failed with `EINVAL`; closed with the file.
         case refused(Int32)
@@ -127,27 +142,37 @@ package final class PartFile: @unchecked Sendable {
     /// Writes all of `bytes` at `offset`: the whole pages in the middle with direct I/O when the batch is
     /// large and its memory lines up with the file's pages (transfer buffers do), the rest buffered.
     /// `completing`: these are the file's last bytes, and the download goes on to its finish (see
-    /// `WriteJournal.record`).
-    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false) throws(HaulError) {
+    /// `WriteJournal.record`). `alone`: no other write to this file runs beside this one (a body over one
+    /// connection, not a segment); with `completing`, none comes after it either, and its direct part
+    /// switches the file's own descriptor instead of opening a second one.
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
+                       alone: Bool = false) throws(HaulError) {
         untouched.withLockedValue { $0 = false }
-        try writeData(bytes, at: offset)
+        try writeData(bytes, at: offset, switching: alone && completing)
         journal?.record(bytes, at: offset, completing: completing)
         digest.withLockedValue { $0?.feed(bytes, at: offset) }
     }
 
-    private func writeData(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
+    private func writeData(_ bytes: UnsafeRawBufferPointer, at offset: Int64, switching: Bool) throws(HaulError) {
         let align = Int64(IOBuffer.alignment)
         let head = (align - offset % align) % align
         let bodyEnd = (offset + Int64(bytes.count)) / align * align
         let bodyStart = offset + head
         guard Self.directAllowed, bodyEnd - bodyStart >= Self.directMinimum, let base = bytes.baseAddress,
-            UInt(bitPattern: base + Int(head)) % UInt(align) == 0, let fd = directDescriptor()
+            UInt(bitPattern: base + Int(head)) % UInt(align) == 0
         else {
             return try writeAll(descriptor, bytes, at: offset)
         }
         let split = { (from: Int64, to: Int64) in
             UnsafeRawBufferPointer(rebasing: bytes[Int(from - offset)..<Int(to - offset)])
         }
+        if switching, let flags = switchableFlags() {
+            try writeAll(descriptor, split(offset, bodyStart), at: offset)
+            try writeSwitched(split(bodyStart, bodyEnd), at: bodyStart, flags: flags)
+            try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
+            return
+        }
+        guard let fd = directDescriptor() else { return try writeAll(descriptor, bytes, at: offset) }
         try writeAll(descriptor, split(offset, bodyStart), at: offset)
         do {
             try FileIO.writeAll(fd, split(bodyStart, bodyEnd), at: bodyStart)
@@ -169,10 +194,51 @@ package final class PartFile: @unchecked Sendable {
             defer { state.io = .unavailable }
             switch state.io {
             case .open(let fd), .refused(let fd): return fd
-            case .untried, .unavailable: return nil
+            case .untried, .switchable, .unavailable: return nil
             }
         }
         if let fd { _ = Glibc.close(fd) }
+    }
+
+    /// The descriptor's flags (without `O_DIRECT`) when the whole pages of a file written in one go may go
+    /// direct by switching it: no second descriptor is open, and direct I/O was not refused; nil otherwise.
+    private func switchableFlags() -> Int32? {
+        direct.withLockedValue { state -> Int32? in
+            switch state.io {
+            case .untried, .switchable: break
+            case .open, .refused, .unavailable: return nil
+            }
+            let flags = fcntl(descriptor, F_GETFL)
+            guard flags >= 0 else {
+                state.io = .unavailable
+                return nil
+            }
+            state.io = .switchable
+            return flags & ~haul_o_direct()
+        }
+    }
+
+    /// Writes whole pages with the file's own descriptor switched to `O_DIRECT`, and switches it back (a
+    /// checksum or a preview reads through it later). Where the file system refuses direct I/O, at the
+    /// switch or at the write, this write and every later one are buffered.
+    private func writeSwitched(_ bytes: UnsafeRawBufferPointer, at offset: Int64, flags: Int32) throws(HaulError) {
+        guard fcntl(descriptor, F_SETFL, flags | haul_o_direct()) == 0 else {
+            direct.withLockedValue { $0.io = .unavailable }
+            return try writeAll(descriptor, bytes, at: offset)
+        }
+        var failure: Int32 = 0
+        do { try FileIO.writeAll(descriptor, bytes, at: offset) } catch { failure = error.code }
+        // Back to buffered before anything else: a failed switch back would leave reads needing alignment.
+        guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw PartFile.error("cannot set the flags of", path) }
+        switch failure {
+        case 0:
+            direct.withLockedValue { $0.bytes += Int64(bytes.count) }
+        case EINVAL:
+            direct.withLockedValue { $0.io = .unavailable }
+            try writeAll(descriptor, bytes, at: offset)
+        default:
+            throw PartFile.error("cannot write", path, failure)
+        }
     }
 
     private func directDescriptor() -> Int32? {
@@ -180,7 +246,7 @@ package final class PartFile: @unchecked Sendable {
             switch state.io {
             case .open(let fd): return fd
             case .refused, .unavailable: return nil
-            case .untried:
+            case .untried, .switchable:
                 let fd = reopenDirect()
                 state.io = fd.map { .open($0) } ?? .unavailable
                 return fd
@@ -205,10 +271,11 @@ package final class PartFile: @unchecked Sendable {
         do { try FileIO.writeAll(fd, bytes, at: offset) } catch { throw PartFile.error("cannot write", path, error.code) }
     }
 
-    package func write(_ bytes: some ByteChunk, at offset: Int64, completing: Bool = false) throws(HaulError) {
+    package func write(_ bytes: some ByteChunk, at offset: Int64, completing: Bool = false,
+                       alone: Bool = false) throws(HaulError) {
         var failure: HaulError?
         bytes.withUnsafeBytes { buffer in
-            do { try write(buffer, at: offset, completing: completing) } catch { failure = HaulError.from(error) }
+            do { try write(buffer, at: offset, completing: completing, alone: alone) } catch { failure = HaulError.from(error) }
         }
         if let failure { throw failure }
     }
