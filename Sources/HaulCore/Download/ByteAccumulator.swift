@@ -88,7 +88,8 @@ where Base.Element: ByteChunk, C.Duration == Duration {
                     throw HaulError(.protocol, "the server sent more than the \(end - owner.startOffset) bytes it announced")
                 }
                 let reached = offset + Int64(chunk.count)
-                try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached), alone: owner.alone)
+                try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached),
+                                     alone: owner.alone)
                 offset = reached
                 owner.written?.advance(to: offset)
                 pending += Int64(chunk.count)

@@ -6,12 +6,14 @@ import NIOConcurrencyHelpers
 ///
 /// Large batches go to disk with direct I/O (`O_DIRECT`): the whole pages in the middle of a batch are
 /// written from the transfer's buffer straight to the device, and only the partial pages at its ends pass
-/// through the page cache. The whole pages go through a second descriptor, opened on the first large
-/// write and kept, which the segments of `-s N` share; but a file written in one go (a small file, its body
-/// whole in memory) switches its own descriptor to direct I/O for that write and back (`fcntl`), rather
-/// than open, check and close a second one for a single write. A download of gigabytes then neither fills the page
-/// cache (which on a VM is slow to take from the host) nor leaves gigabytes to flush at the final fsync,
-/// and it costs a fraction of the CPU. Where the file system refuses direct I/O, every write is buffered.
+/// through the page cache. A download of gigabytes then neither fills the page cache (which on a VM is slow
+/// to take from the host) nor leaves gigabytes to flush at the final fsync, and it costs a fraction of the
+/// CPU. Where the file system refuses direct I/O, every write is buffered.
+///
+/// The whole pages go through a second descriptor, opened on the first large write and kept (the segments
+/// of `-s N` share it); but a file written in one go (a small file, its body whole in memory) switches its
+/// own descriptor to direct I/O for that write and back (`fcntl`), rather than open, check and close a
+/// second one for a single write.
 ///
 /// Every failure is a `.fileIO` `HaulError` naming the path. `@unchecked Sendable`: the descriptor is
 /// set in `init` and cleared only by `close()`, which the owner calls after all writers are done;
@@ -37,7 +39,7 @@ package final class PartFile: @unchecked Sendable {
 
     enum DirectIO {
         case untried
-        /// The file's own descriptor takes `O_DIRECT` (`fcntl`), for a writer that has the file to itself.
+        /// The file's own descriptor takes `O_DIRECT` (`fcntl`) for a write that is the file's only one.
         case switchable
         case open(Int32)
         /// Opened, but writes failed with `EINVAL`; closed with the file.
@@ -275,7 +277,11 @@ package final class PartFile: @unchecked Sendable {
                        alone: Bool = false) throws(HaulError) {
         var failure: HaulError?
         bytes.withUnsafeBytes { buffer in
-            do { try write(buffer, at: offset, completing: completing, alone: alone) } catch { failure = HaulError.from(error) }
+            do {
+                try write(buffer, at: offset, completing: completing, alone: alone)
+            } catch {
+                failure = HaulError.from(error)
+            }
         }
         if let failure { throw failure }
     }
