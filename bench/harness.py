@@ -694,7 +694,9 @@ class Scenario:
 
     def run(self, rounds: int, workdir: str) -> None:
         base = os.path.join(workdir, "out", self.key)
-        os.makedirs(base, exist_ok=True)
+        # Left by an earlier run in the same work directory (--dir with --keep): not this run's outputs.
+        shutil.rmtree(base, ignore_errors=True)
+        os.makedirs(base)
         self._rounds(rounds, base, workdir)
 
     def _rounds(self, rounds: int, base: str, workdir: str) -> None:
