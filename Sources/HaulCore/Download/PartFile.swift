@@ -168,26 +168,37 @@ package final class PartFile: @unchecked Sendable {
         let split = { (from: Int64, to: Int64) in
             UnsafeRawBufferPointer(rebasing: bytes[Int(from - offset)..<Int(to - offset)])
         }
+        // The whole pages go through the file's own descriptor, switched, or through the second one.
+        enum Route { case switched(flags: Int32), second(Int32) }
+        let route: Route
         if switching, let flags = switchableFlags() {
-            try writeAll(descriptor, split(offset, bodyStart), at: offset)
-            try writeSwitched(split(bodyStart, bodyEnd), at: bodyStart, flags: flags)
-            try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
-            return
+            route = .switched(flags: flags)
+        } else if let fd = directDescriptor() {
+            route = .second(fd)
+        } else {
+            return try writeAll(descriptor, bytes, at: offset)
         }
-        guard let fd = directDescriptor() else { return try writeAll(descriptor, bytes, at: offset) }
         try writeAll(descriptor, split(offset, bodyStart), at: offset)
+        switch route {
+        case .switched(let flags): try writeSwitched(split(bodyStart, bodyEnd), at: bodyStart, flags: flags)
+        case .second(let fd): try writeThroughSecond(fd, split(bodyStart, bodyEnd), at: bodyStart)
+        }
+        try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
+    }
+
+    /// Writes whole pages through the second, direct-I/O descriptor.
+    private func writeThroughSecond(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         do {
-            try FileIO.writeAll(fd, split(bodyStart, bodyEnd), at: bodyStart)
-            direct.withLockedValue { $0.bytes += bodyEnd - bodyStart }
+            try FileIO.writeAll(fd, bytes, at: offset)
+            direct.withLockedValue { $0.bytes += Int64(bytes.count) }
         } catch where error.code == EINVAL {
             // The file system takes O_DIRECT at open but not for writes: buffered from now on. The
             // descriptor stays open until `close`, since another segment may be writing with it now.
             direct.withLockedValue { if case .open(let fd) = $0.io { $0.io = .refused(fd) } }
-            try writeAll(descriptor, split(bodyStart, bodyEnd), at: bodyStart)
+            try writeAll(descriptor, bytes, at: offset)
         } catch {
             throw PartFile.error("cannot write", path, error.code)
         }
-        try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
     }
 
     /// Closes the direct-I/O descriptor, if any (when no writer can be using it); later writes are buffered.
