@@ -51,4 +51,10 @@ static inline int haul_spawn_close_from(void *actions, int low) {
    own (setsid), detached from the terminal. */
 static inline short haul_posix_spawn_setsid(void) { return 0x80; }
 
+/* fallocate(2), mode 0: allocates the blocks of [offset, offset + length) that are holes, as unwritten
+   extents that read as zeros, and extends the size to cover them. Returns 0, or -1 with errno. */
+static inline int haul_fallocate(int fd, long long offset, long long length) {
+    return fallocate(fd, 0, offset, length);
+}
+
 #endif

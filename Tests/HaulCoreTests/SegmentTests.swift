@@ -146,6 +146,48 @@ import Testing
         }
     }
 
+    /// The segments write at four places of the part at once: its blocks are reserved for the whole file
+    /// before they begin (on ext4 a direct write into a hole holds the file's lock for the whole device round
+    /// trip, so the four took turns). Seen from outside while the bytes still come: the part is the file's size
+    /// and has all its blocks.
+    @Test func theSegmentsWriteIntoBlocksReservedForTheWholeFile() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let part = dir.file("medium.bin.part")
+            var reservedEarly = false
+            let (result, facts) = await Downloader.quickRetries.runCollectingFacts(
+                DownloadJob.sample(server, "medium.bin", dir, segments: 4)) { progress in
+                var info = stat()
+                guard progress.completed < 20 << 20, stat(part, &info) == 0 else { return }
+                if info.st_size == 20 << 20, Int64(info.st_blocks) * 512 >= 20 << 20 { reservedEarly = true }
+            }
+            #expect(try result.get().bytes == 20 << 20)
+            #expect(facts == [.split(connections: 4)])
+            #expect(reservedEarly, "the part had all its blocks before its last bytes came")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
+    /// A part that only had its blocks reserved holds no byte (a download that fails then removes it, as it
+    /// removes an empty one) until one is written.
+    @Test func aReservedPartHoldsNoByteUntilOneIsWritten() throws {
+        let dir = TempDirectory()
+        let path = dir.file("data.part")
+        // As a download claims its part: opened, then its fstat taken.
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        try #require(fd >= 0)
+        var claimed = stat()
+        try #require(fstat(fd, &claimed) == 0)
+        let file = PartFile(descriptor: fd, path: path, claimed: claimed)
+        #expect(!file.holdsOnlyReservation)
+        guard try file.preallocate(to: 1 << 20) else { return }  // a file system that cannot reserve
+        #expect(try file.size() == 1 << 20)
+        #expect(file.holdsOnlyReservation)
+        try file.write(ByteBatch([1, 2, 3]), at: 0)
+        #expect(!file.holdsOnlyReservation, "a byte written")
+        try file.close()
+    }
+
     @Test func droppedSegmentsResumeAndTheFileIsIdentical() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 16 << 20) { (server) async throws in

@@ -185,9 +185,11 @@ struct Claim {
         try? part.close()
     }
 
-    /// Removes the `.part` when nothing was ever written to it (a failure before the first byte).
+    /// Removes the `.part` when nothing was ever written to it (a failure before the first byte), even if
+    /// `-s N` reserved its blocks.
     func discardIfEmpty() {
-        if (try? part.size()) == 0, !directory.exists(stateName), directory.holds(partName, part) {
+        if part.holdsOnlyReservation || (try? part.size()) == 0, !directory.exists(stateName),
+           directory.holds(partName, part) {
             directory.remove(partName)
         }
     }

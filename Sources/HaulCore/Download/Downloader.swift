@@ -298,6 +298,8 @@ package struct Downloader: Sendable {
                                    notLimited: notLimited, raceWindow: raceWindow,
                                    raceEarlyBytes: raceEarlyBytes)
         do {
+            // The segments write at several places at once: into reserved blocks they do not take turns.
+            try claim.part.preallocate(to: total)
             try await fetch.run(first: first, claim: &claim, events: events)
         } catch let refused as SegmentRefused {
             try? claim.checkpoint(adding: nil)
