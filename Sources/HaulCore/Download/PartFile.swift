@@ -134,7 +134,11 @@ package final class PartFile: @unchecked Sendable {
         guard haul_fallocate(descriptor, 0, length) == 0 else {
             let code = errno
             switch code {
-            case ENOSPC, EDQUOT, EFBIG: throw PartFile.error("cannot reserve \(length) bytes for", path, code)
+            case ENOSPC, EDQUOT, EFBIG:
+                // A failed reservation may have kept part of itself (ext4 grows the file as it goes): the part
+                // still holds no byte of ours, and a download failing now may remove it.
+                history.withLockedValue { $0.reserved = true }
+                throw PartFile.error("cannot reserve \(ByteFormat.size(length)) for", path, code)
             default: return false
             }
         }
