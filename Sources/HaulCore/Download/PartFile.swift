@@ -79,10 +79,9 @@ package final class PartFile: @unchecked Sendable {
     /// The open file's identity, which no rename changes, and its size before this process wrote to it:
     /// a name or a second descriptor is checked against it without another `fstat` of this one.
     private let claimed: (device: dev_t, inode: ino_t, size: Int64)?
-    /// Neither written, truncated nor preallocated since it was opened.
-    private let untouched = NIOLockedValueBox(true)
-    /// Whether this process wrote data to it, and whether it reserved its blocks (`preallocate`).
-    private let history = NIOLockedValueBox((written: false, reserved: false))
+    /// What this process did to it since it was opened: wrote data, truncated it, reserved its blocks
+    /// (`preallocate`, or tried to and ran out of space).
+    private let history = NIOLockedValueBox((written: false, truncated: false, reserved: false))
 
     /// The size when it was claimed (opened and locked), before any write of this process.
     var claimedSize: Int64? { claimed?.size }
@@ -94,10 +93,10 @@ package final class PartFile: @unchecked Sendable {
         return info.st_dev == mine.st_dev && info.st_ino == mine.st_ino
     }
 
-    /// Whether the file is known to be empty without asking the kernel: claimed empty and neither written
-    /// nor truncated since (a new part: its first body has nothing to drop).
+    /// Whether the file is known to be empty without asking the kernel: claimed empty and neither written,
+    /// truncated nor reserved since (a new part: its first body has nothing to drop).
     var isEmptyAsClaimed: Bool {
-        claimed?.size == 0 && untouched.withLockedValue { $0 }
+        claimed?.size == 0 && history.withLockedValue { !$0.written && !$0.truncated && !$0.reserved }
     }
 
     /// A download's part records each write here (`NAME.part.journal`); nil for other files.
@@ -124,7 +123,7 @@ package final class PartFile: @unchecked Sendable {
     /// extents that read as zeros, and the size becomes `length` (at least). For the segments of `-s N`, which
     /// write at several places of the file at once: on ext4 a direct write into a hole, or past the end, holds
     /// the file's lock for the whole device round trip, so four segments' writes took turns, and 1 GiB over
-    /// four connections took 1.4x as long as over one; into reserved blocks they run side by side. The disk
+    /// four connections took 1.4-1.6x as long as over one; into reserved blocks they run side by side. The disk
     /// also says at once when the file will not fit, not gigabytes later. Returns false, changing nothing,
     /// where the file system cannot reserve (the writes then fill the holes as before); throws when the space
     /// or the quota is short.
@@ -142,7 +141,6 @@ package final class PartFile: @unchecked Sendable {
             default: return false
             }
         }
-        untouched.withLockedValue { $0 = false }
         history.withLockedValue { $0.reserved = true }
         return true
     }
@@ -166,7 +164,7 @@ package final class PartFile: @unchecked Sendable {
 
     /// Cuts the file to `length` bytes.
     package func truncate(to length: Int64) throws(HaulError) {
-        untouched.withLockedValue { $0 = false }
+        history.withLockedValue { $0.truncated = true }
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
 
@@ -183,7 +181,6 @@ package final class PartFile: @unchecked Sendable {
     /// switches the file's own descriptor instead of opening a second one.
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
-        untouched.withLockedValue { $0 = false }
         history.withLockedValue { $0.written = true }
         try writeData(bytes, at: offset, switching: alone && completing)
         journal?.record(bytes, at: offset, completing: completing)
