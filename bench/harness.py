@@ -685,6 +685,7 @@ class Scenario:
     tui_factory: object = None  # callable(tool, outdir) -> TUIRun
     busy_runs: int = 0  # runs that started while a Swift build or test run was going on
     runs: int = 0
+    rounds_run: int = 0  # rounds so far: `run`'s, then `run_more`'s
     #: As on a user's machine: no sync and no quiet before a run, and no output deleted (each run still gets
     #: a fresh directory), so a run pays for what earlier ones left dirty. The outputs go with the work
     #: directory when the whole bench ends, not when the scenario does: on ext4 without a journal (these
@@ -697,13 +698,22 @@ class Scenario:
         # Left by an earlier run in the same work directory (--dir with --keep): not this run's outputs.
         shutil.rmtree(base, ignore_errors=True)
         os.makedirs(base)
-        self._rounds(rounds, base, workdir)
+        self._rounds(self.tools, 0, rounds, base, workdir)
+        self.rounds_run = rounds
 
-    def _rounds(self, rounds: int, base: str, workdir: str) -> None:
-        for tool in self.tools:
+    def run_more(self, tools: list, rounds: int, workdir: str) -> None:
+        """`rounds` more rounds of `tools` alone, after `run`: for a pair whose per-round ratio is noisier
+        than the scenario's rounds can pin down. Their samples follow the others', so the pair's ratio is the
+        median over all its rounds, and each tool's ratios to the rest still pair the common rounds only."""
+        base = os.path.join(workdir, "out", self.key)
+        self._rounds(tools, self.rounds_run, rounds, base, workdir)
+        self.rounds_run += rounds
+
+    def _rounds(self, tools: list, first: int, rounds: int, base: str, workdir: str) -> None:
+        for tool in tools:
             tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
-        for r in range(rounds):
-            order = rotated(self.tools, r)
+        for r in range(first, first + rounds):
+            order = rotated(tools, r)
             for tool in order:
                 if tool.failure:
                     tool.samples.append(Sample(0, 0, 0, tool.failure))
@@ -731,7 +741,7 @@ class Scenario:
                     tool.failure = sample.error  # a broken tool is not run again
                 if not self.keep_outputs:
                     shutil.rmtree(outdir, ignore_errors=True)
-                note(f"  {self.key} round {r + 1}/{rounds} {tool.name:<28} "
+                note(f"  {self.key} round {r + 1}/{first + rounds} {tool.name:<28} "
                      + (f"{sample.wall:7.3f} s {sample.cpu:7.3f} CPU-s {sample.rss_kib / 1024:7.1f} MiB"
                         if sample.error is None else f"FAILED: {sample.error}"))
 
