@@ -146,10 +146,10 @@ import Testing
         }
     }
 
-    /// The segments write at four places of the part at once: its blocks are reserved for the whole file
-    /// before they begin (on ext4 a direct write into a hole holds the file's lock for the whole device round
-    /// trip, so the four took turns). Seen from outside while the bytes still come: the part is the file's size
-    /// and has all its blocks.
+    /// The segments write at four places of the part at once: each reserves the blocks ahead of its writes (on
+    /// ext4 a direct write into a hole holds the file's lock for the whole device round trip, so the four took
+    /// turns). Seen from outside while the bytes still come: the part of a 20 MiB file (less than a window
+    /// ahead of its first segment) is the file's size and has all its blocks.
     @Test func theSegmentsWriteIntoBlocksReservedForTheWholeFile() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { (server) async throws in
@@ -168,9 +168,10 @@ import Testing
         }
     }
 
-    /// A part that only had its blocks reserved holds no byte (a download that fails then removes it, as it
-    /// removes an empty one) until one is written.
-    @Test func aReservedPartHoldsNoByteUntilOneIsWritten() throws {
+    /// A segment's write reserves the blocks from its offset to a window ahead, within the file's size: never
+    /// the whole size a server announced before its bytes come (one that claims 64 GiB and sends a page costs
+    /// the disk a window, not 64 GiB). A write inside a reservation reserves nothing more.
+    @Test func segmentWritesReserveAWindowAheadNotTheAnnouncedSize() throws {
         let dir = TempDirectory()
         let path = dir.file("data.part")
         // As a download claims its part: opened, then its fstat taken.
@@ -179,13 +180,24 @@ import Testing
         var claimed = stat()
         try #require(fstat(fd, &claimed) == 0)
         let file = PartFile(descriptor: fd, path: path, claimed: claimed)
-        #expect(!file.holdsOnlyReservation)
-        guard try file.preallocate(to: 1 << 20) else { return }  // a file system that cannot reserve
-        #expect(try file.size() == 1 << 20)
-        #expect(file.holdsOnlyReservation)
-        try file.write(ByteBatch([1, 2, 3]), at: 0)
+        defer { try? file.close() }
+        let window = PartFile.reserveWindow
+        file.reserveAhead(of: 64 << 30)
+        func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
+
+        try file.write(ByteBatch([UInt8](repeating: 7, count: 4096)), at: 32 << 30)
+        guard try allocated() >= window else { return }  // a file system that cannot reserve
+        #expect(try allocated() < 2 * window, "one window, not the 64 GiB announced")
+        #expect(try file.size() == (32 << 30) + window)
         #expect(!file.holdsOnlyReservation, "a byte written")
-        try file.close()
+
+        try file.write(ByteBatch([UInt8](repeating: 8, count: 4096)), at: 0)
+        #expect(try allocated() >= 2 * window && allocated() < 3 * window, "a window at each place written")
+        try file.write(ByteBatch([UInt8](repeating: 9, count: 4096)), at: 4096)
+        #expect(try allocated() < 3 * window, "inside a reservation: nothing more")
+        // The last window stops at the file's size.
+        try file.write(ByteBatch([UInt8](repeating: 1, count: 4096)), at: (64 << 30) - 8192)
+        #expect(try file.size() == 64 << 30)
     }
 
     @Test func droppedSegmentsResumeAndTheFileIsIdentical() async throws {

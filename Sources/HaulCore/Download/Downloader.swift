@@ -297,9 +297,8 @@ package struct Downloader: Sendable {
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter,
                                    notLimited: notLimited, raceWindow: raceWindow,
                                    raceEarlyBytes: raceEarlyBytes)
-        // The segments write at several places at once: into reserved blocks they do not take turns. A disk
-        // too small fails here, before any byte (a fresh part is then discarded, as an empty one is).
-        try claim.part.preallocate(to: total)
+        // The segments write at several places at once: into reserved blocks they do not take turns.
+        claim.part.reserveAhead(of: total)
         do {
             try await fetch.run(first: first, claim: &claim, events: events)
         } catch let refused as SegmentRefused {

@@ -79,8 +79,8 @@ package final class PartFile: @unchecked Sendable {
     /// The open file's identity, which no rename changes, and its size before this process wrote to it:
     /// a name or a second descriptor is checked against it without another `fstat` of this one.
     private let claimed: (device: dev_t, inode: ino_t, size: Int64)?
-    /// What this process did to it since it was opened: wrote data, truncated it, reserved its blocks
-    /// (`preallocate`, or tried to and ran out of space).
+    /// What this process did to it since it was opened: wrote data, truncated it, reserved blocks (or tried
+    /// to and ran out of space).
     private let history = NIOLockedValueBox((written: false, truncated: false, reserved: false))
 
     /// The size when it was claimed (opened and locked), before any write of this process.
@@ -114,35 +114,57 @@ package final class PartFile: @unchecked Sendable {
         digest.withLockedValue { $0?.hex(ofSize: size) }
     }
 
-    /// Whether the file holds nothing but what `preallocate` reserved: claimed empty, and no byte written since.
+    /// Whether the file holds nothing but what a reservation took: claimed empty, and no byte written since.
     var holdsOnlyReservation: Bool {
         claimed?.size == 0 && history.withLockedValue { $0.reserved && !$0.written }
     }
 
-    /// Reserves the file's blocks up to `length` (`fallocate`): what is not written yet becomes unwritten
-    /// extents that read as zeros, and the size becomes `length` (at least). For the segments of `-s N`, which
-    /// write at several places of the file at once: on ext4 a direct write into a hole, or past the end, holds
-    /// the file's lock for the whole device round trip, so four segments' writes took turns, and 1 GiB over
-    /// four connections took 1.4-1.6x as long as over one; into reserved blocks they run side by side. The disk
-    /// also says at once when the file will not fit, not gigabytes later. Returns false, changing nothing,
-    /// where the file system cannot reserve (the writes then fill the holes as before); throws when the space
-    /// or the quota is short.
-    @discardableResult
-    package func preallocate(to length: Int64) throws(HaulError) -> Bool {
-        guard length > 0 else { return false }
-        guard haul_fallocate(descriptor, 0, length) == 0 else {
+    /// Reserving ahead of the writes, for the segments of `-s N`, which write at several places of the file at
+    /// once: on ext4 a direct write into a hole, or past the end, holds the file's lock for the whole device
+    /// round trip, so four segments' writes took turns, and 1 GiB over four connections took 1.4-1.6x as long
+    /// as over one; into reserved blocks (`fallocate`: unwritten extents that read as zeros) they share it.
+    /// Each write reserves from its offset up to `reserveWindow` ahead, within the file's size, unless that is
+    /// reserved already: what a server announces is never reserved before its bytes come (a server that
+    /// claims a terabyte and sends nothing costs the disk one window per connection, not a terabyte).
+    private let reservation = NIOLockedValueBox<(total: Int64, reserved: [ByteRange])?>(nil)
+    static let reserveWindow: Int64 = 32 << 20
+
+    /// From now on, every write that is not alone (`write(_:at:completing:alone:)`) first reserves the blocks
+    /// it and the next `reserveWindow` bytes need, within `total`, the file's size.
+    func reserveAhead(of total: Int64) {
+        reservation.withLockedValue { $0 = (total, []) }
+    }
+
+    /// Reserves [offset, offset + window) within the file's size where the write of `count` bytes at `offset`
+    /// is not inside a reservation already. Where the file system cannot reserve, reserving stops (the writes
+    /// fill holes as before); a disk or quota too short throws.
+    private func reserve(at offset: Int64, count: Int) throws(HaulError) {
+        let wanted = reservation.withLockedValue { state -> ByteRange? in
+            guard let state else { return nil }
+            let end = offset + Int64(count)
+            if state.reserved.contains(where: { $0.start <= offset && end <= $0.end }) { return nil }
+            let upTo = Swift.min(state.total, Swift.max(end, offset + Self.reserveWindow))
+            return upTo > offset ? ByteRange(offset, upTo) : nil
+        }
+        guard let wanted else { return }
+        guard haul_fallocate(descriptor, wanted.start, wanted.count) == 0 else {
             let code = errno
             switch code {
             case ENOSPC, EDQUOT, EFBIG:
-                // A failed reservation may have kept part of itself (ext4 grows the file as it goes): the part
-                // still holds no byte of ours, and a download failing now may remove it.
+                // A failed reservation may have kept part of itself (ext4 allocates as it goes): counted as one,
+                // so that a part that got no byte of ours is still removed when its download fails.
                 history.withLockedValue { $0.reserved = true }
-                throw PartFile.error("cannot reserve \(ByteFormat.size(length)) for", path, code)
-            default: return false
+                throw PartFile.error("cannot reserve \(ByteFormat.size(wanted.count)) in", path, code)
+            default:
+                reservation.withLockedValue { $0 = nil }
+                return
             }
         }
         history.withLockedValue { $0.reserved = true }
-        return true
+        reservation.withLockedValue { state in
+            guard let current = state else { return }
+            state = (current.total, ByteRange.merged(current.reserved + [wanted]))
+        }
     }
 
     /// The file's current size.
@@ -181,6 +203,7 @@ package final class PartFile: @unchecked Sendable {
     /// switches the file's own descriptor instead of opening a second one.
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
+        if !alone { try reserve(at: offset, count: bytes.count) }
         history.withLockedValue { $0.written = true }
         try writeData(bytes, at: offset, switching: alone && completing)
         journal?.record(bytes, at: offset, completing: completing)
