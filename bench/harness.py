@@ -860,10 +860,22 @@ def tool_versions(haul: str) -> list[str]:
                            capture_output=True, text=True).stdout.split()
     if newer:
         built += f", {len(newer)} source file(s) changed since"
+    # The full-screen interface's downloads run in the service, haul-server beside haul: one left from an
+    # older build (`--no-build`) would put older code in the TUI row than in the others.
+    server = os.path.join(os.path.dirname(haul), "haul-server")
+    service = []
+    if os.path.exists(server):
+        server_built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(server)))
+        older = os.path.getmtime(server) < os.path.getmtime(haul) - 60
+        service = [f"haul-server (the service the TUI row's downloads run in): built {server_built}"
+                   + ("; OLDER than haul: the TUI row runs older code" if older else "")]
+        if older:
+            note(f"warning: {server} is older than {haul}; the TUI row runs its code")
     return [
         f"haul: {first_line([haul, '--version'])} ({os.path.relpath(haul, REPO)}, built {built}; "
         f"last source commit {head}"
         + (f", {len(dirty)} uncommitted source file(s)" if dirty else "") + ")",
+        *service,
         f"curl: {first_line(['curl', '--version'])}",
         f"wget2: {first_line(['wget2', '--version'])}",
         f"aria2c: {first_line(['aria2c', '--version'])}",
