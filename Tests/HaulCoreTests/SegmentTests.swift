@@ -198,6 +198,11 @@ import Testing
         // The last window stops at the file's size.
         try file.write(ByteBatch([UInt8](repeating: 1, count: 4096)), at: (64 << 30) - 8192)
         #expect(try file.size() == 64 << 30)
+        // A cut takes the reservations past it along: a write there reserves again.
+        try file.truncate(to: 0)
+        #expect(try allocated() == 0)
+        try file.write(ByteBatch([UInt8](repeating: 2, count: 4096)), at: 4096)
+        #expect(try allocated() >= window, "reserved again after the cut")
     }
 
     @Test func droppedSegmentsResumeAndTheFileIsIdentical() async throws {

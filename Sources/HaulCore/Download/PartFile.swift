@@ -187,6 +187,13 @@ package final class PartFile: @unchecked Sendable {
     /// Cuts the file to `length` bytes.
     package func truncate(to length: Int64) throws(HaulError) {
         history.withLockedValue { $0.truncated = true }
+        // The blocks past `length` go with the cut: what was reserved there is no longer.
+        reservation.withLockedValue { state in
+            guard let current = state else { return }
+            state = (current.total, current.reserved.compactMap { range in
+                range.start < length ? ByteRange(range.start, Swift.min(range.end, length)) : nil
+            })
+        }
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
 
