@@ -142,7 +142,7 @@ package final class PartFile: @unchecked Sendable {
         let wanted = reservation.withLockedValue { state -> ByteRange? in
             guard let state else { return nil }
             let end = offset + Int64(count)
-            if state.reserved.contains(where: { $0.start <= offset && end <= $0.end }) { return nil }
+            if ByteRange.subtract(state.reserved, from: ByteRange(offset, end)).isEmpty { return nil }
             let upTo = Swift.min(state.total, Swift.max(end, offset + Self.reserveWindow))
             return upTo > offset ? ByteRange(offset, upTo) : nil
         }
@@ -190,9 +190,8 @@ package final class PartFile: @unchecked Sendable {
         // The blocks past `length` go with the cut: what was reserved there is no longer.
         reservation.withLockedValue { state in
             guard let current = state else { return }
-            state = (current.total, current.reserved.compactMap { range in
-                range.start < length ? ByteRange(range.start, Swift.min(range.end, length)) : nil
-            })
+            let cut = [ByteRange(length, .max)]
+            state = (current.total, current.reserved.flatMap { ByteRange.subtract(cut, from: $0) })
         }
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
