@@ -698,6 +698,8 @@ class Scenario:
         # Left by an earlier run in the same work directory (--dir with --keep): not this run's outputs.
         shutil.rmtree(base, ignore_errors=True)
         os.makedirs(base)
+        for tool in self.tools:
+            tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
         self._rounds(self.tools, 0, rounds, base, workdir)
         self.rounds_run = rounds
 
@@ -710,8 +712,6 @@ class Scenario:
         self.rounds_run += rounds
 
     def _rounds(self, tools: list, first: int, rounds: int, base: str, workdir: str) -> None:
-        for tool in tools:
-            tool.shown = " ".join(shell_quote(a) for a in tool.argv("OUT"))
         for r in range(first, first + rounds):
             order = rotated(tools, r)
             for tool in order:
