@@ -9,6 +9,12 @@ import NIOConcurrencyHelpers
 /// `haul` and `haul-server` (the same with the service and the sample server: `ServerParts`) call `main`.
 package enum Entry {
     package static func main(server: (any ServerParts)?) async {
+        // A write past the file-size limit (`ulimit -f`) fails with EFBIG, as a full disk fails with ENOSPC:
+        // the download ends with exit 3 and its part kept. The threads that write parts have signals blocked
+        // (they inherit it from the runtime's), but on a thread that has not, the kernel's default would kill
+        // haul at that write, with no message and the terminal in the full screen's modes. (Programs haul
+        // starts get the default back: `ChildProcess.resetSignals`.)
+        signal(SIGXFSZ, SIG_IGN)
         ServerSide.install(server)
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()

@@ -174,7 +174,7 @@ struct Claim {
     }
 
     /// Gives the name up for another: an empty `.part` this run created is removed.
-    func release() {
+    mutating func release() {
         discardIfEmpty()
         close()
     }
@@ -186,12 +186,16 @@ struct Claim {
     }
 
     /// Removes the `.part` when nothing was ever written to it (a failure before the first byte), even if
-    /// `-s N` reserved its blocks.
-    func discardIfEmpty() {
-        if part.holdsOnlyReservation || (try? part.size()) == 0, !directory.exists(stateName),
-           directory.holds(partName, part) {
-            directory.remove(partName)
+    /// `-s N` reserved its blocks. A state file goes with it when it records nothing done (`-s N` writes
+    /// one before its segments start, and a reservation that fails comes after it): there is nothing to
+    /// resume. A state that records bytes keeps the part, empty or not, for the next run to check.
+    mutating func discardIfEmpty() {
+        guard part.holdsOnlyReservation || (try? part.size()) == 0, directory.holds(partName, part) else { return }
+        if directory.exists(stateName) {
+            guard stateOnDisk, state?.completed.isEmpty ?? false else { return }
+            removeState()
         }
+        directory.remove(partName)
     }
 
     /// Drops the state file and the journal, if there are any.
