@@ -33,15 +33,7 @@ enum ServiceLauncher {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, number) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(haul_posix_spawn_setsid()) | Int16(POSIX_SPAWN_SETSIGDEF)
-                                 | Int16(POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, ChildProcess.resetSignals(&attributes) | Int16(haul_posix_spawn_setsid()))
 
         let argv = [executable, "service", "run", "--ready-fd", "3"] + arguments
         var cArguments = argv.map { strdup($0) } + [nil]

@@ -107,4 +107,36 @@ import TestSupport
             #expect(FileManager.default.fileExists(atPath: out + "/done-medium.bin"), "haul waited for the hooks")
         }
     }
+
+    /// haul ignores the signals it takes through a stream (Ctrl-C, SIGTERM, SIGHUP) and SIGXFSZ, and an
+    /// ignored signal stays ignored across exec: a hook must get the default actions back, or a Ctrl-C meant
+    /// for it, or a `kill` of it, would do nothing.
+    @Test func aHookStartsWithTheDefaultSignalActions() async throws {
+        let dir = TempDirectory()
+        let out = dir.file("hooks")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let script = dir.file("signals.sh")
+        // `exec`: grep reads its own masks, which it has from the hook, not the shell's while it forks.
+        try Data("exec grep -E '^Sig(Ign|Blk):' /proc/self/status > \"$HOOK_OUT/signals\"\n".utf8)
+            .write(to: URL(fileURLWithPath: script))
+        try await withSampleServer { server in
+            let run = try await HaulProcess.run(
+                ["--plain", "-q", "-o", "dl", "--on-complete", "/bin/sh \(script)", server.downloadURL("small.bin")],
+                in: dir.path, environment: ["HOOK_OUT": out])
+            #expect(run.status == 0, "\(run.stderr)")
+            let text = try String(contentsOfFile: out + "/signals", encoding: .utf8)
+            var masks: [String: UInt64] = [:]
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: ":").map { $0.trimmingCharacters(in: .whitespaces) }
+                if parts.count == 2 { masks[parts[0]] = UInt64(parts[1], radix: 16) }
+            }
+            let ignored = try #require(masks["SigIgn"], "\(text)")
+            let blocked = try #require(masks["SigBlk"], "\(text)")
+            for number in [SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGXFSZ] {
+                let bit = UInt64(1) << UInt64(number - 1)
+                #expect(ignored & bit == 0, "signal \(number) ignored in the hook: \(text)")
+                #expect(blocked & bit == 0, "signal \(number) blocked in the hook: \(text)")
+            }
+        }
+    }
 }

@@ -41,10 +41,12 @@ package enum ChildProcess {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
+        var flags = resetSignals(&attributes)
         if ownProcessGroup {
             posix_spawnattr_setpgroup(&attributes, 0)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            flags |= Int16(POSIX_SPAWN_SETPGROUP)
         }
+        posix_spawnattr_setflags(&attributes, flags)
         var pid: pid_t = 0
         let result = posix_spawnp(&pid, program, &actions, &attributes, cArguments, cEnvironment)
         guard result == 0 else { return result }
@@ -55,5 +57,19 @@ package enum ChildProcess {
             ended((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
         }
         return 0
+    }
+
+    /// The signals haul ignores or takes through a stream (which ignores them too): a program it starts gets
+    /// their default actions back, and no blocked signals, whatever thread starts it. Sets both in
+    /// `attributes` and returns the flags that make them count, for the caller to add its own to.
+    package static func resetSignals(_ attributes: inout posix_spawnattr_t) -> Int16 {
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGXFSZ] { sigaddset(&defaults, number) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        return Int16(POSIX_SPAWN_SETSIGDEF) | Int16(POSIX_SPAWN_SETSIGMASK)
     }
 }
