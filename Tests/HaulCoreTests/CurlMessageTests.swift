@@ -22,4 +22,21 @@ import Testing
     @Test func curlsOwnTextKeepsItsAcronymToo() {
         #expect(HaulError(curlCode: CURLE_URL_MALFORMAT, detail: "").message.hasPrefix("URL "))
     }
+
+    /// haul checks the URLs it is given before any request, so libcurl's refusals of a scheme or a URL come
+    /// from the server (a redirect to `file:`, an answer that is not HTTP): protocol errors, exit 7. So is an
+    /// answer libcurl cannot read, which it reports as a failed receive.
+    @Test func whatTheServerSentIsAProtocolError() {
+        #expect(HaulError(curlCode: CURLE_UNSUPPORTED_PROTOCOL, detail: "Received HTTP/0.9 when not allowed").category
+                == .protocol)
+        #expect(HaulError(curlCode: CURLE_UNSUPPORTED_PROTOCOL, detail: "Protocol \"file\" not supported").category
+                == .protocol)
+        #expect(HaulError(curlCode: CURLE_URL_MALFORMAT, detail: "").category == .protocol)
+        #expect(HaulError(curlCode: CURLE_RECV_ERROR,
+                          detail: "Illegal or missing hexadecimal sequence in chunked-encoding").category == .protocol)
+        #expect(HaulError(curlCode: CURLE_RECV_ERROR, detail: "Too large response headers: 308163 > 307200").category
+                == .protocol)
+        #expect(HaulError(curlCode: CURLE_RECV_ERROR, detail: "Recv failure: Connection reset by peer").category
+                == .network)
+    }
 }

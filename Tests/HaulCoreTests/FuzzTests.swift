@@ -332,10 +332,25 @@ enum Fuzz {
         }
         let length = head.contentLength
         problems += FuzzInvariants.lengthViolations(length)
-        let lengthValue = head["Content-Length"]
-        if length != lengthValue.flatMap({ FuzzInvariants.strictDigits($0.utf8) }) {
-            let shown = lengthValue.map(FuzzInvariants.literal) ?? "nil"
+        // The reference: every Content-Length field, split at commas and trimmed of spaces and tabs, must be
+        // 1*DIGIT within 63 bits, and all of them the same number; anything else frames nothing.
+        var items: [Int64?] = []
+        for field in head.headers where FuzzInvariants.sameFieldName(field.name, "Content-Length") {
+            for item in field.value.split(separator: ",", omittingEmptySubsequences: false) {
+                var bytes = Array(item.utf8)[...]
+                while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
+                while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+                items.append(FuzzInvariants.strictDigits(bytes))
+            }
+        }
+        var agreed: Int64?
+        if let first = items.first, !items.contains(nil), items.allSatisfy({ $0 == first }) { agreed = first }
+        if length != agreed {
+            let shown = head["Content-Length"].map(FuzzInvariants.literal) ?? "nil"
             problems.append("Content-Length \(shown) read as \(length.map(String.init) ?? "nil")")
+        }
+        if (head.framingProblem != nil) != (!items.isEmpty && agreed == nil) {
+            problems.append("framing problem \(head.framingProblem ?? "nil") for Content-Length fields \(items)")
         }
         let range = head.contentRange
         problems += FuzzInvariants.rangeViolations(range)

@@ -60,6 +60,49 @@ import Testing
         #expect(FileNaming.filename(fromContentDisposition: "attachment") == nil)
     }
 
+    /// RFC 6266 with RFC 8187's two charsets, and a header that breaks the syntax ignored as a whole (the
+    /// name then comes from the URL).
+    @Test func contentDispositionFollowsRFC6266() {
+        func name(_ header: String) -> String? { FileNaming.filename(fromContentDisposition: header) }
+        #expect(name("attachment; filename*=ISO-8859-1''caf%E9.bin") == "café.bin")
+        #expect(name("attachment; filename*=iso-8859-1'en'plain.bin") == "plain.bin")
+        #expect(name("attachment; filename*=UTF-8''caf%C3%A9.bin") == "café.bin")
+        #expect(name("attachment; filename*=UTF-8''%e2%82%ac%20rates.txt") == "€ rates.txt")
+        #expect(name("attachment; filename*=ISO-8859-1''caf%E9.bin; filename=\"fallback.bin\"") == "café.bin")
+        // A filename* that cannot be read is left out: the plain filename stands.
+        for broken in ["UTF-8''caf%E9.bin", "UTF-8''bad%zz", "UTF-8''half%E", "KOI8-R''x.bin", "UTF-8'x.bin",
+                       "x.bin", "\"UTF-8''quoted.bin\""] {
+            #expect(name("attachment; filename=\"fallback.bin\"; filename*=\(broken)") == "fallback.bin", "\(broken)")
+        }
+        // Invalid syntax: the whole header means nothing.
+        for invalid in ["filename=\"x.bin\"", "; filename=\"x.bin\"", "attachment; filename=\"x.bin",
+                        "attachment; filename=\"a.bin\"; filename=\"b.bin\"", "attachment filename=\"x.bin\"",
+                        "attachment; filename=\"x.bin\" size=3", "attachment; filename=a b.bin",
+                        "attachment; filename=caf\u{E9}.bin", "attachment; filename=x@y.bin", "attachment; filename",
+                        "attachment; FILENAME*=UTF-8''a.bin; filename*=UTF-8''b.bin", "attach\u{E9}; filename=x.bin",
+                        "attachment; filename=\"f.bin\"; filename*=UTF-8''sp ace.bin"] {
+            #expect(name(invalid) == nil, "\(invalid)")
+        }
+        #expect(name("attachment; filename=\"x.bin\";") == "x.bin")
+        #expect(name("  attachment ;filename = \"x.bin\" ") == "x.bin")
+        #expect(name("attachment; filename=\"\"") == nil)
+    }
+
+    /// A quoted filename's bytes past ASCII are UTF-8 when they are valid UTF-8, else ISO-8859-1.
+    @Test func headerValuesAreUTF8ElseLatin1() {
+        func value(_ bytes: [UInt8]) -> String {
+            var builder = ResponseHead.Builder()
+            bytes.withUnsafeBytes { builder.add(line: $0) }
+            return builder.lines.first?.value ?? "(none)"
+        }
+        let prefix = Array("Content-Disposition: attachment; filename=\"caf".utf8)
+        let latin1 = value(prefix + [0xE9] + Array(".bin\"\r\n".utf8))
+        #expect(FileNaming.filename(fromContentDisposition: latin1) == "café.bin")
+        let utf8 = value(prefix + [0xC3, 0xA9] + Array(".bin\"\r\n".utf8))
+        #expect(FileNaming.filename(fromContentDisposition: utf8) == "café.bin")
+        #expect(value(Array("X-A: plain\r\n".utf8)) == "plain")
+    }
+
     @Test func hostileContentDispositionStaysAName() {
         let header = "attachment; filename=\"../../../../etc/cron.d/evil\""
         #expect(FileNaming.name(contentDisposition: header, url: "http://h/x") == "evil")

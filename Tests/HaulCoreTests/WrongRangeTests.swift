@@ -71,6 +71,74 @@ import Testing
         }
     }
 
+    /// A server that ignores If-Range answers a resume with a range of the file's new version: its validators
+    /// show it, and the file is fetched whole rather than spliced from two versions.
+    @Test(arguments: [false, true])
+    func aRangeOfAnotherVersionIsNeverSpliced(lastModifiedOnly: Bool) async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            var faults = SampleServerFaults()
+            if lastModifiedOnly {
+                // Last-Modified alone (no ETag in the state) is checked the same way.
+                let state = try await interrupted(server, dir)
+                var stripped = state
+                stripped.etag = nil
+                try stripped.save(to: dir.file("medium.bin.part.json"))
+            } else {
+                _ = try await interrupted(server, dir)
+            }
+            faults.etagSalt = "v2"
+            faults.ignoreIfRange = true
+            server.setFaults(faults)
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().bytes == 20 << 20)
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .validatorsChanged)])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(dir.listing() == ["medium.bin"])
+        }
+    }
+
+    /// The same over `-s 4`, where the part's version is the probe's: segments answered from another version
+    /// (two versions behind one name) are a protocol error, and nothing is named done.
+    @Test func segmentsOfAnotherVersionAreAProtocolError() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 8 << 20) { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.etagSaltPastStart = "v2"
+            faults.ignoreIfRange = true
+            server.setFaults(faults)
+            let (result, _) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            let error = try #require(result.failure)
+            #expect(error.category == .protocol, "\(error)")
+            #expect(error.message.hasPrefix("the file changed on the server during the download (ETag "), "\(error)")
+            #expect(!dir.listing().contains("medium.bin"))
+        }
+    }
+
+    /// An answer whose Content-Length cannot frame its body (past 63 bits, or two that differ) is a protocol
+    /// error before a byte is written: read as "no length", a body cut short would be named whole.
+    @Test func aLengthThatCannotFrameTheBodyIsAProtocolError() async throws {
+        let dir = TempDirectory()
+        let cases: [(String, String)] = [
+            ("Content-Length: 9223372036854775808\r\n", "is not a length"),
+            ("Content-Length: 18446744073709551621\r\n", "is not a length"),
+            ("Content-Length: 3000\r\nContent-Length: 100\r\n", "two lengths, 3000 and 100 bytes"),
+            ("Content-Length: 100, 3000\r\n", "two lengths, 100 and 3000 bytes"),
+        ]
+        for (header, says) in cases {
+            let server = try ScriptedAnswerServer("HTTP/1.1 200 OK\r\n\(header)Connection: close\r\n\r\n",
+                                                  body: [UInt8](repeating: 7, count: 100))
+            defer { server.stop() }
+            var job = DownloadJob(url: server.url, outputDirectory: dir.path)
+            job.retries = 0
+            let (result, _) = await runQuickly(job)
+            let error = try #require(result.failure, "\(header)")
+            #expect(error.category == .protocol, "\(header): \(error)")
+            #expect(error.message.contains(says), "\(header): \(error)")
+            #expect(dir.listing().filter { !$0.hasSuffix(".part") }.isEmpty, "\(header): \(dir.listing())")
+        }
+    }
+
     @Test func aCompletePartAnswered416IsFinishedWithoutDownloadingAgain() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in
@@ -187,6 +255,33 @@ import Testing
         #expect(throws: HaulError.self) {
             try ResponseCheck.placement(of: head(206, [("Content-Range", "bytes 0-9/10")]), asked: nil, knownTotal: nil)
         }
+    }
+
+    @Test func contentLengthFraming() {
+        #expect(head(200, [("Content-Length", "3, 3")]).contentLength == 3)
+        #expect(head(200, [("Content-Length", "3, 3")]).framingProblem == nil)
+        #expect(head(200, [("Content-Length", "3"), ("content-length", "3")]).framingProblem == nil)
+        #expect(head(200, []).framingProblem == nil)
+        #expect(head(200, [("Content-Length", "9223372036854775807")]).framingProblem == nil)
+        #expect(head(200, [("Content-Length", "9223372036854775808")]).framingProblem != nil)
+        #expect(head(200, [("Content-Length", "-5")]).framingProblem != nil)
+        #expect(head(200, [("Content-Length", "")]).framingProblem != nil)
+        #expect(head(200, [("Content-Length", "3"), ("Content-Length", "4")]).framingProblem
+                == "the server announced two lengths, 3 and 4 bytes")
+        #expect(throws: HaulError.self) {
+            try ResponseCheck.placement(of: head(200, [("Content-Length", "1, 2")]), asked: nil, knownTotal: nil)
+        }
+    }
+
+    @Test func aRangeOfAnotherVersionIsTold() {
+        let etagged = head(206, [("ETag", "\"v2\""), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT")])
+        #expect(ResponseCheck.otherVersion(of: etagged, etag: "\"v1\"", lastModified: nil)
+                == "ETag \"v2\" where the part has \"v1\"")
+        #expect(ResponseCheck.otherVersion(of: etagged, etag: "\"v2\"", lastModified: "Thu, 01 Jan 2026 00:00:00 GMT") == nil)
+        #expect(ResponseCheck.otherVersion(of: etagged, etag: nil, lastModified: "Wed, 31 Dec 2025 00:00:00 GMT") != nil)
+        // What an answer does not carry cannot show a change.
+        #expect(ResponseCheck.otherVersion(of: head(206, []), etag: "\"v1\"", lastModified: "x") == nil)
+        #expect(ResponseCheck.otherVersion(of: etagged, etag: nil, lastModified: nil) == nil)
     }
 
     @Test func unsatisfiedRangesTellTheSize() {

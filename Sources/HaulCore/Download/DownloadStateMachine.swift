@@ -258,6 +258,13 @@ struct DownloadStateMachine {
         let placement = try ResponseCheck.placement(
             of: head, asked: asked.request.range.map { ($0.first, $0.last) },
             knownTotal: asked.offset > 0 ? resume?.total : nil)
+        if asked.offset > 0, placement.isRange, let resume,
+            ResponseCheck.otherVersion(of: head, etag: resume.etag, lastModified: resume.lastModified) != nil
+        {
+            // The range comes from another version of the file (the server ignored If-Range): the part's
+            // bytes are the old one's, so the file is fetched whole.
+            return .restart(why: .resumeRefused(part: partName, reason: .validatorsChanged), request(from: nil))
+        }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
         if asked.offset > 0 && !placement.isRange {
             body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))

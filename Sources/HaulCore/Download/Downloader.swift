@@ -292,7 +292,8 @@ package struct Downloader: Sendable {
         request.headers = job.headers
         request.ownConnection = true
         request.ifRange = claim.state?.validator
-        let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, connections: job.segments,
+        let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, etag: claim.state?.etag,
+                                   lastModified: claim.state?.lastModified, connections: job.segments,
                                    total: total, firstCheckpoint: firstCheckpoint,
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter,
                                    notLimited: notLimited, raceWindow: raceWindow,

@@ -121,19 +121,22 @@ package enum FileNaming {
         return sanitize(lastPathSegment(of: url))
     }
 
-    /// The file name of a `Content-Disposition` value: `filename*=UTF-8''...` (RFC 6266/8187) wins over
-    /// `filename="..."`.
+    /// The file name of a `Content-Disposition` value, read as RFC 6266 writes it: a disposition type, then
+    /// `; name=value` parameters (a token or a quoted string). `filename*` (RFC 8187: `UTF-8''...` or
+    /// `ISO-8859-1''...`, percent-encoded) wins over `filename`; a `filename*` with bad escapes, another
+    /// charset or bytes its charset does not fit is left out. A value that breaks the syntax (no disposition
+    /// type, a parameter twice, an unclosed quote, a character a token may not hold, parameters not
+    /// separated by `;`) makes the whole header meaningless: nil, and the name comes from the URL. A quoted
+    /// `filename` with bytes past ASCII arrives as UTF-8 when they are valid UTF-8, else as ISO-8859-1
+    /// (`ResponseHead.Builder`).
     package static func filename(fromContentDisposition header: String) -> String? {
+        guard let parameters = ContentDisposition.parameters(of: header) else { return nil }
         var plain: String?
         var extended: String?
-        for parameter in parameters(of: header) {
+        for parameter in parameters {
             switch parameter.name.lowercased() {
             case "filename*":
-                let value = parameter.value
-                guard let quote = value.range(of: "''") else { continue }
-                let charset = value[..<quote.lowerBound].split(separator: "'").first?.lowercased() ?? ""
-                let encoded = String(value[quote.upperBound...])
-                if charset == "utf-8" || charset == "us-ascii" { extended = encoded.removingPercentEncoding }
+                extended = parameter.quoted ? nil : ContentDisposition.extendedValue(parameter.value)
             case "filename":
                 plain = parameter.value
             default:
@@ -141,39 +144,6 @@ package enum FileNaming {
             }
         }
         return [extended, plain].compactMap { $0 }.first { !$0.isEmpty }
-    }
-
-    /// `attachment; filename="a;b.txt"; size=3` -> [("filename", "a;b.txt"), ("size", "3")].
-    static func parameters(of header: String) -> [(name: String, value: String)] {
-        var result: [(String, String)] = []
-        var index = header.firstIndex(of: ";") ?? header.endIndex
-        while index < header.endIndex {
-            index = header.index(after: index)
-            let rest = header[index...]
-            guard let equals = rest.firstIndex(of: "=") else { break }
-            let name = rest[..<equals].trimmingCharacters(in: .whitespaces)
-            var cursor = header.index(after: equals)
-            while cursor < header.endIndex, header[cursor] == " " { cursor = header.index(after: cursor) }
-            var value = ""
-            if cursor < header.endIndex, header[cursor] == "\"" {
-                cursor = header.index(after: cursor)
-                while cursor < header.endIndex, header[cursor] != "\"" {
-                    if header[cursor] == "\\", header.index(after: cursor) < header.endIndex {
-                        cursor = header.index(after: cursor)
-                    }
-                    value.append(header[cursor])
-                    cursor = header.index(after: cursor)
-                }
-                if cursor < header.endIndex { cursor = header.index(after: cursor) }
-                index = header[cursor...].firstIndex(of: ";") ?? header.endIndex
-            } else {
-                let end = header[cursor...].firstIndex(of: ";") ?? header.endIndex
-                value = header[cursor..<end].trimmingCharacters(in: .whitespaces)
-                index = end
-            }
-            result.append((name, value))
-        }
-        return result
     }
 
     /// The URL's last non-empty path segment, percent-decoded; "index.html" for a bare host or directory.
@@ -218,4 +188,129 @@ package enum ExistingFilePolicy: String, Sendable, CaseIterable, Codable {
     case overwrite
     /// Leave the file and report the download as done.
     case skip
+}
+
+/// RFC 6266's grammar for `Content-Disposition`, over the header's Unicode scalars.
+enum ContentDisposition {
+    struct Parameter {
+        var name: String
+        var value: String
+        /// Written as a quoted string (`filename*` may not be).
+        var quoted: Bool
+    }
+
+    /// The parameters after the disposition type, nil when the header is not valid syntax.
+    static func parameters(of header: String) -> [Parameter]? {
+        let text = Array(header.unicodeScalars)
+        var index = 0
+        func skipSpace() {
+            while index < text.count, text[index] == " " || text[index] == "\t" { index += 1 }
+        }
+        func token() -> String? {
+            let start = index
+            while index < text.count, isTokenCharacter(text[index]) { index += 1 }
+            guard index > start else { return nil }
+            return String(String.UnicodeScalarView(text[start..<index]))
+        }
+        skipSpace()
+        guard token() != nil else { return nil }  // the disposition type
+        var result: [Parameter] = []
+        var names = Set<String>()
+        skipSpace()
+        while index < text.count {
+            guard text[index] == ";" else { return nil }
+            index += 1
+            skipSpace()
+            if index == text.count { break }  // a trailing `;`
+            guard let name = token() else { return nil }
+            skipSpace()
+            guard index < text.count, text[index] == "=" else { return nil }
+            index += 1
+            skipSpace()
+            var parameter = Parameter(name: name, value: "", quoted: false)
+            if index < text.count, text[index] == "\"" {
+                index += 1
+                var value = String.UnicodeScalarView()
+                var closed = false
+                while index < text.count {
+                    let scalar = text[index]
+                    index += 1
+                    if scalar == "\"" {
+                        closed = true
+                        break
+                    }
+                    if scalar == "\\" {
+                        guard index < text.count else { return nil }
+                        value.append(text[index])
+                        index += 1
+                    } else {
+                        guard scalar == "\t" || scalar.value >= 0x20, scalar.value != 0x7F else { return nil }
+                        value.append(scalar)
+                    }
+                }
+                guard closed else { return nil }
+                parameter.value = String(value)
+                parameter.quoted = true
+            } else {
+                guard let value = token() else { return nil }
+                parameter.value = value
+            }
+            // A parameter named twice (two `filename`s): which one the server meant is anyone's guess.
+            guard names.insert(name.lowercased()).inserted else { return nil }
+            result.append(parameter)
+            skipSpace()
+        }
+        return result
+    }
+
+    /// `filename*`'s value (RFC 8187 `charset'language'value-chars`), decoded; nil when it cannot be.
+    static func extendedValue(_ value: String) -> String? {
+        let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+        guard pieces.count == 3 else { return nil }
+        var bytes: [UInt8] = []
+        var encoded = Array(pieces[2].utf8)[...]
+        while let byte = encoded.popFirst() {
+            if byte == UInt8(ascii: "%") {
+                guard encoded.count >= 2, let high = hexValue(encoded.removeFirst()),
+                    let low = hexValue(encoded.removeFirst())
+                else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                guard isAttributeCharacter(byte) else { return nil }
+                bytes.append(byte)
+            }
+        }
+        switch pieces[0].lowercased() {
+        case "utf-8": return String(validating: bytes, as: UTF8.self)
+        case "iso-8859-1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+        default: return nil
+        }
+    }
+
+    /// RFC 9110's `tchar`.
+    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        guard scalar.isASCII else { return false }
+        switch UInt8(scalar.value) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case let byte:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// RFC 8187's `attr-char`: a token character other than `%`, `'` and `*`.
+    static func isAttributeCharacter(_ byte: UInt8) -> Bool {
+        byte != UInt8(ascii: "%") && byte != UInt8(ascii: "'") && byte != UInt8(ascii: "*")
+            && isTokenCharacter(Unicode.Scalar(byte))
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }

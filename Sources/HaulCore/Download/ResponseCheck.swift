@@ -45,6 +45,7 @@ enum ResponseCheck {
     /// for "to the end"; nil for the whole file) and the file size known from earlier answers.
     static func placement(of head: ResponseHead, asked: (first: Int64, last: Int64?)?,
                           knownTotal: Int64?) throws(HaulError) -> Placement {
+        if let problem = head.framingProblem { throw HaulError(.protocol, problem) }
         guard head.status == 206 else { return .whole(total: head.contentLength) }
         guard let asked else {
             throw HaulError(.protocol, "the server answered 206 Partial Content to a request for the whole file")
@@ -76,5 +77,19 @@ enum ResponseCheck {
             throw HaulError(.protocol, "the server's Content-Length \(length) contradicts its Content-Range \(answered)")
         }
         return .range(first: range.first, last: range.last, total: total)
+    }
+
+    /// How `head` shows another version of the file than the one `etag` and `lastModified` were taken from:
+    /// an `ETag` or a `Last-Modified` that both carry and that differ; nil when nothing shows it. A server
+    /// that ignores `If-Range` answers a range of the new version with `206`, and that range spliced onto
+    /// the old one's bytes would be a file that never existed.
+    static func otherVersion(of head: ResponseHead, etag: String?, lastModified: String?) -> String? {
+        if let etag, let now = head["ETag"], now != etag {
+            return "ETag \(now) where the part has \(etag)"
+        }
+        if let lastModified, let now = head["Last-Modified"], now != lastModified {
+            return "Last-Modified \(now) where the part has \(lastModified)"
+        }
+        return nil
     }
 }

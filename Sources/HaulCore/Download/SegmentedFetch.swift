@@ -11,6 +11,10 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     let clock: C
     /// What every segment asks, with a range of its own: URL, headers, options, If-Range.
     let request: HTTPRequest
+    /// The validators of the version the part holds (the probe's): a segment answered from another
+    /// version is a protocol error, never bytes of it spliced in.
+    let etag: String?
+    let lastModified: String?
     let connections: Int
     let total: Int64
     let firstCheckpoint: Duration
@@ -126,6 +130,9 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                 // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
                 guard head.status == 206 else { throw SegmentRefused(status: head.status) }
                 _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
+                if let other = ResponseCheck.otherVersion(of: head, etag: etag, lastModified: lastModified) {
+                    throw HaulError(.protocol, "the file changed on the server during the download (\(other))")
+                }
                 try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
                                   updates: updates)
             }

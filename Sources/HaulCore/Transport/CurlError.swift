@@ -4,7 +4,16 @@ extension HaulError {
     /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message.
     init(curlCode code: CURLcode, detail: String) {
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        self.init(Self.category(of: code), Self.lowercasingFirstWord(text))
+        self.init(Self.malformed(code, detail) ? .protocol : Self.category(of: code), Self.lowercasingFirstWord(text))
+    }
+
+    /// An answer libcurl could not read, which it reports as a failed receive (`CURLE_RECV_ERROR`, the
+    /// code of a reset connection too): a broken chunked encoding ("Illegal or missing hexadecimal sequence
+    /// in chunked-encoding") or headers past its limit ("Too large response headers: ..."). Those are the
+    /// server's answer, malformed, not the network: exit 7, and no retry would read them otherwise.
+    static func malformed(_ code: CURLcode, _ detail: String) -> Bool {
+        code == CURLE_RECV_ERROR
+            && (detail.hasSuffix(" in chunked-encoding") || detail.hasPrefix("Too large response headers"))
     }
 
     /// curl's sentences start with a capital ("Could not resolve host"), ours in lower case; an acronym
@@ -18,8 +27,12 @@ extension HaulError {
 
     static func category(of code: CURLcode) -> FailureCategory {
         switch code {
+        // haul checks every URL it is given before a request (`URLCheck`: http or https, a host), so these
+        // come from what a server sent: a redirect to another scheme (`file:`, `ftp:`) or to a malformed
+        // `Location`, or an answer that is not HTTP ("Received HTTP/0.9 when not allowed", which is also
+        // what stray bytes left on a reused connection read as).
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            .usage
+            .protocol
         case CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,
             CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING,
             CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_PROXY:

@@ -35,9 +35,36 @@ package struct ResponseHead: Sendable, Equatable {
         }
     }
 
-    /// Body length announced by `Content-Length`, if any.
+    /// Body length announced by `Content-Length`, if any: nil also when it cannot be read (`framingProblem`).
     package var contentLength: Int64? {
-        self["Content-Length"].flatMap(Self.digits)
+        announcedLength.length
+    }
+
+    /// Why the answer's `Content-Length` cannot say where its body ends, nil when it can (or is absent):
+    /// a value that is not a number or does not fit 63 bits (taken as "no length", a body cut short would
+    /// look whole), or several values that differ (RFC 9112, 6.3: the framing is unknown; libcurl takes
+    /// the last, haul's size check would take the first). A list of one value repeated (`3, 3`) is that value.
+    package var framingProblem: String? {
+        announcedLength.problem
+    }
+
+    private var announcedLength: (length: Int64?, problem: String?) {
+        var seen: Int64?
+        for field in headers where Self.sameName(field.name, "Content-Length") {
+            for item in field.value.split(separator: ",", omittingEmptySubsequences: false) {
+                var text = item
+                while text.first == " " || text.first == "\t" { text.removeFirst() }
+                while text.last == " " || text.last == "\t" { text.removeLast() }
+                guard let length = Self.digits(text) else {
+                    return (nil, "the server's Content-Length \"\(field.value)\" is not a length")
+                }
+                if let seen, seen != length {
+                    return (nil, "the server announced two lengths, \(seen) and \(length) bytes")
+                }
+                seen = length
+            }
+        }
+        return (seen, nil)
     }
 
     /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`). Nil unless
@@ -100,7 +127,16 @@ package struct ResponseHead: Sendable, Equatable {
             let value = Self.trimmed(bytes, colon + 1, bytes.count)
             // Room for a usual response's headers at once, not grown 1, 2, 4, 8 as they come.
             if lines.capacity == 0 { lines.reserveCapacity(16) }
-            lines.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            lines.append((String(decoding: name, as: UTF8.self), Self.text(value)))
+        }
+
+        /// A field value as text: UTF-8 when its bytes are valid UTF-8, else ISO-8859-1, byte for byte (what
+        /// HTTP's older fields, such as a quoted `Content-Disposition` file name, were written in).
+        static func text(_ bytes: UnsafeRawBufferPointer.SubSequence) -> String {
+            if bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil {
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
         }
 
         /// `bytes[from..<to]` without the ASCII white space (space, tab, CR, LF) at either end.

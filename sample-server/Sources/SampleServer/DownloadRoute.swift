@@ -34,7 +34,8 @@ struct DownloadRoute: Sendable {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "busy, retry later\n")))
         }
 
-        let validators = file.validators(salt: faults.etagSalt)
+        let pastStart = rangeHeader.map { !$0.hasPrefix("bytes=0-") } ?? false
+        let validators = file.validators(salt: pastStart ? faults.etagSaltPastStart ?? faults.etagSalt : faults.etagSalt)
         var headers = HTTPFields()
         headers[.acceptRanges] = "bytes"
         if !faults.omitValidators {
@@ -92,7 +93,7 @@ struct DownloadRoute: Sendable {
         request: Request, size: Int, validators: Validators, faults: SampleServerFaults
     ) -> RangeRequest {
         guard !faults.ignoreRange else { return .whole }
-        if let ifRange = request.headers[.ifRange], !validators.matches(ifRange: ifRange) {
+        if !faults.ignoreIfRange, let ifRange = request.headers[.ifRange], !validators.matches(ifRange: ifRange) {
             return .whole
         }
         return RangeRequest(header: request.headers[.range], size: size)

@@ -26,6 +26,13 @@ public struct SampleServerFaults: Sendable, Equatable {
     public var omitValidators: Bool
     /// Mixed into every `ETag` and `Last-Modified`: changing it makes files look modified on the server.
     public var etagSalt: String?
+    /// Answer a `Range` with `206` even when its `If-Range` names another version of the file (a server or
+    /// cache that ignores `If-Range`): with ``etagSalt`` changed, the range of the "new" file comes with the
+    /// new validators.
+    public var ignoreIfRange: Bool
+    /// Mixed into the validators of answers to ranges that do not start at byte 0 only: two versions behind
+    /// one name, where a probe from byte 0 sees one and the other segments the other.
+    public var etagSaltPastStart: String?
     /// Send this `Content-Disposition` value verbatim instead of the file's own (a hostile or odd name).
     public var contentDisposition: String?
     /// When set, all other faults apply only to the file with this name.
@@ -43,6 +50,8 @@ public struct SampleServerFaults: Sendable, Equatable {
         wrongRange = nil
         omitValidators = false
         etagSalt = nil
+        ignoreIfRange = false
+        etagSaltPastStart = nil
         contentDisposition = nil
         only = nil
     }

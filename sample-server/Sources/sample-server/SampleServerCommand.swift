@@ -72,6 +72,9 @@ struct SampleServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: mix this text into ETag and Last-Modified, as if every file changed.", valueName: "text"))
     var etagSalt: String?
 
+    @Flag(help: "Fault: answer a Range with 206 even when If-Range names another version of the file.")
+    var ignoreIfRange = false
+
     @Option(help: ArgumentHelp("Fault: send this Content-Disposition value instead of the file's own.", valueName: "value"))
     var contentDisposition: String?
 
@@ -137,6 +140,7 @@ struct SampleServerCommand: AsyncParsableCommand {
         faults.wrongRange = wrongRange.flatMap(Self.rangeFault)
         faults.omitValidators = noValidators
         faults.etagSalt = etagSalt
+        faults.ignoreIfRange = ignoreIfRange
         faults.contentDisposition = contentDisposition
         faults.only = only
         return faults
