@@ -107,6 +107,31 @@ import Testing
         #expect(dir.contents("x.bin") == Array("finished".utf8))
     }
 
+    /// An RPC `dir`, checked when the download was added, is reached from its allowed root without following
+    /// a link: one swapped in below the root later (or made where a missing directory was to be created)
+    /// leads nowhere, and nothing is written outside the root.
+    @Test func aConfinedDirectoryIsReachedWithoutFollowingALink() throws {
+        let dir = TempDirectory()
+        let root = dir.file("allowed")
+        let outside = dir.file("outside")
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        // A real directory below the root, and a missing one, are opened (the missing one made).
+        #expect(throws: Never.self) { _ = try OutputDirectory(root + "/sub", below: root) }
+        #expect(throws: Never.self) { _ = try OutputDirectory(root + "/new/deeper", below: root) }
+        #expect(FileManager.default.fileExists(atPath: root + "/new/deeper"))
+        // `sub` swapped for a link to `outside`, and `later` made a link before it was created.
+        try FileManager.default.removeItem(atPath: root + "/sub")
+        try FileManager.default.createSymbolicLink(atPath: root + "/sub", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: root + "/later", withDestinationPath: outside)
+        for path in [root + "/sub", root + "/later/x", root + "/../outside", outside] {
+            #expect(throws: HaulError.self, "\(path)") { _ = try OutputDirectory(path, below: root) }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+        // Opened as it is without a root (the command line's -o may be a link).
+        #expect(throws: Never.self) { _ = try OutputDirectory(root + "/sub") }
+    }
+
     @Test func aTargetSymlinkIsNeverFollowed() async throws {
         let dir = TempDirectory()
         let outside = Outside()

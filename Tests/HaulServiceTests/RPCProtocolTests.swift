@@ -87,6 +87,8 @@ struct RPCProtocolTests {
         var job = DownloadJob(url: "http://h/x", outputDirectory: paths.base)
         options.apply(to: &job, split: 5, connectionsPerServer: 1)
         #expect(job.outputDirectory == paths.base + "/sub")
+        // Reached from its root without following a link when the download starts.
+        #expect(job.confinedTo == paths.base)
         #expect(job.outputName == "file.iso")
         #expect(job.segments == 4)
         #expect(job.headers == ["X-A: 1", "Referer: https://ref.example/"])

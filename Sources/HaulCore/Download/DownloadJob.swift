@@ -38,6 +38,11 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// kernel). The resume state's checkpoints stay durable either way.
     package var sync = true
 
+    /// A directory `outputDirectory` must lie in, reached from it with no symbolic link followed (an RPC
+    /// `dir`, checked against the allowed roots when the download was added: a link swapped in below the
+    /// root before the download starts must not lead it elsewhere). nil: the path is opened as it is.
+    package var confinedTo: String?
+
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.url = url
         self.outputDirectory = outputDirectory
@@ -46,7 +51,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
-            partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync
+            partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync, confinedTo
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -70,6 +75,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
+        confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
     }
 }
 

@@ -66,7 +66,7 @@ package struct Downloader: Sendable {
         if let name = job.outputName, let problem = FileNaming.problem(withPlainName: name) {
             throw HaulError(.usage, "the output name \(name.debugDescription) \(problem)")
         }
-        let directory = try OutputDirectory(job.outputDirectory)
+        let directory = try OutputDirectory(job.outputDirectory, below: job.confinedTo)
         let guessed = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
         // -N: an existing file is asked about (If-Modified-Since its mtime) and replaced only by a newer one.
         var job = job

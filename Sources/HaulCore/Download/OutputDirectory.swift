@@ -19,11 +19,19 @@ final class OutputDirectory: Sendable {
 
     /// Creates `path` (and its parents) if missing, then holds it open. (Opened first: one download of many
     /// small files costs two system calls here, not four.)
-    init(_ path: String) throws(HaulError) {
-        var fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd < 0, errno == ENOENT || errno == ENOTDIR {
-            try FileSystem.makeDirectory(path)
+    ///
+    /// With `root`, `path` must lie in it, and every directory below `root` is opened (or created) one by one
+    /// without following a link: a link there, planted or swapped in after `path` was checked, is an error.
+    init(_ path: String, below root: String? = nil) throws(HaulError) {
+        var fd: Int32
+        if let root {
+            fd = try Self.openConfined(path, below: root)
+        } else {
             fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if fd < 0, errno == ENOENT || errno == ENOTDIR {
+                try FileSystem.makeDirectory(path)
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            }
         }
         guard fd >= 0 else { throw PartFile.error("cannot open directory", path) }
         var info = stat()
@@ -35,6 +43,42 @@ final class OutputDirectory: Sendable {
         self.path = path
         descriptor = fd
         identity = "\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// `path`'s descriptor, reached from `root` (opened as it is) through each directory below it with
+    /// `O_NOFOLLOW`, creating those that are missing.
+    private static func openConfined(_ path: String, below root: String) throws(HaulError) -> Int32 {
+        let base = root.hasSuffix("/") ? root : root + "/"
+        guard path == root || path.hasPrefix(base) else {
+            throw HaulError(.fileIO, "output directory \(path) is outside \(root)")
+        }
+        var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw PartFile.error("cannot open directory", root) }
+        var reached = root
+        for component in path.dropFirst(root.count).split(separator: "/") where component != "." {
+            reached = FilePath.join(reached, String(component))
+            guard component != ".." else {
+                _ = Glibc.close(fd)
+                throw HaulError(.fileIO, "output directory \(path) goes up out of \(root)")
+            }
+            var next = openat(fd, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT {
+                _ = mkdirat(fd, String(component), 0o755)
+                next = openat(fd, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            let failure = errno
+            _ = Glibc.close(fd)
+            guard next >= 0 else {
+                if failure == ELOOP || failure == ENOTDIR {
+                    throw HaulError(.fileIO, "output directory \(path): \(reached) is not a directory below \(root) "
+                                    + "(a link is never followed there)")
+                }
+                errno = failure
+                throw PartFile.error("cannot open directory", reached)
+            }
+            fd = next
+        }
+        return fd
     }
 
     /// Makes the names created, renamed and removed in it so far durable (fsync of the held descriptor: the

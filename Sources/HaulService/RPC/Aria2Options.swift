@@ -11,6 +11,8 @@ import HaulCore
 struct Aria2Options: Sendable, Equatable {
     /// Canonical, under an allowed root.
     var dir: String?
+    /// The allowed root `dir` lies in: the download reaches `dir` from it without following a link.
+    var dirRoot: String?
     /// A plain name, sanitised.
     var out: String?
     var split: Int?
@@ -45,7 +47,9 @@ struct Aria2Options: Sendable, Equatable {
         switch key {
         case "dir":
             switch paths.allowedDirectory(try Self.text(key, value)) {
-            case .success(let canonical): dir = canonical
+            case .success(let canonical):
+                dir = canonical
+                dirRoot = paths.root(of: canonical)
             case .failure(let failure): throw failure
             }
         case "out":
@@ -102,7 +106,10 @@ struct Aria2Options: Sendable, Equatable {
 
     /// The job these options make of `job`. `defaultSegments` stands for the global split and connections.
     func apply(to job: inout DownloadJob, split defaultSplit: Int, connectionsPerServer defaultConnections: Int) {
-        if let dir { job.outputDirectory = dir }
+        if let dir {
+            job.outputDirectory = dir
+            job.confinedTo = dirRoot
+        }
         if let out { job.outputName = out }
         if split != nil || connectionsPerServer != nil || job.segments == 1 {
             job.segments = Swift.min(16, Swift.max(1, Swift.min(split ?? defaultSplit,
@@ -192,6 +199,12 @@ struct Aria2Paths: Sendable, Equatable {
 
     /// `requested` made absolute (against `base`), with links resolved as far as it exists; refused when it
     /// has a `..`, a NUL, or lies outside every root.
+    /// The allowed root `canonical` lies in (the longest, when roots nest).
+    func root(of canonical: String) -> String? {
+        roots.filter { canonical == $0 || canonical.hasPrefix($0 == "/" ? "/" : $0 + "/") }
+            .max { $0.count < $1.count }
+    }
+
     func allowedDirectory(_ requested: String) -> Result<String, JSONRPC.Failure> {
         let shown = Aria2Options.quoted(requested)
         guard !requested.isEmpty, !requested.contains("\0") else { return .failure(.aria2("dir \(shown) is not a directory path")) }
