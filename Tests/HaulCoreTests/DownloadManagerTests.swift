@@ -177,6 +177,22 @@ import Testing
         }
     }
 
+    /// A paused download can be cancelled (`haul cancel`, aria2's `remove`): it was acknowledged and left
+    /// paused, so a front end could never take it off its list.
+    @Test func aPausedDownloadCanBeCancelled() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { server in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(job(server, "medium.bin", in: dir))
+            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            await manager.pause(id)
+            try await within(10, "the paused task ended") { await manager.waitUntilIdle() }
+            await manager.cancel(id)
+            #expect(await manager.state(of: id) == .cancelled)
+            #expect(FileManager.default.fileExists(atPath: dir.file("medium.bin.part")))
+        }
+    }
+
     @Test func resumingWhileTheCancelledTaskStillEndsContinuesTheSamePart() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in

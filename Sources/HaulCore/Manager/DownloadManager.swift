@@ -395,8 +395,9 @@ package actor DownloadManager {
             } else {
                 setState(id, outcome)
             }
-        } else if entry.state == .queued {
-            // Left in `waiting`; skipped when its turn comes because it is no longer queued.
+        } else if entry.state == .queued || (entry.state == .paused && outcome == .cancelled) {
+            // Left in `waiting`; skipped when its turn comes because it is no longer queued. A paused one
+            // may be cancelled too (`haul cancel`, aria2's `remove`): its `.part` stays, as a running one's.
             setState(id, outcome)
             resumeIdleWaitersIfIdle()
         }

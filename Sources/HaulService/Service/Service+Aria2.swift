@@ -355,8 +355,9 @@ extension Service {
                 case "max-download-limit":
                     globals.downloadLimit = try Aria2Options.rate(key, value)
                 case "max-concurrent-downloads":
-                    guard let count = value.integer, count >= 1, count <= 1000 else {
-                        throw .aria2("max-concurrent-downloads must be from 1 to 1000")
+                    // The range of the command line's -j (1...64).
+                    guard let count = value.integer, count >= 1, count <= 64 else {
+                        throw .aria2("max-concurrent-downloads must be from 1 to 64")
                     }
                     globals.concurrency = Int(count)
                 case "split", "max-connection-per-server":
