@@ -129,6 +129,34 @@ import TestSupport
         }
     }
 
+    /// A command is answered once what it changed is in the store and the list: `ls` right after shows it,
+    /// and a `kill -9` right after cannot take it back. (The answer came before the events were handled: a
+    /// `pause --all` of 300 showed some still queued, and after a kill many came back queued and ran.)
+    @Test func anAnsweredPauseIsListedAndSurvivesAKillNine() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { server in
+            let list = (0..<300).map { server.downloadURL("medium.bin") + "#\($0)" }.joined(separator: "\n")
+            try list.write(toFile: dir.file("urls.txt"), atomically: true, encoding: .utf8)
+            #expect(try await Self.haul(["add", "-j", "1", "-o", "out", "-i", "urls.txt"], home, in: dir).status == 0)
+            let pause = try await Self.haul(["pause", "--all"], home, in: dir)
+            #expect(pause.status == 0, "\(pause.stderr)")
+            let listed = try await Self.list(home, in: dir)
+            #expect(listed.count == 300)
+            #expect(listed.filter { $0["state"] as? String != "paused" }.isEmpty,
+                    "\(Dictionary(grouping: listed, by: { $0["state"] as? String ?? "?" }).mapValues(\.count))")
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+            let pid = try #require(object["pid"] as? Int)
+            let remove = try await Self.haul(["rm", "--all"], home, in: dir)
+            #expect(remove.status == 0, "\(remove.stderr)")
+            #expect(kill(pid_t(pid), SIGKILL) == 0)
+            // The next client starts a new service from the store.
+            let after = try await Self.list(home, in: dir)
+            #expect(after.isEmpty, "\(Dictionary(grouping: after, by: { $0["state"] as? String ?? "?" }).mapValues(\.count))")
+        }
+    }
+
     @Test func stopPausesAndTheNextServiceContinues() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()

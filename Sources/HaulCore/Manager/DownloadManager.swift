@@ -1,4 +1,5 @@
 import Synchronization
+import NIOConcurrencyHelpers
 
 /// Identifies one download in a `DownloadManager`; ids count from 1 in the order added.
 package typealias DownloadID = Int
@@ -155,6 +156,13 @@ package actor DownloadManager {
 
     deinit {
         continuation.finish()
+    }
+
+    /// How many events `events` has been given so far. A consumer that counts the events it has handled
+    /// knows, once its count reaches this, that it has handled every event of the commands made before
+    /// (the service answers a client only then: what it acknowledged is stored).
+    package nonisolated var eventsYielded: Int {
+        continuation.yielded.withLockedValue { $0 }
     }
 
     // MARK: commands
@@ -614,12 +622,17 @@ final class StopGate: Sendable {
 struct EventSink: Sendable {
     let stream: AsyncStream<ManagerEvent>.Continuation
     let observer: (@Sendable (ManagerEvent) -> Void)?
+    /// Events put in `stream` so far, counted in the stream's own order (under the lock, with the yield).
+    let yielded = NIOLockedValueBox(0)
 
     func yield(_ event: ManagerEvent) {
         if let observer {
             observer(event)
         } else {
-            stream.yield(event)
+            yielded.withLockedValue { count in
+                stream.yield(event)
+                count += 1
+            }
         }
     }
 

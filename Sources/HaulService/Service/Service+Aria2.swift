@@ -25,8 +25,15 @@ extension Service {
         "aria2.onDownloadError", "aria2.onBtDownloadComplete",
     ]
 
-    /// One aria2 method (not `system.multicall`, which the face unrolls).
+    /// One aria2 method (not `system.multicall`, which the face unrolls), answered once what it changed is
+    /// stored and listed (`settled`).
     func aria2(_ method: String, _ params: [JSON], paths: Aria2Paths) async -> Outcome {
+        let outcome = await aria2Method(method, params, paths: paths)
+        await settled()
+        return outcome
+    }
+
+    private func aria2Method(_ method: String, _ params: [JSON], paths: Aria2Paths) async -> Outcome {
         let p = Parameters(params)
         switch method {
         case "aria2.addUri": return await addUri(p, paths: paths)

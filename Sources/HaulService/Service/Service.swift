@@ -22,6 +22,9 @@ actor Service {
 
     let configuration: Configuration
     let manager: DownloadManager
+    /// The manager's events the pipeline has applied and stored (`ServiceRunner`): commands answer once it
+    /// has caught up with them (`settled`).
+    nonisolated let handled = EventProgress()
     private let store: Store
     var roster = Roster()
     /// The aria2 face's global options (`changeGlobalOption`).
@@ -301,7 +304,14 @@ actor Service {
         if selection.wait == true, verb == .pause || verb == .cancel {
             await manager.waitUntilStopped(ids)
         }
+        await settled()
         return .success(ids)
+    }
+
+    /// Returns once every event the manager has made so far is in the roster and the store: what a command
+    /// changed is what `ls` shows and what survives a `kill -9`, by the time it is acknowledged.
+    func settled() async {
+        await handled.wait(until: manager.eventsYielded)
     }
 
     func list() -> [Wire.Download] {
@@ -327,6 +337,7 @@ actor Service {
         }
         let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         for id in ids { await manager.setReceiveLimit(id, limit) }
+        await settled()
         return .success(ids)
     }
 

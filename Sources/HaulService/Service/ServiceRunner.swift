@@ -113,8 +113,10 @@ package enum ServiceRunner {
                 for await event in manager.events {
                     await service.apply(event)
                     await recorder.record(event)
+                    service.handled.advance()
                 }
                 await recorder.close()
+                service.handled.finish()
             }
             tasks.addTask {
                 do { try await group.run() } catch { log("haul service: a socket failed: \(error)") }
