@@ -168,6 +168,45 @@ import Testing
         }
     }
 
+    /// Starting over drops the old version's state and journal before a byte of the new body is written: a
+    /// kill before the first checkpoint left them over the new bytes, which a later resume took as the old
+    /// version's (a server rolled back to it answers the old validators).
+    @Test func startingOverDropsTheOldStateBeforeTheNewBytes() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            try await interruptedRun(server, dir)
+            guard case .found(let old) = ResumeState.load(from: dir.file("medium.bin.part.json")) else {
+                Issue.record("no state after the interrupted run")
+                return
+            }
+            var faults = SampleServerFaults()
+            faults.etagSalt = "v2"
+            faults.stallSeconds = 60
+            faults.stallAfterBytes = 1 << 20
+            server.setFaults(faults)
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(DownloadJob(url: server.downloadURL("medium.bin"), outputDirectory: dir.path))
+            // Restarted, and bytes of the new version written (the body stalls after its first megabyte,
+            // long before a checkpoint would write the new state).
+            try await within(30, "the restart's first bytes") {
+                var restarted = false
+                for await event in manager.events {
+                    if case .fact(id, .resumeRefused(_, .validatorsChanged)) = event { restarted = true }
+                    if restarted, case .progress(id, let progress) = event, progress.completed > 0 { return }
+                }
+            }
+            switch ResumeState.load(from: dir.file("medium.bin.part.json")) {
+            case .found(let state):
+                #expect(state.etag != old.etag, "the old version's state is still over the new bytes")
+            default:
+                #expect(!FileManager.default.fileExists(atPath: dir.file("medium.bin.part.journal")),
+                        "a journal with no state")
+            }
+            await manager.cancel(id)
+            await manager.waitUntilIdle()
+        }
+    }
+
     /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
     @Test func anotherURLsPartIsLeftForIt() async throws {
         let dir = TempDirectory()

@@ -98,6 +98,22 @@ import Testing
         }
     }
 
+    /// A resume answered `206` with no validators at all (a server that ignores If-Range and sends none with
+    /// its ranges): nothing says the range is of the part's version, so the file is fetched whole.
+    @Test func aRangeThatNamesNoVersionIsNeverSpliced() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            _ = try await interrupted(server, dir)
+            var faults = SampleServerFaults()
+            faults.omitValidators = true
+            server.setFaults(faults)
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().bytes == 20 << 20)
+            #expect(facts == [.resumeRefused(part: "medium.bin.part", reason: .noValidators)])
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
     /// The same over `-s 4`, where the part's version is the probe's: segments answered from another version
     /// (two versions behind one name) are a protocol error, and nothing is named done.
     @Test func segmentsOfAnotherVersionAreAProtocolError() async throws {
@@ -279,8 +295,12 @@ import Testing
                 == "ETag \"v2\" where the part has \"v1\"")
         #expect(ResponseCheck.otherVersion(of: etagged, etag: "\"v2\"", lastModified: "Thu, 01 Jan 2026 00:00:00 GMT") == nil)
         #expect(ResponseCheck.otherVersion(of: etagged, etag: nil, lastModified: "Wed, 31 Dec 2025 00:00:00 GMT") != nil)
-        // What an answer does not carry cannot show a change.
-        #expect(ResponseCheck.otherVersion(of: head(206, []), etag: "\"v1\"", lastModified: "x") == nil)
+        // An answer that does not carry the validator If-Range sent names no version: not the part's.
+        #expect(ResponseCheck.otherVersion(of: head(206, []), etag: "\"v1\"", lastModified: "x")
+                == "no ETag where the part has \"v1\"")
+        #expect(ResponseCheck.otherVersion(of: head(206, []), etag: nil, lastModified: "x")
+                == "no Last-Modified where the part has x")
+        #expect(ResponseCheck.otherVersion(of: head(206, [("ETag", "\"v1\"")]), etag: "\"v1\"", lastModified: "x") == nil)
         #expect(ResponseCheck.otherVersion(of: etagged, etag: nil, lastModified: nil) == nil)
     }
 

@@ -261,9 +261,11 @@ struct DownloadStateMachine {
         if asked.offset > 0, placement.isRange, let resume,
             ResponseCheck.otherVersion(of: head, etag: resume.etag, lastModified: resume.lastModified) != nil
         {
-            // The range comes from another version of the file (the server ignored If-Range): the part's
-            // bytes are the old one's, so the file is fetched whole.
-            return .restart(why: .resumeRefused(part: partName, reason: .validatorsChanged), request(from: nil))
+            // The range comes from another version of the file (the server ignored If-Range), or from one it
+            // does not name: the part's bytes may be another's, so the file is fetched whole.
+            let named = head["ETag"] != nil || head["Last-Modified"] != nil
+            return .restart(why: .resumeRefused(part: partName, reason: named ? .validatorsChanged : .noValidators),
+                            request(from: nil))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
         if asked.offset > 0 && !placement.isRange {

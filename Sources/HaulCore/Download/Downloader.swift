@@ -237,6 +237,14 @@ package struct Downloader: Sendable {
                          events: (DownloadEvent) -> Void) throws(HaulError) {
         if let why = body.refused { events(.fact(why)) }
         if let fresh = body.fresh {
+            if claim.stateOnDisk || claim.journalOnDisk {
+                // Starting over: the state file and journal on disk describe the bytes about to go. Gone (and
+                // the removal durable) before a byte of the new body is written: left until the first
+                // checkpoint, a kill before it left the old version's state over the new version's bytes,
+                // with the journal recording them, and a later resume took them as the old version's.
+                claim.removeState()
+                if job.sync { claim.directory.syncNames() }
+            }
             // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
             // whole at close (seen in bench/profile).
             if !claim.part.isEmptyAsClaimed, try claim.part.size() > 0 { try claim.part.truncate(to: 0) }

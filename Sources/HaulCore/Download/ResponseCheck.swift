@@ -79,16 +79,23 @@ enum ResponseCheck {
         return .range(first: range.first, last: range.last, total: total)
     }
 
-    /// How `head` shows another version of the file than the one `etag` and `lastModified` were taken from:
-    /// an `ETag` or a `Last-Modified` that both carry and that differ; nil when nothing shows it. A server
-    /// that ignores `If-Range` answers a range of the new version with `206`, and that range spliced onto
-    /// the old one's bytes would be a file that never existed.
+    /// How `head` fails to show the version of the file that `etag` and `lastModified` were taken from; nil
+    /// when it shows that version. The validator `If-Range` carried (the ETag, else Last-Modified) must come
+    /// back the same (RFC 9110 has a `206` carry the ETag a `200` would), and a Last-Modified that both carry
+    /// must agree. A server that ignores `If-Range` answers a range of a new version with `206`, with the new
+    /// validators or with none, and that range spliced onto the old one's bytes would be a file that never
+    /// existed.
     static func otherVersion(of head: ResponseHead, etag: String?, lastModified: String?) -> String? {
-        if let etag, let now = head["ETag"], now != etag {
-            return "ETag \(now) where the part has \(etag)"
+        let nowTag = head["ETag"]
+        let nowDate = head["Last-Modified"]
+        if let etag {
+            guard let nowTag else { return "no ETag where the part has \(etag)" }
+            if nowTag != etag { return "ETag \(nowTag) where the part has \(etag)" }
+        } else if let lastModified, nowDate == nil {
+            return "no Last-Modified where the part has \(lastModified)"
         }
-        if let lastModified, let now = head["Last-Modified"], now != lastModified {
-            return "Last-Modified \(now) where the part has \(lastModified)"
+        if let lastModified, let nowDate, nowDate != lastModified {
+            return "Last-Modified \(nowDate) where the part has \(lastModified)"
         }
         return nil
     }
