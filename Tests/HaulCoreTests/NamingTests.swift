@@ -103,6 +103,25 @@ import Testing
         #expect(value(Array("X-A: plain\r\n".utf8)) == "plain")
     }
 
+    /// No download is named as haul's own files beside a download: a file named `data.bin.part` was taken by
+    /// a later download of `data.bin` for its part (with no state: "starting over") and overwritten, and
+    /// finished `data.bin.part.json` and `.part.journal` files were removed as unreadable state.
+    @Test func haulsOwnSuffixesAreNeverAFinalName() {
+        #expect(FileNaming.sanitize("data.bin.part") == "data.bin_part")
+        #expect(FileNaming.sanitize("data.bin.part.json") == "data.bin.part_json")
+        #expect(FileNaming.sanitize("data.bin.part.journal") == "data.bin.part_journal")
+        #expect(FileNaming.sanitize("café.part") == "café_part")
+        #expect(FileNaming.name(contentDisposition: "attachment; filename=\"x.part\"", url: "http://h/y") == "x_part")
+        #expect(FileNaming.name(contentDisposition: nil, url: "http://h/dir/x.bin.part.json") == "x.bin.part_json")
+        #expect(FileNaming.sanitize("x.partial") == "x.partial")
+        #expect(FileNaming.sanitize(".part") == "part")
+        // -O and aria2's `out` are refused or renamed the same way; a -O too long for haul's suffixes too.
+        #expect(FileNaming.problem(withPlainName: "x.part") != nil)
+        #expect(FileNaming.problem(withPlainName: "x.part.journal") != nil)
+        #expect(FileNaming.problem(withPlainName: String(repeating: "a", count: 240)) != nil)
+        #expect(FileNaming.problem(withPlainName: String(repeating: "a", count: 224)) == nil)
+    }
+
     @Test func hostileContentDispositionStaysAName() {
         let header = "attachment; filename=\"../../../../etc/cron.d/evil\""
         #expect(FileNaming.name(contentDisposition: header, url: "http://h/x") == "evil")

@@ -12,7 +12,7 @@ package enum FileNaming {
     package static let maxBytes = 224
 
     package static func sanitize(_ suggested: String) -> String {
-        plainASCII(suggested) ?? sanitizeScalars(suggested)
+        plainASCII(suggested).map(clearOfOwnSuffixes) ?? sanitizeScalars(suggested)
     }
 
     /// `sanitize` the whole way, scalar by scalar.
@@ -24,7 +24,7 @@ package enum FileNaming {
         // Cutting can leave white space at the end, keep only the extension and so start with a dot, or end
         // in a joiner with nothing left to join.
         name = trimmed(visible(truncate(name, toBytes: maxBytes)))
-        return name.isEmpty ? "download" : name
+        return name.isEmpty ? "download" : clearOfOwnSuffixes(name)
     }
 
     /// The common case without the Unicode work (a thousand small files spent 6% of their user CPU here):
@@ -62,8 +62,28 @@ package enum FileNaming {
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "contains control characters"
         }
-        if name.utf8.count > 255 { return "is longer than 255 bytes" }
+        if name.utf8.count > maxBytes {
+            return "is longer than \(maxBytes) bytes (haul adds up to \(255 - maxBytes) to it for its partial download's files)"
+        }
+        if ownSuffix(of: name) != nil {
+            return "ends in .part, .part.json or .part.journal, the names haul keeps partial downloads under"
+        }
         return nil
+    }
+
+    /// The suffixes of haul's own files beside a download (`NAME.part`, its state and its journal): no
+    /// download is named so, or a later download of `NAME` would take that finished file for its part.
+    static let ownSuffixes = [".part", ".part.json", ".part.journal"]
+
+    static func ownSuffix(of name: String) -> String? {
+        ownSuffixes.first { name.hasSuffix($0) && name.utf8.count > $0.utf8.count }
+    }
+
+    /// `name`, with its last `.` made `_` when it ends in one of `ownSuffixes` (`data.bin.part` ->
+    /// `data.bin_part`, `x.part.json` -> `x.part_json`): as long, and no longer one of haul's.
+    static func clearOfOwnSuffixes(_ name: String) -> String {
+        guard ownSuffix(of: name) != nil, let dot = name.lastIndex(of: ".") else { return name }
+        return name[..<dot] + "_" + name[name.index(after: dot)...]
     }
 
     /// `text` without the scalars that a file listing would not show: by general category, so every script
