@@ -263,7 +263,7 @@ package enum Wire {
                 self.init("state", id)
                 self.state = state.name
                 if case .failed(let failure) = state { error = failure }
-            case .started(let id, let file, let path, let total):
+            case .started(let id, let file, let path, let total, _):
                 self.init("started", id)
                 self.file = file
                 self.path = path

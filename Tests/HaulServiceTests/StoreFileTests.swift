@@ -89,7 +89,7 @@ import TestSupport
         let store = try Store(directory: directory.path)
         _ = try store.insert(F.job("a"), file: "a", added: F.time(0))
         try store.pool.write { db in
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3'), ('v4')")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v4'), ('v5')")
             try db.execute(sql: "ALTER TABLE download ADD COLUMN priority INTEGER")
         }
         try store.close()
@@ -97,7 +97,7 @@ import TestSupport
 
         let error = #expect(throws: StoreError.self) { try Store(directory: directory.path) }
         #expect(error?.kind == .newerSchema)
-        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v4; this haul knows v2); not touching it")
+        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v5; this haul knows v3); not touching it")
         #expect(directory.contents("haul.sqlite") == before)
     }
 

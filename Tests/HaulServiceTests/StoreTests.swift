@@ -3,6 +3,7 @@ import GRDB
 @testable import HaulCore
 import Testing
 import TestSupport
+import HaulServiceClient
 @testable import HaulService
 
 /// The store's rows: what insert and the manager's events write, and what reads give back.
@@ -208,5 +209,45 @@ extension StoreTests {
         ], at: Date())
         let row = try #require(try store.find(id))
         #expect(row.completed == 8000 && row.total == 8000)
+    }
+}
+
+/// What a service finds when it starts from the store a killed one left.
+@Suite struct RestoreTests {
+    typealias F = StoreFixtures
+
+    /// Killed between a download's rename and its "done": the file at its path is its part, renamed (the
+    /// same device and inode), so it is done, not fetched again under the next free name (a kill -9 while
+    /// small files finished left one to five of them twice, one copy named by no entry). A file at the name
+    /// that is not the part, or a part still there, is continued as before.
+    @Test func aDownloadRenamedBeforeItsDoneWasStoredIsDone() async throws {
+        let state = TempDirectory()
+        let out = TempDirectory()
+        let store = try Store(directory: state.path)
+        let renamed = try store.insert(F.job("a.bin"), file: "a.bin", added: F.time(0))
+        let elsewhere = try store.insert(F.job("b.bin"), file: "b.bin", added: F.time(0))
+        let running = try store.insert(F.job("c.bin"), file: "c.bin", added: F.time(0))
+        for name in ["a.bin", "b.bin", "c.bin.part"] {
+            try Data(repeating: 7, count: 1000).write(to: URL(fileURLWithPath: out.file(name)))
+        }
+        // b.bin's part was another file (the name now holds something else); c.bin's part is still there.
+        try Data(repeating: 1, count: 10).write(to: URL(fileURLWithPath: out.file("other")))
+        try store.apply([
+            .state(id: renamed, .downloading),
+            .started(id: renamed, file: "a.bin", path: out.file("a.bin"), total: 1000, part: FileIdentity.of(out.file("a.bin"))),
+            .state(id: elsewhere, .downloading),
+            .started(id: elsewhere, file: "b.bin", path: out.file("b.bin"), total: 1000, part: FileIdentity.of(out.file("other"))),
+            .state(id: running, .downloading),
+            .started(id: running, file: "c.bin", path: out.file("c.bin"), total: 1000,
+                     part: FileIdentity.of(out.file("c.bin.part"))),
+        ], at: F.time(1))
+        let service = Service(configuration: .init(directory: StateDirectory(path: state.path)), store: store)
+        let continued = try await service.restore()
+        #expect(continued == [elsewhere, running])
+        let row = try #require(try store.find(renamed))
+        #expect(row.state == .done)
+        #expect(row.completed == 1000 && row.total == 1000)
+        #expect(await service.roster[renamed]?.state == .done)
+        await service.manager.cancelAll()
     }
 }

@@ -208,7 +208,9 @@ package struct Downloader: Sendable {
             return .next(machine.begin(resume: claim.state))
 
         case .finish(let received, let announce):
-            if let total = announce { events(.started(file: claim.name, path: claim.path, total: total)) }
+            if let total = announce {
+                events(.started(file: claim.name, path: claim.path, total: total, part: claim.part.identity))
+            }
             // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
             // a sync the rest is a rename: not worth the hop.
             if job.sync, let ended = transferEnded { _ = await ended() }
@@ -252,7 +254,7 @@ package struct Downloader: Sendable {
             if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
             claim.state = fresh
         }
-        if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total)) }
+        if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total, part: claim.part.identity)) }
         if let notice = body.notice { events(.fact(notice)) }
     }
 

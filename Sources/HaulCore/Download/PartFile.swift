@@ -86,6 +86,12 @@ package final class PartFile: @unchecked Sendable {
     /// The size when it was claimed (opened and locked), before any write of this process.
     var claimedSize: Int64? { claimed?.size }
 
+    /// `DEVICE:INODE` of the file, which its rename keeps (`FileIdentity`).
+    var identity: String? {
+        if let claimed { return FileIdentity.text(device: claimed.device, inode: claimed.inode) }
+        return (try? status()).map { FileIdentity.text(device: $0.st_dev, inode: $0.st_ino) }
+    }
+
     /// Whether `info` (an `fstat` or `fstatat`) describes this open file.
     func isFile(_ info: stat) -> Bool {
         if let claimed { return info.st_dev == claimed.device && info.st_ino == claimed.inode }
@@ -378,5 +384,24 @@ package final class PartFile: @unchecked Sendable {
 
     static func error(_ what: String, _ path: String, _ code: Int32 = errno) -> HaulError {
         HaulError(.fileIO, "\(what) \(path): \(String(cString: strerror(code)))")
+    }
+}
+
+/// A file's device and inode as text, `DEVICE:INODE`: what tells that a name still leads to the file a
+/// download wrote (a rename keeps both; a file made anew at the name has another inode).
+package enum FileIdentity {
+    static func text(device: dev_t, inode: ino_t) -> String { "\(device):\(inode)" }
+
+    /// The identity of the regular file at `path` (not through a link); nil when there is none.
+    package static func of(_ path: String) -> String? {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return text(device: info.st_dev, inode: info.st_ino)
+    }
+
+    /// Whether anything (a link, even a dangling one) is at `path`.
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
     }
 }

@@ -71,8 +71,9 @@ package enum ManagerEvent: Sendable, Equatable {
     /// `url` is as it may be shown: its password masked.
     case added(id: DownloadID, url: String, file: String)
     case state(id: DownloadID, DownloadState)
-    /// The server answered and the file is named; bytes go to `path + ".part"`.
-    case started(id: DownloadID, file: String, path: String, total: Int64?)
+    /// The server answered and the file is named; bytes go to `path + ".part"`, the file `part` names
+    /// (device and inode: after its rename, `path` is that file only if it still has them).
+    case started(id: DownloadID, file: String, path: String, total: Int64?, part: String? = nil)
     case progress(id: DownloadID, DownloadProgress)
     /// Something that happened to the download and did not stop it.
     case fact(id: DownloadID, DownloadFact)
@@ -491,9 +492,9 @@ package actor DownloadManager {
             return (.success(try await downloader.download(job, continuing: continuing, alone: alone,
                                                            transferEnded: transferEnded) { event in
                 switch event {
-                case .started(let file, let path, let total):
+                case .started(let file, let path, let total, let part):
                     claimed = path
-                    events.yield(.started(id: id, file: file, path: path, total: total))
+                    events.yield(.started(id: id, file: file, path: path, total: total, part: part))
                 case .progress(let progress):
                     if !downloading {
                         downloading = true

@@ -70,7 +70,7 @@ package struct DownloadRun: Sendable {
                 state.urls[id] = url
                 state.files[id] = file
                 return nil
-            case .started(let id, let file, let path, let total):
+            case .started(let id, let file, let path, let total, _):
                 state.files[id] = file
                 return .started(id: id, url: state.urls[id] ?? "", file: file, path: path, total: total)
             case .progress(let id, let progress):

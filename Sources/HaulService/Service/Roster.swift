@@ -75,7 +75,7 @@ struct Roster: Sendable {
             }
             if state.isFinished || state == .queued || state == .connecting { entries[id]?.rate = 0 }
             if state == .queued || state == .connecting { entries[id]?.seconds = nil }
-        case .started(let id, let file, let path, let total):
+        case .started(let id, let file, let path, let total, _):
             entries[id]?.name = file
             entries[id]?.path = path
             entries[id]?.total = total

@@ -73,7 +73,8 @@ actor Service {
     func restore() async throws(StoreError) -> [DownloadID] {
         var continued: [DownloadID] = []
         var lost: [ManagerEvent] = []
-        for stored in try store.all() {
+        for found in try store.all() {
+            var stored = found
             var state = stored.state
             let job: DownloadJob
             do { job = try stored.job } catch {
@@ -88,6 +89,21 @@ actor Service {
             var resumable = job
             // A resume continues the very file it had claimed, whatever the server calls it now.
             if let path = stored.path { resumable.outputName = FilePath.baseName(of: path) }
+            if !state.isFinished, let path = stored.path, let part = stored.part, !FileIdentity.exists(path + ".part"),
+                FileIdentity.of(path) == part
+            {
+                // Killed between its rename and its "done": the file at its name is the one it wrote (same
+                // device and inode as its part), whole (named only once synced). Done, not fetched again.
+                state = .done
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? stored.completed
+                stored.completed = size
+                stored.total = stored.total ?? size
+                stored.file = FilePath.baseName(of: path)
+                lost.append(.finished(id: stored.id, DownloadResult(file: stored.file, path: path, bytes: size,
+                                                                    skipped: false),
+                                      seconds: stored.seconds ?? 0))
+                lost.append(.state(id: stored.id, .done))
+            }
             if !state.isFinished && stored.secretsWithheld {
                 state = .failed(HaulError(.authentication,
                                           "its credentials were not stored; add it again to continue"))

@@ -112,9 +112,9 @@ final class Store: Sendable {
                 WHERE id = ?
                 """).execute(arguments: [state.storedName, category, message,
                                          state == .connecting, time, state.endsRun ? time : nil, id])
-        case .started(let id, let file, let path, let total):
-            try db.cachedStatement(sql: "UPDATE download SET file = ?, path = ?, total = ? WHERE id = ?")
-                .execute(arguments: [file, path, total, id])
+        case .started(let id, let file, let path, let total, let part):
+            try db.cachedStatement(sql: "UPDATE download SET file = ?, path = ?, total = ?, part = ? WHERE id = ?")
+                .execute(arguments: [file, path, total, part, id])
         case .progress(let id, let progress):
             try db.cachedStatement(sql: "UPDATE download SET completed = ?, total = coalesce(?, total) WHERE id = ?")
                 .execute(arguments: [progress.completed, progress.total, id])

@@ -45,6 +45,12 @@ enum StoreSchema {
                 CREATE UNIQUE INDEX download_gid ON download(gid);
                 """)
         }
+        migrator.registerMigration("v3") { db in
+            // `part`: DEVICE:INODE of the download's `.part` file once it has one. A rename keeps them, so a
+            // service killed between a download's rename and its "done" finds, when it starts again, that the
+            // file at `path` is that very file: done, not fetched again under the next free name.
+            try db.execute(sql: "ALTER TABLE download ADD COLUMN part TEXT")
+        }
         return migrator
     }()
 

@@ -75,7 +75,7 @@ struct StoreWriter: Sendable {
             case .added, .fact:
                 // Nothing to write: `Store.insert` stored the download; facts are not kept.
                 break
-            case .state(let id, _), .started(let id, _, _, _), .finished(let id, _, _):
+            case .state(let id, _), .started(let id, _, _, _, _), .finished(let id, _, _):
                 flushPending(id)
                 batch.append(event)
             case .removed(let id):

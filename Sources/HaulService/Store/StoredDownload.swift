@@ -21,6 +21,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
     var file: String
     /// The full path, once the download has started.
     var path: String?
+    /// `DEVICE:INODE` of its `.part` file (`FileIdentity`), once it has one.
+    var part: String?
     var completed: Int64
     var total: Int64?
     var added: Date
@@ -48,6 +50,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let errorMessage = Column("errorMessage")
         static let file = Column("file")
         static let path = Column("path")
+        static let part = Column("part")
         static let completed = Column("completed")
         static let total = Column("total")
         static let added = Column("added")
@@ -73,6 +76,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         secretsWithheld = try row.decode(forColumn: C.secretsWithheld)
         file = try row.decode(forColumn: C.file)
         path = try row.decode(forColumn: C.path)
+        part = try row.decode(forColumn: C.part)
         completed = try row.decode(forColumn: C.completed)
         total = try row.decode(forColumn: C.total)
         added = Date(unixMilliseconds: try row.decode(forColumn: C.added))

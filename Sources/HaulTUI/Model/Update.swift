@@ -158,7 +158,7 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         if newState == .queued || newState == .connecting {
             row.previewPath = nil
         }
-    case .started(_, let file, let path, let total):
+    case .started(_, let file, let path, let total, _):
         row.name = file
         row.path = path
         row.total = total
@@ -196,7 +196,7 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
 extension ManagerEvent {
     var downloadID: DownloadID? {
         switch self {
-        case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _), .progress(let id, _),
+        case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
             .fact(let id, _), .finished(let id, _, _), .removed(let id):
             id
         }
