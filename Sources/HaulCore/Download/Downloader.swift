@@ -45,8 +45,12 @@ package struct Downloader: Sendable {
     /// the rest (the write of what is in memory, the fsync, the name: the disk's part of the work, which needs
     /// no connection): the manager gives the slot to the next download, and says whether it took it back (false
     /// when too many are finishing already; the download then asks again before the fsync).
+    /// - Parameter beforeNaming: awaited once the file is whole (and synced), right before it takes its name:
+    ///   the service waits there until its store holds the download's `started` (the part's identity), so
+    ///   that a kill after the rename finds the file its own.
     package func download(_ job: DownloadJob, continuing: Bool = false, alone: Bool = false,
                           transferEnded: (@Sendable () async -> Bool)? = nil,
+                          beforeNaming: (@Sendable () async -> Void)? = nil,
                           events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
@@ -54,12 +58,13 @@ package struct Downloader: Sendable {
         // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls.
         return try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
             try await run(job, continuing: continuing, alone: alone, clock: clock, transferEnded: transferEnded,
-                          events: events)
+                          beforeNaming: beforeNaming, events: events)
         }
     }
 
     private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, alone: Bool, clock: C,
                                          transferEnded: (@Sendable () async -> Bool)?,
+                                         beforeNaming: (@Sendable () async -> Void)?,
                                          events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
@@ -101,7 +106,7 @@ package struct Downloader: Sendable {
                 step = try await perform(next, job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
                                          claim: &claim, machine: &machine, transfer: &transfer,
                                          openAhead: &openAhead, clock: clock, transferEnded: &transferEnded,
-                                         events: events)
+                                         beforeNaming: beforeNaming, events: events)
             } catch {
                 transfer?.cancel()
                 transfer = nil
@@ -126,7 +131,8 @@ package struct Downloader: Sendable {
     private func perform<C: Clock<Duration>>(
         _ action: DownloadStateMachine.Action, job: DownloadJob, ownConnection: Bool, modifiedSince: String?,
         claim: inout Claim, machine: inout DownloadStateMachine, transfer: inout Transfer?, openAhead: inout Bool,
-        clock: C, transferEnded: inout (@Sendable () async -> Bool)?, events: (DownloadEvent) -> Void
+        clock: C, transferEnded: inout (@Sendable () async -> Bool)?, beforeNaming: (@Sendable () async -> Void)?,
+        events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
         switch action {
         case .request(let asked):
@@ -214,7 +220,9 @@ package struct Downloader: Sendable {
             // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
             // a sync the rest is a rename: not worth the hop.
             if job.sync, let ended = transferEnded { _ = await ended() }
-            return .end(.success(try finish(&claim, job: job, received: received, events: events)))
+            try makeWhole(&claim, job: job)
+            if let beforeNaming { await beforeNaming() }
+            return .end(.success(try name(&claim, job: job, received: received, events: events)))
 
         case .fail(let error):
             claim.discardIfEmpty()
@@ -325,8 +333,8 @@ package struct Downloader: Sendable {
     /// Gives the part the server's time (when asked to), syncs it (unless `--no-sync`), verifies the checksum,
     /// gives `NAME.part` its name (the next free one if something appeared at `NAME` meanwhile, unless
     /// `--overwrite`), drops the state file and syncs the directory (unless `--no-sync`).
-    private func finish(_ claim: inout Claim, job: DownloadJob, received: Int64,
-                        events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
+    /// The finished part's time, sync and checksum, before it takes its name.
+    private func makeWhole(_ claim: inout Claim, job: DownloadJob) throws(HaulError) {
         if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
             // The server's Last-Modified as the file's mtime (as wget does), set before the sync, which makes it
             // durable with the data: set after it, a crash could leave the file with the time of the download.
@@ -357,6 +365,11 @@ package struct Downloader: Sendable {
                                 + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
             }
         }
+    }
+
+    /// The whole part takes its name (and the directory is synced).
+    private func name(_ claim: inout Claim, job: DownloadJob, received: Int64,
+                      events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
         if job.sync { claim.directory.syncNames() }
         return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)

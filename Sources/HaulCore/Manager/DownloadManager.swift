@@ -137,6 +137,7 @@ package actor DownloadManager {
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
     /// that put a user's stop right there (`setBeforeDownloadingState`).
     private var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
+    private var namingGate: (@Sendable (Int) async -> Void)?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Downloads at once unless told (`--jobs`).
@@ -219,6 +220,13 @@ package actor DownloadManager {
 
     package func setBeforeDownloadingState(_ hook: (@Sendable (DownloadID) -> Void)?) {
         beforeDownloadingState = hook
+    }
+
+    /// Awaited by each download before its file takes its name, with the count of `events` up to its
+    /// `started` (`eventsYielded`): the service returns once its store holds that event, so that the
+    /// part's identity is stored before the rename a kill could otherwise separate from its "done".
+    package func setNamingGate(_ gate: (@Sendable (Int) async -> Void)?) {
+        namingGate = gate
     }
 
     /// Stops one download; its `.part` stays. A queued one never starts.
@@ -453,6 +461,7 @@ package actor DownloadManager {
         let continuing = entries[id]?.claimedBefore ?? false
         let alone = !sharesHost(id)
         let beforeDownloading = beforeDownloadingState
+        let namingGate = self.namingGate
         let gate = StopGate()
         entries[id]?.gate = gate
         // The task is the actor's: it begins on the actor, right after this job, and ends on it with
@@ -467,7 +476,8 @@ package actor DownloadManager {
                 await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
                         await Self.perform(job, id: id, continuing: continuing, alone: alone, downloader: downloader,
-                                           events: continuation, gate: gate, beforeDownloading: beforeDownloading) {
+                                           events: continuation, gate: gate, beforeDownloading: beforeDownloading,
+                                           namingGate: namingGate) {
                             await self.transferEnded(id)
                         }
                     }
@@ -482,19 +492,34 @@ package actor DownloadManager {
     private static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, alone: Bool,
                                 downloader: Downloader, events: EventSink, gate: StopGate,
                                 beforeDownloading: (@Sendable (DownloadID) -> Void)?,
+                                namingGate: (@Sendable (Int) async -> Void)?,
                                 transferEnded: @escaping @Sendable () async -> Bool)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
         var downloading = false
         var claimed: String?
+        // The count of events up to this download's latest `started`.
+        let startedMark = NIOLockedValueBox<Int?>(nil)
+        var beforeNaming: (@Sendable () async -> Void)?
+        if let namingGate {
+            beforeNaming = {
+                let mark = startedMark.withLockedValue { $0 }
+                if let mark { await namingGate(mark) }
+            }
+        }
         do {
             return (.success(try await downloader.download(job, continuing: continuing, alone: alone,
-                                                           transferEnded: transferEnded) { event in
+                                                           transferEnded: transferEnded,
+                                                           beforeNaming: beforeNaming) { event in
                 switch event {
                 case .started(let file, let path, let total, let part):
                     claimed = path
                     events.yield(.started(id: id, file: file, path: path, total: total, part: part))
+                    if namingGate != nil {
+                        let count = events.yielded.withLockedValue { $0 }
+                        startedMark.withLockedValue { $0 = count }
+                    }
                 case .progress(let progress):
                     if !downloading {
                         downloading = true

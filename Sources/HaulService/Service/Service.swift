@@ -63,6 +63,13 @@ actor Service {
         aria2Globals.concurrency = configuration.concurrency
     }
 
+    /// Every download's file takes its name only once the store holds its `started` (with its part's
+    /// identity): a kill between the rename and the stored "done" then finds the file its own (`restore`).
+    func holdNamesUntilStored() async {
+        let handled = self.handled
+        await manager.setNamingGate { count in await handled.wait(until: count) }
+    }
+
     var attached: Int { subscribers.count }
 
     // MARK: start and end

@@ -69,6 +69,7 @@ package enum ServiceRunner {
         }
         let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
         let manager = service.manager
+        await service.holdNamesUntilStored()
 
         let continued: [DownloadID]
         do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
