@@ -57,4 +57,10 @@ static inline int haul_fallocate(int fd, long long offset, long long length) {
     return fallocate(fd, 0, offset, length);
 }
 
+/* fallocate(2) punching [offset, offset + length) out of the file: its blocks go back to the file system,
+   the size stays, the range reads as zeros. Returns 0, or -1 with errno. */
+static inline int haul_punch_hole(int fd, long long offset, long long length) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
 #endif

@@ -20,6 +20,9 @@ struct Claim {
     private(set) var stateOnDisk = false
     /// The journal file exists (found at the start, or opened): only then is there one to remove.
     private(set) var journalOnDisk = false
+    /// What the state file on disk records as done (as found, or as last written): bytes a failing
+    /// download may never give back (`lastCheckpoint`).
+    private var recorded: [ByteRange] = []
 
     var partName: String { name + ".part" }
     var stateName: String { ResumeState.path(forPart: partName) }
@@ -123,6 +126,7 @@ struct Claim {
             notice(.resumeRefused(part: name + ".part", reason: .unreadableState))
         case .found(let found):
             stateOnDisk = true
+            recorded = found.completed
             if !found.belongs(to: url) {
                 guard overwrite else {
                     notice(.partLeftAlone(part: name + ".part", reason: .otherURL(url: found.url)))
@@ -168,6 +172,7 @@ struct Claim {
         if !stateOnDisk {
             try current.save(to: directory, name: stateName, durable: false)
             stateOnDisk = true
+            recorded = current.completed
         }
         journal.open(journalName, in: directory)
         journalOnDisk = journal.isOpen
@@ -208,6 +213,7 @@ struct Claim {
         guard stateOnDisk else { return }
         directory.remove(stateName)
         stateOnDisk = false
+        recorded = []
     }
 
     /// Makes the bytes so far durable and records them: fsync the data (and the journal's records of it),
@@ -219,7 +225,45 @@ struct Claim {
         if let range { current.add(range) }
         try current.save(to: directory, name: stateName)
         stateOnDisk = true
+        recorded = current.completed
         state = current
+    }
+
+    /// The checkpoint of a download that is failing, which must leave the part resumable: as `checkpoint`, and
+    /// where that fails (a disk too full for the state file, the usual reason a download fails here), room is
+    /// made from the part itself and the state written again: first the blocks reserved ahead of the writes
+    /// and never written (`-s N`), then the last megabyte of what came (fetched again next time). A part
+    /// whose state cannot be written even so cannot be resumed: it goes, with its journal, rather than
+    /// stay as debris that the next run would only start over.
+    mutating func lastCheckpoint(adding range: ByteRange?) {
+        do {
+            try checkpoint(adding: range)
+            return
+        } catch {}
+        guard var current = state else { return }
+        if let range { current.add(range) }
+        state = current
+        let size = (try? part.size()) ?? 0
+        var cursor: Int64 = 0
+        for done in current.completed {
+            if done.start > cursor { part.release(ByteRange(cursor, done.start)) }
+            cursor = Swift.max(cursor, done.end)
+        }
+        if size > cursor { part.release(ByteRange(cursor, size)) }
+        if (try? checkpoint(adding: nil)) != nil { return }
+        if let last = current.completed.last {
+            // Never below what the state on disk records: those bytes are promised to the next run.
+            let kept = recorded.filter { $0.start < last.end && $0.end > last.start }.map(\.end).max() ?? last.start
+            let cut = Swift.max(kept, (last.end - (1 << 20)) & ~4095)
+            part.release(ByteRange(cut, last.end))
+            current.completed = current.completed.dropLast() + (cut > last.start ? [ByteRange(last.start, cut)] : [])
+            state = current
+            if (try? checkpoint(adding: nil)) != nil { return }
+        }
+        if !stateOnDisk {
+            removeState()
+            directory.remove(partName)
+        }
     }
 
     /// Gives the finished `.part` its name and drops the state file. With `replacing`, whatever is at the

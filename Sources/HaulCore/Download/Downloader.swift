@@ -287,11 +287,11 @@ package struct Downloader: Sendable {
             let failure = HaulError.from(error)
             // Everything written, not only what the last report counted.
             written = Swift.max(written, mark.offset)
-            if written > start { try? claim.checkpoint(adding: ByteRange(start, written)) }
+            if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
             throw failure
         }
         if let end = body.end, written != end {
-            try? claim.checkpoint(adding: ByteRange(start, written))
+            claim.lastCheckpoint(adding: ByteRange(start, written))
             throw HaulError(.network, "connection closed after \(written) of \(body.total ?? end) bytes")
         }
         claim.state?.add(ByteRange(start, written))
@@ -321,10 +321,11 @@ package struct Downloader: Sendable {
         do {
             try await fetch.run(first: first, claim: &claim, events: events)
         } catch let refused as SegmentRefused {
+            // Going on over one connection: an ordinary checkpoint (the part stays in use).
             try? claim.checkpoint(adding: nil)
             return machine.segmentRefused(status: refused.status, resume: claim.state)
         } catch {
-            try? claim.checkpoint(adding: nil)
+            claim.lastCheckpoint(adding: nil)
             throw HaulError.from(error)
         }
         return machine.segmentsEnded()

@@ -173,6 +173,14 @@ package final class PartFile: @unchecked Sendable {
         }
     }
 
+    /// Gives the blocks of `range` back to the file system (the range reads as zeros, the size stays): on a
+    /// full disk, room for the state file that makes the rest resumable. False where it cannot.
+    @discardableResult
+    func release(_ range: ByteRange) -> Bool {
+        guard range.count > 0 else { return true }
+        return (try? withDescriptor { fd in haul_punch_hole(fd, range.start, range.count) == 0 }) ?? false
+    }
+
     /// The file's current size.
     package func size() throws(HaulError) -> Int64 {
         Int64(try status().st_size)
