@@ -207,6 +207,33 @@ import Testing
         }
     }
 
+    /// A part with holes past its first (a crash of -s N, a block `haul verify` found bad) resumed over one
+    /// connection fetches the holes only, not everything after the first one (which took 19.2 MiB where
+    /// 12.4 were missing).
+    @Test func oneConnectionFetchesOnlyTheHoles() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let url = server.downloadURL("medium.bin")
+            let transfer = CurlDriver.shared.start(HTTPRequest(url: url, method: .head))
+            let head = try await transfer.head()
+            var bytes = expectedBytes("medium.bin")
+            let mib = 1 << 20
+            let holes = [ByteRange(Int64(2 * mib), Int64(3 * mib)), ByteRange(Int64(10 * mib), Int64(12 * mib))]
+            for hole in holes { bytes.replaceSubrange(Int(hole.start)..<Int(hole.end), with: repeatElement(0, count: Int(hole.count))) }
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(bytes))
+            try ResumeState(url: url, etag: head["ETag"], lastModified: head["Last-Modified"], total: 20 << 20,
+                            completed: [ByteRange(0, Int64(2 * mib)), ByteRange(Int64(3 * mib), Int64(10 * mib)),
+                                        ByteRange(Int64(12 * mib), 20 << 20)])
+                .save(to: dir.file("medium.bin.part.json"))
+            server.resetStats()
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(facts.isEmpty, "\(facts)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(server.stats.bodyBytesSent == Int64(3 * mib), "sent \(server.stats.bodyBytesSent)")
+        }
+    }
+
     /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
     @Test func anotherURLsPartIsLeftForIt() async throws {
         let dir = TempDirectory()

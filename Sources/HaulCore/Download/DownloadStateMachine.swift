@@ -113,6 +113,8 @@ struct DownloadStateMachine {
     /// This attempt: connections wanted (1 after a fallback), whether the server may still name the file,
     /// and bytes of earlier bodies the result counts (a probe's, when the rest comes over one connection).
     private var segments: Int
+    /// A segment's range was refused this attempt: the rest comes over one connection from the prefix on.
+    private var rangesRefused = false
     private var renamable: Bool
     private var carried: Int64 = 0
 
@@ -136,6 +138,7 @@ struct DownloadStateMachine {
     /// An attempt starts (the first, or a retry after its wait) from the claim's resume state.
     mutating func begin(resume: ResumeState?) -> Action {
         segments = connections
+        rangesRefused = false
         renamable = renamableByJob
         carried = 0
         return requestContinuing(resume)
@@ -206,6 +209,7 @@ struct DownloadStateMachine {
     mutating func segmentRefused(status: Int, resume: ResumeState?) -> Action {
         guard case .segmenting = phase else { preconditionFailure("not segmenting") }
         segments = 1
+        rangesRefused = true
         return .oneConnection(why: .oneConnection(reason: .segmentRefused(status: status)),
                               then: requestContinuing(resume))
     }
@@ -237,7 +241,10 @@ struct DownloadStateMachine {
     /// so, the other connections start at once on exact ranges while this one fetches its range.
     private mutating func request(from resume: ResumeState?) -> Request {
         let offset = resume?.contiguousPrefix ?? 0
-        let probing = segments > 1
+        // Over one connection too when the part holds ranges past its first hole (a crash of -s N, or a
+        // block `haul verify` found bad): the holes are fetched one after the other, not everything after
+        // the first.
+        let probing = segments > 1 || (!rangesRefused && resume?.completed.contains { $0.start > offset } ?? false)
         var request = Request()
         if probing {
             // Up to the next range the part already holds (after a crash, other connections' ranges lie

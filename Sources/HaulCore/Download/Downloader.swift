@@ -200,7 +200,7 @@ package struct Downloader: Sendable {
         case .segmented(let first, let total):
             guard let transfer, let end = first.end else { preconditionFailure("segments with no first range") }
             try prepare(first, job: job, claim: &claim, events: events)
-            events(.fact(.split(connections: job.segments)))
+            if job.segments > 1 { events(.fact(.split(connections: job.segments))) }
             return .next(try await fetchSegmented(job, total: total, first: (transfer, ByteRange(first.start, end)),
                                                   claim: &claim, machine: &machine, clock: clock, events: events))
 

@@ -59,7 +59,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             let range = update.range
             claim.state?.add(range)
             let now = clock.now
-            if let rate = judge.verdict(worker: update.worker, bytes: range.count, at: now) {
+            if connections > 1, let rate = judge.verdict(worker: update.worker, bytes: range.count, at: now) {
                 plan.retire(allBut: update.worker, of: connections)
                 events(.fact(.oneConnection(reason: .notLimited(bytesPerSecond: rate))))
                 watch = LoneWatch(window: window, raceRate: judge.rateTogether(at: now), from: now)
