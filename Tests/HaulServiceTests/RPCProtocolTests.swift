@@ -35,7 +35,12 @@ struct RPCProtocolTests {
         #expect(single("{not json") == .parse)
         #expect(single("{not json")?.httpStatus == 400)
         #expect(single(#"{"id":1}"#) == .invalidRequest)
-        #expect(single(#"{"method":"aria2.tellActive","params":{"a":1}}"#) == .invalidRequest)
+        // The id of a request that is not a call is echoed, as aria2 1.36 does (it answered null before).
+        #expect(single(#"{"id":1}"#)?.id == .int(1))
+        #expect(single(#"{"id":"abc","method":5}"#)?.id == .string("abc"))
+        // Params that are not an array: aria2's -32602, with the id.
+        #expect(single(#"{"method":"aria2.tellActive","params":{"a":1},"id":"k"}"#) == .invalidParams)
+        #expect(single(#"{"method":"aria2.tellActive","params":{"a":1},"id":"k"}"#)?.id == .string("k"))
         #expect(single("[]") == .invalidRequest)
         let tooMany = "[" + Array(repeating: #"{"method":"system.listMethods"}"#, count: 101).joined(separator: ",") + "]"
         #expect(single(tooMany) == .invalidRequest)
@@ -64,7 +69,8 @@ struct RPCProtocolTests {
         let params = Data(#"["token:s",["http://h/x"]]"#.utf8).base64EncodedString()
         let query = RPCServer.query(of: "method=aria2.addUri&id=7&params=\(params.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
         let call = try JSONRPC.request(query: query).get()
-        #expect(call.method == "aria2.addUri" && call.id == .int(7))
+        // aria2 echoes a query's id as its text.
+        #expect(call.method == "aria2.addUri" && call.id == .string("7"))
         #expect(call.params == [.string("token:s"), .array([.string("http://h/x")])])
         #expect(JSONRPC.request(query: ["method": "m", "params": "!!!"]).failure == .parse)
         #expect(JSONRPC.request(query: [:]).failure == .invalidRequest)

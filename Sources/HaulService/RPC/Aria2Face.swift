@@ -16,7 +16,7 @@ struct Aria2Face: Sendable {
     func respond(body: some Collection<UInt8>, peer: String) async -> (reply: JSON, status: Int) {
         switch JSONRPC.request(body: body) {
         case .single(.failure(let failure)):
-            return (JSONRPC.error(failure, id: .null), failure.httpStatus)
+            return (JSONRPC.error(failure, id: failure.id), failure.httpStatus)
         case .single(.success(let call)):
             return await respond(call, peer: peer)
         case .batch(let calls):
@@ -24,7 +24,7 @@ struct Aria2Face: Sendable {
             replies.reserveCapacity(calls.count)
             for call in calls {
                 switch call {
-                case .failure(let failure): replies.append(JSONRPC.error(failure, id: .null))
+                case .failure(let failure): replies.append(JSONRPC.error(failure, id: failure.id))
                 case .success(let call): replies.append(await respond(call, peer: peer).reply)
                 }
             }

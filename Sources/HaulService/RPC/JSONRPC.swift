@@ -16,6 +16,12 @@ enum JSONRPC {
         var message: String
         /// The HTTP status when not the usual one for the code.
         var status: Int?
+        /// The id of the request that could not be read as a call, when it had one: echoed, as aria2 does.
+        var id: JSON = .null
+
+        static func == (a: Failure, b: Failure) -> Bool {
+            a.code == b.code && a.message == b.message && a.status == b.status
+        }
 
         init(code: Int, message: String, status: Int? = nil) {
             self.code = code
@@ -29,6 +35,13 @@ enum JSONRPC {
         static let parse = Failure(code: -32700, message: "Parse error.")
         static let invalidRequest = Failure(code: -32600, message: "Invalid Request.")
         static let methodNotFound = Failure(code: -32601, message: "Method not found.")
+        static let invalidParams = Failure(code: -32602, message: "Invalid params.")
+
+        func echoing(_ id: JSON) -> Failure {
+            var failure = self
+            failure.id = id
+            return failure
+        }
 
         var httpStatus: Int {
             if let status { return status }
@@ -58,10 +71,8 @@ enum JSONRPC {
     /// JSON array of parameters.
     static func request(query: [String: String]) -> Result<Call, Failure> {
         guard let method = query["method"], !method.isEmpty else { return .failure(.invalidRequest) }
-        var id = JSON.null
-        if let text = query["id"] {
-            id = JSON.parse(Array(text.utf8)) ?? .string(text)
-        }
+        // As aria2 does: a query's id is its text (`id=7` is "7").
+        let id = query["id"].map(JSON.string) ?? .null
         var params: [JSON] = []
         if let encoded = query["params"], !encoded.isEmpty {
             var base64 = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -75,14 +86,13 @@ enum JSONRPC {
     }
 
     private static func call(_ document: JSON) -> Result<Call, Failure> {
-        guard case .object = document, let method = document["method"]?.string else {
-            return .failure(.invalidRequest)
-        }
+        guard case .object = document else { return .failure(.invalidRequest) }
         let id = document["id"] ?? .null
+        guard let method = document["method"]?.string else { return .failure(Failure.invalidRequest.echoing(id)) }
         switch document["params"] {
         case nil, .null?: return .success(Call(method: method, params: [], id: id))
         case .array(let params)?: return .success(Call(method: method, params: params, id: id))
-        default: return .failure(.invalidRequest)
+        default: return .failure(Failure.invalidParams.echoing(id))
         }
     }
 
