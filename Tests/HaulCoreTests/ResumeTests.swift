@@ -253,6 +253,10 @@ import Testing
     @Test(arguments: [
         "{not json",
         "{\"version\":99,\"url\":\"u\",\"completed\":[]}",
+        // Incoherent (edited by hand): a negative size, a range past the size, an empty or negative range.
+        "{\"version\":1,\"url\":\"u\",\"total\":-1,\"completed\":[]}",
+        "{\"version\":1,\"url\":\"u\",\"total\":10,\"completed\":[{\"start\":0,\"end\":20}]}",
+        "{\"version\":1,\"url\":\"u\",\"completed\":[{\"start\":-5,\"end\":20}]}",
     ])
     func foreignOrCorruptStateIsRefused(state: String) async throws {
         let dir = TempDirectory()

@@ -40,6 +40,14 @@ package struct ResumeState: Codable, Equatable, Sendable {
         completed = ByteRange.merged(completed + [range])
     }
 
+    /// What a state haul wrote always is: a size that is not negative, ranges that are not empty or
+    /// negative and lie within it. One that is not (edited, or damaged) is unreadable, not a server's
+    /// contradiction to blame on the next answer.
+    var isCoherent: Bool {
+        if let total, total < 0 { return false }
+        return completed.allSatisfy { $0.start >= 0 && $0.end > $0.start && $0.end <= (total ?? .max) }
+    }
+
     /// The state file beside a part file.
     package static func path(forPart part: String) -> String { part + ".json" }
 
@@ -57,7 +65,7 @@ package struct ResumeState: Codable, Equatable, Sendable {
         case .unusable: return .unreadable
         case .bytes(let bytes):
             guard let state = try? JSONDecoder().decode(ResumeState.self, from: Data(bytes)),
-                state.version == formatVersion
+                state.version == formatVersion, state.isCoherent
             else { return .unreadable }
             return .found(state)
         }
