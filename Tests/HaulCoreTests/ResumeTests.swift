@@ -234,6 +234,23 @@ import Testing
         }
     }
 
+    /// A name taken while its part waited (a file made at `NAME` between the runs): the part is still
+    /// resumed, and the finished file takes the next free name. (It was passed over: the next run fetched
+    /// the whole file into `NAME.1` and left the part for ever.)
+    @Test func aPartWhoseNameWasTakenIsStillResumed() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            let kept = try await interruptedRun(server, dir)
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin"), contents: Data("mine".utf8))
+            let (result, _) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir))
+            #expect(try result.get().path == dir.file("medium.1.bin"))
+            #expect(try FileDigest.hex(of: dir.file("medium.1.bin")) == expectedSHA256("medium.bin"))
+            #expect(server.stats.bodyBytesSent == 20 << 20 - kept, "sent \(server.stats.bodyBytesSent)")
+            #expect(try String(contentsOfFile: dir.file("medium.bin"), encoding: .utf8) == "mine")
+            #expect(dir.listing() == ["medium.1.bin", "medium.bin"])
+        }
+    }
+
     /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
     @Test func anotherURLsPartIsLeftForIt() async throws {
         let dir = TempDirectory()

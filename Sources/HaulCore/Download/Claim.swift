@@ -75,7 +75,9 @@ struct Claim {
             if directory.exists(candidate) {
                 switch policy {
                 case .skip: return .taken(nil)
-                case .rename: continue
+                // Unless this URL's part is there to resume (the name was taken since): it is resumed, and the
+                // file takes the next free name when it is done.
+                case .rename: if !directory.exists(candidate + ".part") { continue }
                 case .overwrite: break  // the finished file replaces it
                 }
             }
