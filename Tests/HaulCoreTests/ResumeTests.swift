@@ -251,6 +251,22 @@ import Testing
         }
     }
 
+    /// `--overwrite` over a directory fails before a byte is fetched, leaving nothing (it failed at the rename,
+    /// after the whole download, with a part the next run could not resume).
+    @Test func overwritingADirectoryFailsAtOnce() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { (server) async throws in
+            try FileManager.default.createDirectory(atPath: dir.file("medium.bin"), withIntermediateDirectories: false)
+            var job = DownloadJob.sample(server, "medium.bin", dir)
+            job.existingFile = .overwrite
+            let (result, _) = await runQuickly(job)
+            let error = try #require(result.failure)
+            #expect(error.category == .fileIO && error.message.contains("is a directory"), "\(error)")
+            #expect(server.stats.bodyBytesSent == 0)
+            #expect(dir.listing() == ["medium.bin"])
+        }
+    }
+
     /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
     @Test func anotherURLsPartIsLeftForIt() async throws {
         let dir = TempDirectory()

@@ -78,7 +78,12 @@ struct Claim {
                 // Unless this URL's part is there to resume (the name was taken since): it is resumed, and the
                 // file takes the next free name when it is done.
                 case .rename: if !directory.exists(candidate + ".part") { continue }
-                case .overwrite: break  // the finished file replaces it
+                case .overwrite:
+                    // The finished file replaces a file or a link, never a directory: said now, not after the
+                    // whole download (whose part, its state gone, the next run would only start over).
+                    if directory.isDirectory(candidate) {
+                        throw HaulError(.fileIO, "\(shown) is a directory; --overwrite replaces files only")
+                    }
                 }
             }
             let refusal: String

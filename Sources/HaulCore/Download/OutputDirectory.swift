@@ -99,6 +99,12 @@ final class OutputDirectory: Sendable {
         return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0
     }
 
+    /// Whether `name` is a directory (not through a link).
+    func isDirectory(_ name: String) -> Bool {
+        var info = stat()
+        return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
     /// The modification time of the regular file `name` (not through a link); nil when there is none.
     func modificationTime(_ name: String) -> Date? {
         var info = stat()
