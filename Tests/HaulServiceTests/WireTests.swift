@@ -56,6 +56,23 @@ import Testing
         }
     }
 
+    /// `ls` (and aria2's `downloadSpeed`) say 0 for a download nothing has come from for two seconds, not the
+    /// last rate measured: a rate cap's silence after libcurl's burst showed 12 MiB/s for half a minute.
+    @Test func aQuietDownloadsSpeedIsZero() throws {
+        var roster = Roster()
+        roster.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: Date(),
+                                   gid: "00000000000000a1"))
+        let start = ContinuousClock.now
+        roster.apply(.state(id: 1, .downloading), at: start)
+        roster.apply(.progress(id: 1, DownloadProgress(completed: 100, batchBytes: 100, total: 1000, bytesPerSecond: 300)),
+                     at: start)
+        #expect(roster.list(at: start + .seconds(1)).first?.speed == 300)
+        #expect(roster.list(at: start + .seconds(3)).first?.speed == 0)
+        let entry = try #require(roster[1])
+        #expect(Aria2Status.status(of: entry, job: nil, keys: ["downloadSpeed"], at: start + .seconds(3))["downloadSpeed"]
+                == .string("0"))
+    }
+
     /// A download the service inserted but the manager has not told yet is not in a snapshot, so a client
     /// attaching in that gap gets its `added` once, live (CI: a screen showed a second row, stuck queued).
     @Test func aDownloadNotYetToldIsLeftOutOfTheSnapshot() {

@@ -107,6 +107,23 @@ import Testing
         #expect(send(&state, .character("C")) == [.stopClock, .cancelAll])
     }
 
+    /// A download from which nothing has come for two ticks of the clock shows 0 B/s, not the last rate
+    /// measured (a stall, or a rate cap's silence after libcurl's burst, showed 12 MiB/s for half a minute).
+    @Test func aQuietDownloadsSpeedFallsToZero() {
+        var state = AppState(size: size)
+        _ = event(&state, .added(id: 1, url: "http://a/x", file: "x"))
+        _ = event(&state, .state(id: 1, .downloading))
+        let progress = DownloadProgress(completed: 1000, batchBytes: 1000, total: 10_000, bytesPerSecond: 5000)
+        _ = event(&state, .progress(id: 1, progress))
+        _ = update(&state, .tick)
+        #expect(state.rows[0].bytesPerSecond == 5000, "one quiet second is not yet a stall")
+        _ = update(&state, .tick)
+        #expect(state.rows[0].bytesPerSecond == 0)
+        #expect(state.rows[0].secondsLeft == nil)
+        _ = event(&state, .progress(id: 1, progress))
+        #expect(state.rows[0].bytesPerSecond == 5000)
+    }
+
     @Test func theClockStartsWithTheFirstActiveDownloadAndStopsWithTheLast() {
         var state = AppState(size: size)
         #expect(event(&state, .added(id: 1, url: "http://a/x", file: "x")) == [.startClock])

@@ -63,7 +63,8 @@ enum Aria2Status {
     }
 
     /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some.
-    static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?) -> JSON {
+    static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?,
+                       at now: ContinuousClock.Instant = .now) -> JSON {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: @autoclosure () -> JSON) {
             if keys == nil || keys!.contains(key) { members.append((key, value())) }
@@ -77,7 +78,7 @@ enum Aria2Status {
         put("totalLength", .number(total))
         put("completedLength", .number(completed))
         put("uploadLength", "0")
-        put("downloadSpeed", .number(entry.state == .downloading ? Int64(entry.rate.rounded()) : 0))
+        put("downloadSpeed", .number(Int64(entry.speed(at: now).rounded())))
         put("uploadSpeed", "0")
         put("connections", .number(active ? segments : 0))
         put("numPieces", .number(total > 0 ? (total + pieceLength - 1) / pieceLength : 0))

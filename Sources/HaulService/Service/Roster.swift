@@ -15,6 +15,8 @@ struct Roster: Sendable {
         var completed: Int64 = 0
         var total: Int64?
         var rate: Double = 0
+        /// When `rate` was measured (its last progress).
+        var rateAt: ContinuousClock.Instant?
         var added: Date
         var seconds: Double?
         var fact: DownloadFact?
@@ -60,7 +62,7 @@ struct Roster: Sendable {
 
     subscript(id: DownloadID) -> Entry? { entries[id] }
 
-    mutating func apply(_ event: ManagerEvent) {
+    mutating func apply(_ event: ManagerEvent, at now: ContinuousClock.Instant = .now) {
         switch event {
         case .added(let id, _, _):
             // Inserted by the service with what the event does not carry (directory, time); now told.
@@ -83,6 +85,7 @@ struct Roster: Sendable {
             entries[id]?.completed = progress.completed
             if let total = progress.total { entries[id]?.total = total }
             entries[id]?.rate = progress.bytesPerSecond
+            entries[id]?.rateAt = now
         case .fact(let id, .limited(let rate)):
             entries[id]?.limit = rate
         case .fact(let id, let fact):
@@ -122,17 +125,17 @@ struct Roster: Sendable {
     }
 
     /// Every download, oldest first, as `ls` shows it.
-    func list() -> [Wire.Download] {
-        order.compactMap { entries[$0].map(Self.download) }
+    func list(at now: ContinuousClock.Instant = .now) -> [Wire.Download] {
+        order.compactMap { entries[$0].map { Self.download($0, at: now) } }
     }
 
-    static func download(_ entry: Entry) -> Wire.Download {
+    static func download(_ entry: Entry, at now: ContinuousClock.Instant = .now) -> Wire.Download {
         var failure: HaulError?
         if case .failed(let error) = entry.state { failure = error }
         return Wire.Download(
             id: entry.id, url: entry.url, file: entry.path ?? FilePath.join(entry.directory, entry.name),
             state: entry.state.name, completed: entry.completed, total: entry.total,
-            speed: entry.state == .downloading ? entry.rate : 0, error: failure?.message,
+            speed: entry.speed(at: now), error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
             fact: entry.fact, name: entry.name, gid: entry.gid)
     }
@@ -166,4 +169,15 @@ enum ISO8601 {
     static func string(_ date: Date) -> String {
         date.ISO8601Format()
     }
+}
+
+extension Roster.Entry {
+    /// Its speed now: the last rate measured while it downloads, 0 once nothing has come for
+    /// `quietAfter` (a stall, or the silence after a rate cap's burst, showed the last rate for half a minute).
+    func speed(at now: ContinuousClock.Instant) -> Double {
+        guard state == .downloading, let rateAt, rateAt.duration(to: now) < Self.quietAfter else { return 0 }
+        return rate
+    }
+
+    static let quietAfter: Duration = .seconds(2)
 }

@@ -205,7 +205,7 @@ extension Service {
         case .failure(let failure): return .failure(failure)
         case .success(let entry):
             guard entry.state.isActive else { return .failure(.aria2("No active download for GID#\(entry.gid)")) }
-            let speed = JSON.number(entry.state == .downloading ? Int64(entry.rate.rounded()) : 0)
+            let speed = JSON.number(Int64(entry.speed(at: .now).rounded()))
             return .success([["index": "1", "servers": [[
                 "uri": .string(entry.url), "currentUri": .string(entry.url), "downloadSpeed": speed,
             ]]]])
@@ -385,6 +385,7 @@ extension Service {
     }
 
     private func globalStat() -> JSON {
+        let now = ContinuousClock.now
         var speed = 0.0
         var active = 0, waiting = 0, stopped = 0
         for id in roster.order {
@@ -392,7 +393,7 @@ extension Service {
             switch Aria2Status.list(of: entry.state) {
             case .active:
                 active += 1
-                if entry.state == .downloading { speed += entry.rate }
+                speed += entry.speed(at: now)
             case .waiting: waiting += 1
             case .stopped: stopped += 1
             }

@@ -101,6 +101,10 @@ struct DownloadRow: Sendable, Equatable {
     var completed: Int64 = 0
     var total: Int64?
     var bytesPerSecond: Double = 0
+    /// Ticks of the clock since its last bytes: after `quietTicksToZero` of them its speed is shown as 0
+    /// (nothing comes: a stall, or the silence after a rate cap's burst), not the last one measured.
+    var quietTicks = 0
+    static let quietTicksToZero = 2
     /// Its own rate cap (`.limited` facts; `+`/`-` in its details change it); nil = none.
     var limit: Int64?
     /// Seconds of the elapsed clock this screen saw it queued or running (0 for one that was done already).

@@ -25,7 +25,11 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         if case .picture(let path)? = state.overlay { effects = [.showPicture(path: path)] } else { effects = [] }
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
-        for index in state.rows.indices where state.rows[index].isRunning { state.rows[index].secondsWatched += 1 }
+        for index in state.rows.indices where state.rows[index].isRunning {
+            state.rows[index].secondsWatched += 1
+            state.rows[index].quietTicks += 1
+            if state.rows[index].quietTicks >= DownloadRow.quietTicksToZero { state.rows[index].bytesPerSecond = 0 }
+        }
         // A live picture is decoded again once a second, from what the part holds by now; so is the
         // description in a running JPEG's details.
         switch state.overlay {
@@ -168,6 +172,7 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
         row.completed = progress.completed
         if let total = progress.total { row.total = total }
         row.bytesPerSecond = progress.bytesPerSecond
+        row.quietTicks = 0
     case .fact(_, .limited(let rate)):
         row.limit = rate
     case .fact(_, let fact):
