@@ -182,6 +182,11 @@ struct RPCProtocolTests {
         #expect(text.count == 64 && text.allSatisfy(\.isHexDigit))
         #expect(secret.matches(text) && !secret.matches(text + "0") && !secret.matches(String(text.dropLast())) && !secret.matches(""))
         #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+        // One that others may read is refused, as a TLS key is (it was taken silently).
+        let shared = dir.path + "/shared-secret"
+        _ = FileManager.default.createFile(atPath: shared, contents: Data("s3cret\n".utf8),
+                                           attributes: [.posixPermissions: 0o644])
+        #expect(throws: HaulError.self) { try RPCSecret.load(shared, create: false) }
         // Made once: the second service reads the same.
         #expect(try RPCSecret.load(path, create: true).matches(text))
         // A link is not followed.

@@ -120,6 +120,11 @@ struct RPCSecret: Sendable {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 4096 else {
             throw HaulError(.usage, "the RPC secret file \(path) is not a small regular file")
         }
+        // As with the TLS key: a secret other users may read or change is no secret.
+        guard info.st_mode & 0o077 == 0 else {
+            throw HaulError(.usage, "the RPC secret file \(path) has mode \(String(info.st_mode & 0o777, radix: 8)), "
+                            + "others may read it; make it 600 (chmod 600)")
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = read(fd, &buffer, buffer.count)
         guard count > 0 else { throw HaulError(.usage, "the RPC secret file \(path) is empty") }
