@@ -16,3 +16,18 @@ public func bindToLoopback(_ fd: Int32, listening backlog: Int32? = nil) -> Int?
     }
     return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
 }
+
+/// A TCP socket listening on 127.0.0.1 on a port the kernel picks (`SO_REUSEADDR`, `backlog`): its descriptor
+/// and port. Throws when a call failed.
+public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    guard let port = bindToLoopback(fd, listening: backlog) else {
+        close(fd)
+        throw LoopbackListenerError()
+    }
+    return (fd, port)
+}
+
+public struct LoopbackListenerError: Error {}

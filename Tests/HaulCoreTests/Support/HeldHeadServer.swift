@@ -29,13 +29,7 @@ final class HeldHeadServer: Sendable {
         while body.count < size { body += cycle.prefix(size - body.count) }
         self.body = body
         (headsArriving, headArrived) = AsyncStream.makeStream(of: Void.self)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        guard let port = bindToLoopback(fd, listening: 16) else {
-            close(fd)
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
+        let (fd, port) = try loopbackListener()
         listener = fd
         self.port = port
         Thread.detachNewThread { [self] in

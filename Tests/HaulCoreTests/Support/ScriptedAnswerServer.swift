@@ -13,13 +13,7 @@ final class ScriptedAnswerServer: Sendable {
 
     init(_ head: String, body: [UInt8]) throws {
         let answer = Array(head.utf8) + body
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        guard let port = bindToLoopback(fd, listening: 16) else {
-            close(fd)
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
+        let (fd, port) = try loopbackListener()
         listener = fd
         self.port = port
         Thread.detachNewThread { [self] in
