@@ -14,6 +14,13 @@ enum ServiceLauncher {
     /// once it listens). Throws the reason the service gave when it could not start.
     static func start(_ directory: StateDirectory, arguments: [String]) async throws(HaulError) -> Bool {
         try directory.prepare()
+        // The log is opened for the service without following a link (as every file of the state directory):
+        // one planted there would have the service append to whatever it points at.
+        var logInfo = stat()
+        if lstat(directory.log, &logInfo) == 0, (logInfo.st_mode & S_IFMT) != S_IFREG {
+            throw HaulError(.fileIO, "\(directory.log) is not a regular file (a link is never written through); "
+                            + "move it away to start the service")
+        }
         let executable = try ServerExecutable.path()
         var pipeEnds: [Int32] = [-1, -1]
         guard haul_pipe_cloexec(&pipeEnds) == 0 else { throw StateDirectory.error("cannot make a pipe for", directory.path) }
@@ -24,7 +31,7 @@ enum ServiceLauncher {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, directory.log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, directory.log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         // dup2 clears close-on-exec on the copy: the service gets the pipe as 3, and nothing else of ours.
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)

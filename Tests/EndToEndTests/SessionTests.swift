@@ -157,6 +157,22 @@ import TestSupport
         }
     }
 
+    /// The service's log is never written through a link planted at `service.log` (it was opened following
+    /// it, so the service appended to whatever the link named): starting the service fails, in one line.
+    @Test func aLinkAtTheServiceLogIsNeverWrittenThrough() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try FileManager.default.createDirectory(atPath: home.path, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try "mine\n".write(toFile: dir.file("victim"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: home.path + "/service.log", withDestinationPath: dir.file("victim"))
+        let listed = try await Self.haul(["ls"], home, in: dir)
+        #expect(listed.status != 0)
+        #expect(listed.stderr.split(separator: "\n").count == 1 && listed.stderr.contains("service.log is not a regular file"),
+                "\(listed.stderr)")
+        #expect(try String(contentsOfFile: dir.file("victim"), encoding: .utf8) == "mine\n")
+    }
+
     @Test func stopPausesAndTheNextServiceContinues() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()

@@ -267,6 +267,35 @@ import Testing
         }
     }
 
+    /// A part replaced during the download (removed, and another file made at its name): the download fails,
+    /// and its state and journal go with it, so that no later run takes the new file for this download's
+    /// bytes (they stayed, describing a part that was no longer there).
+    @Test func aReplacedPartTakesItsStateAlong() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { (server) async throws in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(DownloadJob(url: server.downloadURL("medium.bin"), outputDirectory: dir.path))
+            // Past its first checkpoint: the state file is there.
+            try await within(30, "the first checkpoint") {
+                for await event in manager.events {
+                    if case .progress(id, _) = event, FileManager.default.fileExists(atPath: dir.file("medium.bin.part.json")) {
+                        return
+                    }
+                }
+            }
+            try FileManager.default.removeItem(atPath: dir.file("medium.bin.part"))
+            _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(repeating: 9, count: 100))
+            server.setRate(nil)
+            await manager.waitUntilIdle()
+            guard case .failed(let error) = await manager.state(of: id) else {
+                Issue.record("not failed: \(String(describing: await manager.state(of: id)))")
+                return
+            }
+            #expect(error.message.contains("was replaced by something else"), "\(error)")
+            #expect(dir.listing() == ["medium.bin.part"], "\(dir.listing())")
+        }
+    }
+
     /// Another URL's partial download may still be resumed: it is left alone, and this one takes the next name.
     @Test func anotherURLsPartIsLeftForIt() async throws {
         let dir = TempDirectory()

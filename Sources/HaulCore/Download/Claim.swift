@@ -278,6 +278,9 @@ struct Claim {
     /// during the download stays, and this one takes the next free `name.N.ext`. Returns the final path.
     mutating func place(replacing: Bool, notice: (DownloadFact) -> Void) throws(HaulError) -> String {
         guard directory.holds(partName, part) else {
+            // The state and journal describe the part that was there, not what is there now: a later run must
+            // not take that for this download's bytes.
+            removeState()
             throw HaulError(.fileIO, "\(partPath) was replaced by something else during the download; not renaming it")
         }
         let wanted = name
