@@ -184,7 +184,11 @@ package struct ServiceClient: Sendable {
             }
             return (head.status, data)
         } catch {
-            throw HaulError(.other, "cannot reach the service at \(directory.socket): \(HaulError.from(error).message)")
+            let failure = HaulError.from(error)
+            // libcurl words a socket that nothing answers on as a TCP port ("failed to connect to localhost
+            // port 80"): said here as what it is.
+            let why = failure.category == .network ? "no answer (it is not running, or it stopped meanwhile)" : failure.message
+            throw HaulError(.other, "cannot reach the service at \(directory.socket): \(why)")
         }
     }
 }

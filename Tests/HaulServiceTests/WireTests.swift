@@ -3,6 +3,7 @@ import Testing
 @testable import HaulCore
 @testable import HaulService
 @testable import HaulServiceClient
+import TestSupport
 
 /// What crosses the socket: every manager event survives the trip as the same event, as a flat JSON
 /// object, and the event stream's framing is read back whatever the batch boundaries.
@@ -136,5 +137,30 @@ extension WireTests {
         full.sync = false
         #expect(try JSONDecoder().decode(DownloadJob.self, from: JSONEncoder().encode(full)) == full)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(DownloadJob.self, from: Data(#"{"url":"u"}"#.utf8)) }
+    }
+}
+
+/// What a client says when nothing answers on the service's socket.
+@Suite struct ServiceClientTests {
+    /// A socket file that nothing listens on (a service killed without its cleanup): the message names the
+    /// socket and says so, not libcurl's "failed to connect to localhost port 80".
+    @Test func nothingListeningIsSaidPlainly() async throws {
+        let dir = TempDirectory()
+        let socketPath = dir.path + "/haul.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        close(fd)  // bound, never listened: connecting is refused
+        let client = ServiceClient(directory: StateDirectory(path: dir.path))
+        let error = await #expect(throws: HaulError.self) { () async throws in _ = try await client.list() }
+        #expect(error?.message == "cannot reach the service at \(socketPath): no answer (it is not running, or it stopped meanwhile)",
+                "\(error?.message ?? "")")
     }
 }
