@@ -179,8 +179,11 @@ import Testing
     @Test func demoOpensTheFilesViewAndDownloadsInParts() async throws {
         let dir = TempDirectory()
         let tmux = try TmuxSession(["--demo", "-o", "out"], in: dir.path)
+        // Every row the test uses, not only the first: tmux may be read while a frame is still half drawn
+        // (seen under TSan: medium.bin's row was there, photo-small.jpg's, further down, not yet).
         let files = try await tmux.waitFor("the demo server's files", within: .seconds(20)) { screen in
-            Self.row(screen, "medium.bin") != nil && screen.contains { $0.contains("SuperStorage sample server") }
+            Self.row(screen, "medium.bin") != nil && Self.row(screen, "photo-small.jpg") != nil
+                && screen.contains { $0.contains("SuperStorage sample server") }
         }
         let medium = try #require(files.firstIndex { Self.row([$0], "medium.bin") != nil })
         let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
