@@ -231,8 +231,13 @@ private final class CurlHandle {
     var stalled = false
     /// The head has been handed over (or failed); saves a lock per chunk.
     var headSeen = false
-    /// The receive cap last given to curl (0: none).
+    /// The receive cap in force (0: none), and what keeps the transfer to it.
     var appliedRate: Int64 = 0
+    var pacer: ReceivePacer?
+    /// Paused by the pacer until then: the held chunk is taken once the driver resumes the transfer.
+    var pacedUntil: TransferInstant?
+    /// Added to the multi handle: curl's buffer size is set for good.
+    var added = false
     /// A HEAD that only opens a connection ahead of need (`CurlDriver.openAhead`): no body, no share of a cap.
     let ahead: Bool
 
@@ -268,6 +273,10 @@ private final class CurlHandle {
         let now = TransferInstant.now
         noteActivity(at: now)
         deliverHeadIfPending()
+        if !bytes.isEmpty, pacer != nil, case .wait(let until) = pacer!.admit(bytes.count, at: now) {
+            pacedUntil = until
+            return Int(haul_writefunc_pause())
+        }
         switch core.receive(bytes, now: now) {
         case .deliver, .deliverHead, .buffered:
             return bytes.count
@@ -286,7 +295,7 @@ private final class CurlHandle {
         let limit = core.request.options.stallTimeout
         // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
         let now = core.activityClock.time(at: .now)
-        if pausedForConsumer || !(limit > 0) {
+        if pausedForConsumer || pacedUntil != nil || !(limit > 0) {
             lastActivity = now
             return false
         }
@@ -361,8 +370,13 @@ private final class DriverLoop {
             let now = TransferInstant.now
             var pending = false
             for handle in handles.values where handle.core.flushIfDue(now: now) { pending = true }
-            // Sleeps until a socket is ready, a curl timer is due, or another thread posts a command.
-            let timeout = pending ? 5 : !waitingForAhead.isEmpty ? 100 : handles.isEmpty ? 60_000 : 1_000
+            // Sleeps until a socket is ready, a curl timer is due, a paced transfer may go on, or another thread
+            // posts a command.
+            var timeout = pending ? 5 : !waitingForAhead.isEmpty ? 100 : handles.isEmpty ? 60_000 : 1_000
+            if let next = resumePaced(now: now) {
+                let milliseconds = (next.nanoseconds - now.nanoseconds + 999_999) / 1_000_000
+                timeout = Swift.min(timeout, Int(Swift.max(1, milliseconds)))
+            }
             if driver.willPoll() {
                 curl_multi_poll(multi, nil, 0, Int32(timeout), nil)
                 driver.didPoll()
@@ -381,7 +395,8 @@ private final class DriverLoop {
             if let handle = byTransfer[ObjectIdentifier(core)] {
                 handle.pausedForConsumer = false
                 handle.noteActivity()
-                curl_easy_pause(handle.easy, CURLPAUSE_CONT)
+                // Held by the pacer instead: it resumes the transfer when its time comes.
+                if handle.pacedUntil == nil { curl_easy_pause(handle.easy, CURLPAUSE_CONT) }
             }
         case .remove(let core):
             if let handle = byTransfer[ObjectIdentifier(core)] {
@@ -554,10 +569,28 @@ private final class DriverLoop {
         handles[easy] = handle
         byTransfer[ObjectIdentifier(core)] = handle
         rebalance()
+        handle.added = true
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             close(handle, error: HaulError(.other, String(cString: curl_multi_strerror(code))))
         }
+    }
+
+    /// Resumes the transfers the pacer held whose time has come (curl hands the held chunk over at once);
+    /// returns when the next of the others may go on.
+    private func resumePaced(now: TransferInstant) -> TransferInstant? {
+        var next: TransferInstant?
+        for handle in handles.values {
+            guard let until = handle.pacedUntil else { continue }
+            if until <= now {
+                handle.pacedUntil = nil
+                handle.noteActivity(at: now)
+                curl_easy_pause(handle.easy, CURLPAUSE_CONT)
+            }
+            // Resuming may have handed over a chunk that ended in debt again: that one waits anew.
+            if let until = handle.pacedUntil { next = next.map { Swift.min($0, until) } ?? until }
+        }
+        return next
     }
 
     /// Gives every transfer the lower of its caps: its share of the overall cap, and its share of its
@@ -592,7 +625,29 @@ private final class DriverLoop {
             let applied = cap == .max ? 0 : cap
             guard handle.appliedRate != applied else { continue }
             handle.appliedRate = applied
-            haul_easy_setopt_off(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(applied))
+            pace(handle, easy: easy, rate: applied)
+        }
+    }
+
+    /// Puts `handle` under a cap of `rate` (0: none). A transfer not started yet gets a receive buffer to match,
+    /// so that one chunk is a small part of a second at that rate; a running one keeps its buffer (curl sizes
+    /// it when the transfer starts), and its pace holds whatever the chunk size.
+    private func pace(_ handle: CurlHandle, easy: UnsafeMutableRawPointer, rate: Int64) {
+        let now = TransferInstant.now
+        if rate == 0 {
+            handle.pacer = nil
+        } else if handle.pacer == nil {
+            handle.pacer = ReceivePacer(rate: rate, now: now)
+        } else {
+            handle.pacer!.setRate(rate, now: now)
+        }
+        if !handle.added {
+            let chunk = rate == 0 ? IOBuffer.largestChunk : ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk)
+            haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, chunk)
+        }
+        // A held transfer waits as long as its debt at the new rate says; lifted, it goes on at the next turn.
+        if handle.pacedUntil != nil {
+            handle.pacedUntil = handle.pacer?.paidOff(from: now) ?? now
         }
     }
 
