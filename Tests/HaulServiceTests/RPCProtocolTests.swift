@@ -21,6 +21,18 @@ struct RPCProtocolTests {
         }
     }
 
+    /// An integer id past 64 bits comes back digit for digit, not as a rounded double
+    /// (`1.8446744073709552e+19`), which a client would not match to its call.
+    @Test(arguments: ["18446744073709551615", "-9223372036854775809", "123456789012345678901234567890"])
+    func aHugeIntegerIdIsEchoedExactly(text: String) {
+        let body = #"{"jsonrpc":"2.0","id":\#(text),"method":"system.listMethods"}"#
+        guard case .single(.success(let call)) = JSONRPC.request(body: Array(body.utf8)) else {
+            Issue.record("not a call: \(body)")
+            return
+        }
+        #expect(JSONRPC.reply(.success("OK"), id: call.id).text == #"{"id":\#(text),"jsonrpc":"2.0","result":"OK"}"#)
+    }
+
     @Test func stringsAreEscaped() {
         let value: JSON = ["a\"b": .string("line\nnext\ttab\\ \u{1} é")]
         #expect(value.text == #"{"a\"b":"line\nnext\ttab\\ \u0001 é"}"#)

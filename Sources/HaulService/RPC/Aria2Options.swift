@@ -135,6 +135,7 @@ struct Aria2Options: Sendable, Equatable {
         switch value {
         case .string(let text): return text
         case .int(let number): return String(number)
+        case .bigInteger(let digits): return digits
         case .double(let number): return "\(number)"
         case .bool(let flag): return flag ? "true" : "false"
         default: throw .aria2("\(key) must be a string")

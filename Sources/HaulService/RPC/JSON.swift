@@ -3,11 +3,14 @@ import Foundation
 /// A JSON value as JSON-RPC carries it. Parsed with Foundation's decoder; written by `write(to:)`, which
 /// keeps an object's keys in the order given (aria2's replies are read by people too) and never fails.
 ///
-/// An integer stays an integer and a fraction a double, so a request's `id` is echoed in its own type.
+/// An integer stays an integer and a fraction a double, so a request's `id` is echoed in its own type; an
+/// integer past 64 bits keeps its digits (up to 38 of them), never rounded through a double.
 enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
+    /// An integer outside `Int64`'s range, as its decimal digits (a leading `-` for a negative one).
+    case bigInteger(String)
     case double(Double)
     case string(String)
     case array([JSON])
@@ -19,6 +22,7 @@ enum JSON: Sendable, Equatable {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
         case (.int(let a), .int(let b)): a == b
+        case (.bigInteger(let a), .bigInteger(let b)): a == b
         case (.double(let a), .double(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.array(let a), .array(let b)): a == b
@@ -79,6 +83,7 @@ enum JSON: Sendable, Equatable {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
         case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .bigInteger(let digits): out.append(contentsOf: digits.utf8)
         case .double(let value):
             // JSON has no NaN or infinity.
             out.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
@@ -155,11 +160,23 @@ extension JSON: Decodable {
             self = .bool(bool)
         } else if let int = try? value.decode(Int64.self) {
             self = .int(int)
+        } else if let decimal = try? value.decode(Decimal.self), let digits = Self.wholeDigits(decimal) {
+            self = .bigInteger(digits)
         } else if let double = try? value.decode(Double.self) {
             self = .double(double)
         } else {
             self = .string(try value.decode(String.self))
         }
+    }
+}
+
+extension JSON {
+    /// A whole number's digits, as JSON writes an integer; nil for a fraction or a number that is not finite.
+    static func wholeDigits(_ decimal: Decimal) -> String? {
+        guard decimal.isFinite else { return nil }
+        let text = decimal.description
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        return !digits.isEmpty && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber) ? text : nil
     }
 }
 
