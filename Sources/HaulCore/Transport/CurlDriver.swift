@@ -273,7 +273,7 @@ private final class CurlHandle {
         let now = TransferInstant.now
         noteActivity(at: now)
         deliverHeadIfPending()
-        if !bytes.isEmpty, pacer != nil, case .wait(let until) = pacer!.admit(bytes.count, at: now) {
+        if !bytes.isEmpty, case .wait(let until)? = pacer?.admit(bytes.count, at: now) {
             pacedUntil = until
             return Int(haul_writefunc_pause())
         }
@@ -636,14 +636,14 @@ private final class DriverLoop {
         let now = TransferInstant.now
         if rate == 0 {
             handle.pacer = nil
-        } else if handle.pacer == nil {
-            handle.pacer = ReceivePacer(rate: rate, now: now)
+        } else if handle.pacer != nil {
+            handle.pacer?.setRate(rate, now: now)
         } else {
-            handle.pacer!.setRate(rate, now: now)
+            handle.pacer = ReceivePacer(rate: rate, now: now)
         }
-        if !handle.added {
-            let chunk = rate == 0 ? IOBuffer.largestChunk : ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk)
-            haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, chunk)
+        // Not added yet: `add` has set the largest buffer, which an uncapped transfer keeps.
+        if !handle.added, rate > 0 {
+            haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk))
         }
         // A held transfer waits as long as its debt at the new rate says; lifted, it goes on at the next turn.
         if handle.pacedUntil != nil {

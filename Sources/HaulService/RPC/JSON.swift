@@ -176,7 +176,7 @@ extension JSON {
         guard decimal.isFinite else { return nil }
         let text = decimal.description
         let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
-        return !digits.isEmpty && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber) ? text : nil
+        return !digits.isEmpty && digits.allSatisfy({ $0.isASCII && $0.isNumber }) ? text : nil
     }
 }
 
