@@ -12,7 +12,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.2"),
@@ -44,6 +43,11 @@ let package = Package(
             providers: [.apt(["libpng-dev"])]),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // OpenSSL's libcrypto, the digests of `--checksum` and `haul verify`: libcurl's TLS loads it anyway (a
+        // second crypto library, swift-crypto's BoringSSL, was 1,000 more files to build and link).
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
         // XXH3, the checksum of each block a download records (crash resume, `haul verify`).
         .systemLibrary(
             name: "CXXHash", path: "Sources/CXXHash",
@@ -53,8 +57,7 @@ let package = Package(
         .target(
             name: "HaulCore",
             dependencies: [
-                "CCurl", "CLinux", "CXXHash",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CCurl", "CLinux", "CXXHash", "COpenSSL",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
@@ -172,8 +175,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "SampleServer",
-                "CJPEG",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CJPEG", "COpenSSL",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"),

@@ -1,5 +1,5 @@
-import Crypto
 import Testing
+import TestSupport
 @testable import HaulCore
 
 @Suite struct ChecksumFileTests {
@@ -37,7 +37,7 @@ import Testing
 
     @Test func aRunningDigestIsTheFilesOnlyWhenFedInOrderFromZero() throws {
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let expected = SHA512.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let expected = OpenSSLDigest.hex(.sha512, of: bytes)
         var digest = RunningDigest(.sha512)
         bytes.withUnsafeBytes { raw in
             digest.feed(UnsafeRawBufferPointer(rebasing: raw[0..<100_000]), at: 0)

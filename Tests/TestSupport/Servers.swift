@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import SampleServer
 
@@ -39,16 +38,16 @@ public func expectedSHA256(_ name: String) -> String {
 
 /// The sha256 of any generated file (one a test adds to the server's set).
 public func expectedSHA256(of file: GeneratedFile) -> String {
-    var hasher = SHA256()
+    let hasher = OpenSSLDigest(.sha256)
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     var offset = 0
     while offset < file.size {
         let count = min(buffer.count, file.size - offset)
         buffer.withUnsafeMutableBytes { file.fill(UnsafeMutableRawBufferPointer(rebasing: $0[..<count]), offset: offset) }
-        buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         offset += count
     }
-    return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    return hasher.hex()
 }
 
 public struct TimedOut: Error, CustomStringConvertible {
