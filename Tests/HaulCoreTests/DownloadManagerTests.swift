@@ -133,6 +133,29 @@ import Testing
         await driver.shutdown()
     }
 
+    /// A hook waits at the naming gate (the service's store) for every event up to its download's end: a kill
+    /// before the store holds "done" leaves a hook not yet run, which the next service runs (`RestoreTests`).
+    @Test func aHookStartsOnlyOnceTheGateHasLetItsDownloadsEndThrough() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let manager = DownloadManager(concurrency: 1)
+            let marker = dir.file("hook-ran")
+            let gateCalls = Mutex<[(mark: Int, hookHadRun: Bool)]>([])
+            await manager.setNamingGate { mark in
+                gateCalls.withLock { $0.append((mark, FileManager.default.fileExists(atPath: marker))) }
+            }
+            var job = job(server, "small.bin", in: dir)
+            job.onComplete = Hook(command: "touch '\(marker)'", shell: true)
+            let id = await manager.add(job)
+            let events = try await watch(manager) { $0.contains(.state(id: id, .done)) }
+            await manager.waitForHooks()
+            #expect(FileManager.default.fileExists(atPath: marker))
+            let last = gateCalls.withLock { $0.last }
+            #expect(last?.mark == events.count, "the hook waited for every event up to its download's done")
+            #expect(last?.hookHadRun == false)
+        }
+    }
+
     @Test func cancelAllCancelsEveryStoredTaskAndTheQueue() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 1 << 20) { server in

@@ -250,4 +250,32 @@ extension StoreTests {
         #expect(await service.roster[renamed]?.state == .done)
         await service.manager.cancelAll()
     }
+    /// The same kill, with an `--on-complete` hook: a hook starts only once the store holds "done", so the
+    /// killed service never ran it, and the next one runs it, once, when it finds the download done.
+    @Test func theHookOfADownloadFoundDoneRunsOnce() async throws {
+        let state = TempDirectory()
+        let out = TempDirectory()
+        let store = try Store(directory: state.path)
+        var job = F.job("a.bin")
+        let marker = out.file("hook-ran")
+        job.onComplete = Hook(command: "echo \"$HAUL_STATUS $HAUL_SIZE $HAUL_FILE\" >> '\(marker)'", shell: true)
+        let renamed = try store.insert(job, file: "a.bin", added: F.time(0))
+        try Data(repeating: 7, count: 1000).write(to: URL(fileURLWithPath: out.file("a.bin")))
+        try store.apply([
+            .state(id: renamed, .downloading),
+            .started(id: renamed, file: "a.bin", path: out.file("a.bin"), total: 1000, part: FileIdentity.of(out.file("a.bin"))),
+        ], at: F.time(1))
+        let service = Service(configuration: .init(directory: StateDirectory(path: state.path)), store: store)
+        _ = try await service.restore()
+        await service.manager.waitForHooks()
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "done 1000 \(out.file("a.bin"))\n")
+
+        // Restored again (the row now says done): history, and no second run.
+        let again = Service(configuration: .init(directory: StateDirectory(path: state.path)), store: store)
+        _ = try await again.restore()
+        await again.manager.waitForHooks()
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "done 1000 \(out.file("a.bin"))\n")
+        await service.manager.cancelAll()
+        await again.manager.cancelAll()
+    }
 }

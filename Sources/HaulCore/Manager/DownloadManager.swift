@@ -224,7 +224,9 @@ package actor DownloadManager {
 
     /// Awaited by each download before its file takes its name, with the count of `events` up to its
     /// `started` (`eventsYielded`): the service returns once its store holds that event, so that the
-    /// part's identity is stored before the rename a kill could otherwise separate from its "done".
+    /// part's identity is stored before the rename a kill could otherwise separate from its "done". Hooks
+    /// await it too, with the count up to the download's end: a hook starts once the store holds "done" (or
+    /// "failed"), so a kill before that leaves a download that `restore` finds done and whose hook has not run.
     package func setNamingGate(_ gate: (@Sendable (Int) async -> Void)?) {
         namingGate = gate
     }
@@ -573,7 +575,7 @@ package actor DownloadManager {
             setState(id, .done)
             if let hook = entry.job.onComplete {
                 hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
-                    id: id, job: entry.job, path: value.path, bytes: value.bytes, error: nil))
+                    id: id, job: entry.job, path: value.path, bytes: value.bytes, error: nil), after: storedGate())
             }
         case .failure(let error):
             if entry.state == .queued {
@@ -584,12 +586,28 @@ package actor DownloadManager {
                 if error.category != .cancelled, let hook = entry.job.onError {
                     let planned = path ?? FilePath.join(entry.job.outputDirectory, entry.file)
                     hooks.run(hook, name: "--on-error", environment: Self.hookEnvironment(
-                        id: id, job: entry.job, path: planned, bytes: nil, error: error))
+                        id: id, job: entry.job, path: planned, bytes: nil, error: error), after: storedGate())
                 }
             }
         }
         entries[id]?.stopIntent = nil
         startWaiting()
+    }
+
+    /// What a hook started now waits for: the naming gate with every event so far (nil without a gate).
+    private func storedGate() -> (@Sendable () async -> Void)? {
+        guard let namingGate else { return nil }
+        let mark = eventsYielded
+        return { await namingGate(mark) }
+    }
+
+    /// Runs the `--on-complete` hook of a download that `restore` found done: the service was killed after its
+    /// file took its name and before the store held its "done", so the hook (which waits for that) never ran.
+    /// Called once the store holds the "done" now found.
+    package func runCompletionHook(_ id: DownloadID, _ result: DownloadResult) {
+        guard let entry = entries[id], let hook = entry.job.onComplete else { return }
+        hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
+            id: id, job: entry.job, path: result.path, bytes: result.bytes, error: nil))
     }
 
     /// What a hook is told, in its environment: nothing secret (the URL's password is masked).

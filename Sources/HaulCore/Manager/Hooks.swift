@@ -80,13 +80,28 @@ final class HookRunner: Sendable {
 
     /// Starts `hook` with `environment` added to haul's own. Its stdout goes to haul's stderr (so it never
     /// mixes into `--json` lines), its stdin is /dev/null. A hook that cannot start is one line on stderr.
-    func run(_ hook: Hook, name: String, environment: [String: String]) {
+    /// With `after`, it starts once that returns (the service's store holding the download's end); it counts
+    /// as running from now, so `waitForAll` waits for it.
+    func run(_ hook: Hook, name: String, environment: [String: String],
+             after gate: (@Sendable () async -> Void)? = nil) {
         guard let argv = hook.argv else {
             TextOutput.standard.err("haul: \(name) '\(hook.command)': an unclosed quote, or no command")
             return
         }
         // Counted before it starts, so that a quick one cannot end (and wake the waiters) before it is counted.
         state.withLockedValue { $0.running += 1 }
+        guard let gate else {
+            Self.start(argv, name: name, environment: environment, state: state)
+            return
+        }
+        Task { [state] in
+            await gate()
+            Self.start(argv, name: name, environment: environment, state: state)
+        }
+    }
+
+    private static func start(_ argv: [String], name: String, environment: [String: String],
+                              state: NIOLockedValueBox<State>) {
         let result = ChildProcess.start(argv, environment: environment, output: .stderr) { [state] exit in
             if exit != 0 {
                 TextOutput.standard.err("haul: \(name) '\(argv[0])' exited with status \(exit)")

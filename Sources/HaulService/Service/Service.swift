@@ -80,6 +80,7 @@ actor Service {
     func restore() async throws(StoreError) -> [DownloadID] {
         var continued: [DownloadID] = []
         var lost: [ManagerEvent] = []
+        var foundDone: [(DownloadID, DownloadResult)] = []
         for found in try store.all() {
             var stored = found
             var state = stored.state
@@ -106,9 +107,9 @@ actor Service {
                 stored.completed = size
                 stored.total = stored.total ?? size
                 stored.file = FilePath.baseName(of: path)
-                lost.append(.finished(id: stored.id, DownloadResult(file: stored.file, path: path, bytes: size,
-                                                                    skipped: false),
-                                      seconds: stored.seconds ?? 0))
+                let result = DownloadResult(file: stored.file, path: path, bytes: size, skipped: false)
+                lost.append(.finished(id: stored.id, result, seconds: stored.seconds ?? 0))
+                foundDone.append((stored.id, result))
                 lost.append(.state(id: stored.id, .done))
             }
             if !state.isFinished && stored.secretsWithheld {
@@ -121,6 +122,8 @@ actor Service {
             await manager.restore(resumable, id: stored.id, file: stored.file, state: state)
         }
         if !lost.isEmpty { try store.apply(lost, at: Date()) }
+        // Their hooks wait for a stored "done", which the killed service never wrote: they run now, once.
+        for (id, result) in foundDone { await manager.runCompletionHook(id, result) }
         return continued
     }
 
