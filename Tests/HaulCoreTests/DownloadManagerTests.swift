@@ -156,6 +156,36 @@ import Testing
         }
     }
 
+    /// A stopping service waits for the hooks held at the gate to start (its store has taken the last events),
+    /// so that no hook whose "done" is stored is left unstarted when the process ends.
+    @Test func theHooksHeldAtTheGateCanBeWaitedForToStart() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let manager = DownloadManager(concurrency: 1)
+            let marker = dir.file("hook-ran")
+            let calls = Mutex(0)
+            let (entered, enteredSink) = AsyncStream<Void>.makeStream()
+            let (release, releaseSink) = AsyncStream<Void>.makeStream()
+            await manager.setNamingGate { _ in
+                // The first call is the rename's; the second the hook's, held until the test lets it go.
+                guard calls.withLock({ $0 += 1; return $0 }) == 2 else { return }
+                enteredSink.finish()
+                for await _ in release {}
+            }
+            var job = job(server, "small.bin", in: dir)
+            job.onComplete = Hook(command: "touch '\(marker)'", shell: true)
+            let id = await manager.add(job)
+            _ = try await watch(manager) { $0.contains(.state(id: id, .done)) }
+            for await _ in entered {}
+            #expect(await manager.hooksWaitingToStart == 1)
+            releaseSink.finish()
+            await manager.waitForHookStarts()
+            #expect(await manager.hooksWaitingToStart == 0)
+            await manager.waitForHooks()
+            #expect(FileManager.default.fileExists(atPath: marker))
+        }
+    }
+
     @Test func cancelAllCancelsEveryStoredTaskAndTheQueue() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 1 << 20) { server in

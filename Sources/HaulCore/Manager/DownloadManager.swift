@@ -633,6 +633,14 @@ package actor DownloadManager {
         await hooks.waitForAll()
     }
 
+    /// Returns once every hook has started; none waits at the naming gate any more (see `setNamingGate`).
+    package func waitForHookStarts() async {
+        await hooks.waitForStarts()
+    }
+
+    /// Hooks waiting at the naming gate for the store to hold their download's end.
+    package var hooksWaitingToStart: Int { hooks.waitingToStart }
+
     private func resumeIdleWaitersIfIdle() {
         guard isIdle, !idleWaiters.isEmpty else { return }
         let waiters = idleWaiters

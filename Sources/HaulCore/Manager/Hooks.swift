@@ -76,7 +76,13 @@ final class HookRunner: Sendable {
     private struct State {
         var running = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Hooks waiting at their gate, not started yet.
+        var gated = 0
+        var startWaiters: [CheckedContinuation<Void, Never>] = []
     }
+
+    /// How many hooks wait at their gate, not started yet.
+    var waitingToStart: Int { state.withLockedValue { $0.gated } }
 
     /// Starts `hook` with `environment` added to haul's own. Its stdout goes to haul's stderr (so it never
     /// mixes into `--json` lines), its stdin is /dev/null. A hook that cannot start is one line on stderr.
@@ -89,7 +95,10 @@ final class HookRunner: Sendable {
             return
         }
         // Counted before it starts, so that a quick one cannot end (and wake the waiters) before it is counted.
-        state.withLockedValue { $0.running += 1 }
+        state.withLockedValue { state in
+            state.running += 1
+            if gate != nil { state.gated += 1 }
+        }
         guard let gate else {
             Self.start(argv, name: name, environment: environment, state: state)
             return
@@ -97,6 +106,26 @@ final class HookRunner: Sendable {
         Task { [state] in
             await gate()
             Self.start(argv, name: name, environment: environment, state: state)
+            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                state.gated -= 1
+                guard state.gated == 0 else { return [] }
+                defer { state.startWaiters = [] }
+                return state.startWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Returns once every hook run so far has started (none waits at its gate): a service that stops calls it
+    /// after its store has taken the last events, so no hook whose "done" is stored is left unstarted.
+    func waitForStarts() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLockedValue { state -> Bool in
+                if state.gated == 0 { return true }
+                state.startWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
         }
     }
 

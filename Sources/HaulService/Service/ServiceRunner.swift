@@ -171,6 +171,9 @@ package enum ServiceRunner {
             await manager.finishEvents()
             // The event task drains what the manager told, then closes the store.
             await recorder.waitUntilClosed()
+            // Hooks start once the store holds their download's end: the last ones are released as the event
+            // task ends, and start before the process does (they run on after it; none is waited for).
+            await manager.waitForHookStarts()
             let stopped = await service.stoppedDownloads
             if !stopped.isEmpty { await recorder.markQueued(stopped) }
             tasks.cancelAll()
