@@ -573,10 +573,7 @@ package actor DownloadManager {
             entries[id]?.file = value.file
             continuation.yield(.finished(id: id, value, seconds: seconds))
             setState(id, .done)
-            if let hook = entry.job.onComplete {
-                hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
-                    id: id, job: entry.job, path: value.path, bytes: value.bytes, error: nil), after: storedGate())
-            }
+            runCompletionHook(id, job: entry.job, value, after: storedGate())
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
@@ -605,9 +602,15 @@ package actor DownloadManager {
     /// file took its name and before the store held its "done", so the hook (which waits for that) never ran.
     /// Called once the store holds the "done" now found.
     package func runCompletionHook(_ id: DownloadID, _ result: DownloadResult) {
-        guard let entry = entries[id], let hook = entry.job.onComplete else { return }
+        guard let job = entries[id]?.job else { return }
+        runCompletionHook(id, job: job, result, after: nil)
+    }
+
+    private func runCompletionHook(_ id: DownloadID, job: DownloadJob, _ result: DownloadResult,
+                                   after gate: (@Sendable () async -> Void)?) {
+        guard let hook = job.onComplete else { return }
         hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
-            id: id, job: entry.job, path: result.path, bytes: result.bytes, error: nil))
+            id: id, job: job, path: result.path, bytes: result.bytes, error: nil), after: gate)
     }
 
     /// What a hook is told, in its environment: nothing secret (the URL's password is masked).

@@ -74,15 +74,28 @@ final class HookRunner: Sendable {
     private let state = NIOLockedValueBox(State())
 
     private struct State {
-        var running = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Hooks not ended yet.
+        var running = Count()
         /// Hooks waiting at their gate, not started yet.
-        var gated = 0
-        var startWaiters: [CheckedContinuation<Void, Never>] = []
+        var gated = Count()
+    }
+
+    /// A number of hooks, and who waits for it to come down to zero.
+    private struct Count {
+        var value = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+
+        /// One fewer: the waiters to wake if that was the last.
+        mutating func decrement() -> [CheckedContinuation<Void, Never>] {
+            value -= 1
+            guard value == 0 else { return [] }
+            defer { waiters = [] }
+            return waiters
+        }
     }
 
     /// How many hooks wait at their gate, not started yet.
-    var waitingToStart: Int { state.withLockedValue { $0.gated } }
+    var waitingToStart: Int { state.withLockedValue { $0.gated.value } }
 
     /// Starts `hook` with `environment` added to haul's own. Its stdout goes to haul's stderr (so it never
     /// mixes into `--json` lines), its stdin is /dev/null. A hook that cannot start is one line on stderr.
@@ -96,8 +109,8 @@ final class HookRunner: Sendable {
         }
         // Counted before it starts, so that a quick one cannot end (and wake the waiters) before it is counted.
         state.withLockedValue { state in
-            state.running += 1
-            if gate != nil { state.gated += 1 }
+            state.running.value += 1
+            if gate != nil { state.gated.value += 1 }
         }
         guard let gate else {
             Self.start(argv, name: name, environment: environment, state: state)
@@ -106,27 +119,19 @@ final class HookRunner: Sendable {
         Task { [state] in
             await gate()
             Self.start(argv, name: name, environment: environment, state: state)
-            let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-                state.gated -= 1
-                guard state.gated == 0 else { return [] }
-                defer { state.startWaiters = [] }
-                return state.startWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+            Self.decrement(\.gated, in: state)
         }
     }
 
     /// Returns once every hook run so far has started (none waits at its gate): a service that stops calls it
     /// after its store has taken the last events, so no hook whose "done" is stored is left unstarted.
     func waitForStarts() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLockedValue { state -> Bool in
-                if state.gated == 0 { return true }
-                state.startWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await waitUntilZero(\.gated)
+    }
+
+    /// Returns once every hook started so far has ended.
+    func waitForAll() async {
+        await waitUntilZero(\.running)
     }
 
     private static func start(_ argv: [String], name: String, environment: [String: String],
@@ -135,30 +140,23 @@ final class HookRunner: Sendable {
             if exit != 0 {
                 TextOutput.standard.err("haul: \(name) '\(argv[0])' exited with status \(exit)")
             }
-            Self.ended(state)
+            Self.decrement(\.running, in: state)
         }
         if result != 0 {
             TextOutput.standard.err("haul: \(name): cannot run '\(argv[0])': \(String(cString: strerror(result)))")
-            Self.ended(state)
+            Self.decrement(\.running, in: state)
         }
     }
 
-    private static func ended(_ state: NIOLockedValueBox<State>) {
-        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            state.running -= 1
-            guard state.running == 0 else { return [] }
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+    private static func decrement(_ count: WritableKeyPath<State, Count>, in state: NIOLockedValueBox<State>) {
+        for waiter in state.withLockedValue({ $0[keyPath: count].decrement() }) { waiter.resume() }
     }
 
-    /// Returns once every hook started so far has ended.
-    func waitForAll() async {
+    private func waitUntilZero(_ count: WritableKeyPath<State, Count>) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLockedValue { state -> Bool in
-                if state.running == 0 { return true }
-                state.waiters.append(continuation)
+                if state[keyPath: count].value == 0 { return true }
+                state[keyPath: count].waiters.append(continuation)
                 return false
             }
             if done { continuation.resume() }

@@ -69,6 +69,8 @@ final class DigestContext: @unchecked Sendable {
 
     deinit { haul_digest_free(context) }
 
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
     func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         // OpenSSL's software digests do not fail an update of memory they are given.
@@ -80,12 +82,11 @@ final class DigestContext: @unchecked Sendable {
         var out = [UInt8](repeating: 0, count: 64)
         let length = Int(haul_digest_peek(context, &out))
         guard length > 0 else { return nil }
-        let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(2 * length)
         for byte in out[..<length] {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+            text.append(Self.hexDigits[Int(byte >> 4)])
+            text.append(Self.hexDigits[Int(byte & 0x0f)])
         }
         return String(decoding: text, as: UTF8.self)
     }
@@ -100,7 +101,7 @@ final class DigestContext: @unchecked Sendable {
 /// else (a resume, segments) makes it give up: the file is then read back once at the end.
 /// (Fed in place, as a part file keeps it: a copy would share the running OpenSSL context.)
 struct RunningDigest {
-    /// Nil once the writes left the order from 0 (or when OpenSSL refuses the algorithm): the file is read back.
+    /// Nil when OpenSSL refuses the algorithm (then `broken` from the start: the file is read back).
     private let context: DigestContext?
     /// The offset the next write must start at.
     private(set) var next: Int64 = 0
