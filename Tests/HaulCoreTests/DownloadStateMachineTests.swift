@@ -53,7 +53,7 @@ import TestSupport
         #expect(machine.begin(resume: kept) == .request(ask(4000, ifRange: "\"v1\"")))
         let action = try machine.headArrived(head(206, [("Content-Range", "bytes 4000-9999/10000"),
                                                         ("ETag", "\"v1\"")]))
-        #expect(action == .stream(Body(start: 4000, end: 10_000, total: 10_000, announce: true)))
+        #expect(action == .stream(Body(start: 4000, end: 10_000, total: 10_000, announce: true, continuable: true)))
         #expect(machine.bodyEnded(at: 10_000, elapsed: .zero, resume: nil) == .finish(received: 6000, announce: nil))
     }
 
@@ -210,6 +210,27 @@ import TestSupport
         }
     }
 
+    /// A body may be refitted to a new cap (ended, and the rest asked for) only when the server takes ranges
+    /// and names the version of the file, which the request for the rest sends back in If-Range.
+    @Test func aBodyIsContinuableOnlyWithRangesAndAVersion() throws {
+        let cases: [(headers: [(String, String)], status: Int, continuable: Bool)] = [
+            ([("Accept-Ranges", "bytes"), ("ETag", "\"v1\""), ("Content-Length", "10")], 200, true),
+            ([("Accept-Ranges", "bytes"), ("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"), ("Content-Length", "10")], 200, true),
+            ([("ETag", "\"v1\""), ("Content-Length", "10")], 200, false),
+            ([("Accept-Ranges", "none"), ("ETag", "\"v1\""), ("Content-Length", "10")], 200, false),
+            ([("Accept-Ranges", "bytes"), ("Content-Length", "10")], 200, false),
+        ]
+        for (headers, status, continuable) in cases {
+            var machine = machine()
+            _ = machine.begin(resume: nil)
+            guard case .stream(let body) = try machine.headArrived(head(status, headers)) else {
+                Issue.record("no body for \(headers)")
+                continue
+            }
+            #expect(body.continuable == continuable, "\(headers)")
+        }
+    }
+
     // MARK: segments
 
     @Test func aSegmentedDownloadSplitsAsSoonAsTheProbesHeadSaysRangesWork() throws {
@@ -219,7 +240,7 @@ import TestSupport
         let action = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/\(total)"), ("ETag", "\"v1\"")]))
         // Not after the probe's body: every connection starts now, the probe's going on with its range.
         #expect(action == .segmented(first: Body(start: 0, end: Self.mib, total: total, fresh: fresh(total: total),
-                                                 announce: true), total: total))
+                                                 announce: true, continuable: true), total: total))
         #expect(machine.segmentsEnded() == .finish(received: total, announce: nil))
     }
 
@@ -230,7 +251,8 @@ import TestSupport
         #expect(machine.begin(resume: kept) == .request(ask(2 * Self.mib, 3 * Self.mib - 1, ifRange: "\"v1\"")))
         let action = try machine.headArrived(head(206, [("Content-Range", "bytes 2097152-3145727/\(total)"),
                                                         ("ETag", "\"v1\"")]))
-        #expect(action == .segmented(first: Body(start: 2 * Self.mib, end: 3 * Self.mib, total: total, announce: true),
+        #expect(action == .segmented(first: Body(start: 2 * Self.mib, end: 3 * Self.mib, total: total, announce: true,
+                                                 continuable: true),
                                      total: total))
         // 16 MiB were missing, the probe's range among them.
         #expect(machine.segmentsEnded() == .finish(received: 16 * Self.mib, announce: nil))
@@ -271,13 +293,14 @@ import TestSupport
         var machine = machine(segments: 4)
         _ = machine.begin(resume: nil)
         let probe = try machine.headArrived(head(206, [("Content-Range", "bytes 0-1048575/*"), ("ETag", "\"v1\"")]))
-        #expect(probe == .stream(Body(start: 0, end: Self.mib, total: nil, fresh: fresh(total: nil), announce: true)))
+        #expect(probe == .stream(Body(start: 0, end: Self.mib, total: nil, fresh: fresh(total: nil), announce: true,
+                                      continuable: true)))
         let probed = state([ByteRange(0, Self.mib)], total: nil)
         #expect(machine.bodyEnded(at: Self.mib, elapsed: .zero, resume: probed)
                 == .request(ask(Self.mib, ifRange: "\"v1\"")))
         // The rest is not news: same file, same (unknown) size.
         #expect(try machine.headArrived(head(206, [("Content-Range", "bytes 1048576-3145727/*"), ("ETag", "\"v1\"")]))
-                == .stream(Body(start: Self.mib, end: 3 * Self.mib, total: nil)))
+                == .stream(Body(start: Self.mib, end: 3 * Self.mib, total: nil, continuable: true)))
         // The result counts the probe's bytes too.
         #expect(machine.bodyEnded(at: 3 * Self.mib, elapsed: .zero, resume: nil)
                 == .finish(received: 3 * Self.mib, announce: nil))

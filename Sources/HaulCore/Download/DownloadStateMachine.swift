@@ -37,6 +37,9 @@ struct DownloadStateMachine {
         var announce = false
         /// Said once announced: the probe came back whole, so one connection it is.
         var notice: DownloadFact?
+        /// The server can send the rest of this body from any byte, of this version of the file (it takes
+        /// ranges, and names the version): the transfer may be ended to be refitted to a new rate cap.
+        var continuable = false
     }
 
     /// What the executor does next.
@@ -218,6 +221,8 @@ struct DownloadStateMachine {
     mutating func failed(_ error: HaulError, cancelled: Bool, resume: ResumeState?) -> Action {
         phase = .idle
         if cancelled || error.category == .cancelled { return .cancelled }
+        // Ended by the engine to fit a new rate cap: the rest at once, neither counted nor told.
+        if error.isRefit { return requestContinuing(resume) }
         guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }
         failures += 1
         let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
@@ -275,6 +280,8 @@ struct DownloadStateMachine {
                             request(from: nil))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
+        body.continuable = (placement.isRange || head["Accept-Ranges"]?.lowercased() == "bytes")
+            && (head["ETag"] != nil || head["Last-Modified"] != nil)
         if asked.offset > 0 && !placement.isRange {
             body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
         }

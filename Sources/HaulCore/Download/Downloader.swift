@@ -187,6 +187,8 @@ package struct Downloader: Sendable {
         case .stream(let body):
             guard let transfer else { preconditionFailure("a body to stream with no transfer") }
             try prepare(body, job: job, claim: &claim, events: events)
+            // Its validators are in the resume state now, so a request for the rest gets this version or none.
+            transfer.refitsToCap = body.continuable && claim.state?.validator != nil
             if transfer.hasEndedWell, let ended = transferEnded, await ended() {
                 // The whole body is here, in memory (a small file, whose head waited for it): what is left is
                 // the disk's (the direct write, a device round trip; with a sync the fsyncs; the name), and the

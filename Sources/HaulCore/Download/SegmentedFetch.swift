@@ -114,6 +114,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         defer { plan.left(worker) }
         if let first {
             defer { first.transfer.cancel() }
+            first.transfer.refitsToCap = true
             try await receive(first.transfer, worker: worker, start: first.range.start, plan: plan, part: part,
                               updates: updates)
         }
@@ -121,33 +122,60 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         // one that went on turns out to be limited after all.
         repeat {
             while let range = plan.claim(for: worker) {
-                var ask = request
-                ask.range = (range.start, range.end - 1)
-                let transfer = driver.start(ask, clock: clock)
+                let transfer = try await rangeTransfer(range)
                 defer { transfer.cancel() }
-                let head = try await transfer.head()
-                try HTTPStatus.check(head)
-                // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
-                guard head.status == 206 else { throw SegmentRefused(status: head.status) }
-                _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
-                if let other = ResponseCheck.otherVersion(of: head, etag: etag, lastModified: lastModified) {
-                    throw HaulError(.protocol, "the file changed on the server during the download (\(other))")
-                }
                 try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
                                   updates: updates)
             }
         } while await plan.waitForRecall(worker)
     }
 
-    /// Writes a range's body from `start` up to where the plan says this worker stops.
+    /// A transfer of `range` whose answer is that range of this version of the file; the engine may end it to
+    /// refit it to a new cap (`receive` then asks for the rest).
+    private func rangeTransfer(_ range: ByteRange) async throws -> Transfer {
+        var ask = request
+        ask.range = (range.start, range.end - 1)
+        let transfer = driver.start(ask, clock: clock)
+        do {
+            let head = try await transfer.head()
+            try HTTPStatus.check(head)
+            // A 200 is a server that ignores ranges (one connection then); a 206 must be the range asked for.
+            guard head.status == 206 else { throw SegmentRefused(status: head.status) }
+            _ = try ResponseCheck.placement(of: head, asked: ask.range, knownTotal: total)
+            if let other = ResponseCheck.otherVersion(of: head, etag: etag, lastModified: lastModified) {
+                throw HaulError(.protocol, "the file changed on the server during the download (\(other))")
+            }
+        } catch {
+            transfer.cancel()
+            throw error
+        }
+        transfer.refitsToCap = true
+        return transfer
+    }
+
+    /// Writes a range's body from `start` up to where the plan says this worker stops. A transfer the engine
+    /// ended to refit it to a new rate cap (`HaulError.refit`) is followed by a request for the rest.
     private func receive(_ transfer: Transfer, worker: Int, start: Int64, plan: SegmentPlan, part: PartFile,
                          updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
         var offset = start
-        let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: start)
-        for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: start, total: total,
-                                                  clock: clock) {
-            updates.yield((worker, ByteRange(offset, progress.completed)))
-            offset = progress.completed
+        var transfer = transfer
+        var refitted: Transfer?
+        defer { refitted?.cancel() }
+        while true {
+            let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: offset)
+            do {
+                for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: offset, total: total,
+                                                          clock: clock) {
+                    updates.yield((worker, ByteRange(offset, progress.completed)))
+                    offset = progress.completed
+                }
+                break
+            } catch let error as HaulError where error.isRefit {
+                guard let end = plan.end(of: worker), offset < end else { return }
+                refitted?.cancel()
+                transfer = try await rangeTransfer(ByteRange(offset, end))
+                refitted = transfer
+            }
         }
         if let end = plan.end(of: worker), offset < end {
             throw HaulError(.network, "connection closed \(end - offset) bytes short of a segment's end")

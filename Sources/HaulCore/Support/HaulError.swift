@@ -56,6 +56,8 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
     package var httpStatus: Int?
     package var retryAfter: Duration?
+    /// Set on `refit` only (nil otherwise, so that no stored error changes).
+    private var refitted: Bool?
 
     package init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
         self.category = category
@@ -65,6 +67,18 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     }
 
     package var description: String { message }
+
+    /// How the transfer engine ends a transfer whose receive buffer is far off its new rate cap, when its
+    /// reader has said it can go on from where the transfer stopped (`Transfer.refitsToCap`): the reader asks
+    /// for the rest at once, neither a failure nor a retry.
+    package static let refit: HaulError = {
+        var error = HaulError(.network, "ended to go on with a buffer fitted to a new rate cap")
+        error.refitted = true
+        return error
+    }()
+
+    /// Whether this is `refit`.
+    package var isRefit: Bool { refitted == true }
 
     /// Wraps any error as a `HaulError`; cancellation becomes `.cancelled`.
     package static func from(_ error: any Error) -> HaulError {

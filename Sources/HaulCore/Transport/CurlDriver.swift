@@ -211,6 +211,10 @@ package enum TransferEvent: Sendable, Equatable {
     case closed
     /// It waits for a connection opened ahead to its host (`CurlDriver.openAhead`) instead of opening one.
     case waitsForAConnectionOpenedAhead
+    /// Its receive cap became this many bytes per second (0: none).
+    case capped(bytesPerSecond: Int64)
+    /// It is ended with `HaulError.refit`: its buffer no longer fits its cap.
+    case refitted
 }
 
 package typealias TransferObserver = @Sendable (_ transfer: ObjectIdentifier, _ event: TransferEvent) -> Void
@@ -238,6 +242,8 @@ private final class CurlHandle {
     var pacedUntil: TransferInstant?
     /// Added to the multi handle: curl's buffer size is set for good.
     var added = false
+    /// curl's receive buffer for this transfer (`CURLOPT_BUFFERSIZE`), which is also its largest chunk.
+    var bufferSize = IOBuffer.largestChunk
     /// A HEAD that only opens a connection ahead of need (`CurlDriver.openAhead`): no body, no share of a cap.
     let ahead: Bool
 
@@ -611,6 +617,7 @@ private final class DriverLoop {
                 perDownload[key] = (rate, 1)
             }
         }
+        var misfits: [CurlHandle] = []
         for (easy, handle) in handles where !handle.ahead {
             let core = handle.core
             var cap = overallShare
@@ -625,14 +632,23 @@ private final class DriverLoop {
             let applied = cap == .max ? 0 : cap
             guard handle.appliedRate != applied else { continue }
             handle.appliedRate = applied
-            pace(handle, easy: easy, rate: applied)
+            if pace(handle, easy: easy, rate: applied) { misfits.append(handle) }
+        }
+        // Each close rebalances the rest, which may have closed one of these already.
+        for handle in misfits where handles[handle.easy] === handle {
+            handle.observer?(ObjectIdentifier(handle.core), .refitted)
+            close(handle, error: .refit)
         }
     }
 
     /// Puts `handle` under a cap of `rate` (0: none). A transfer not started yet gets a receive buffer to match,
-    /// so that one chunk is a small part of a second at that rate; a running one keeps its buffer (curl sizes
-    /// it when the transfer starts), and its pace holds whatever the chunk size.
-    private func pace(_ handle: CurlHandle, easy: UnsafeMutableRawPointer, rate: Int64) {
+    /// so that one chunk is a small part of a second at that rate. A running one keeps its buffer (libcurl
+    /// must not be given another during a transfer), and its pace holds whatever the chunk size; but when
+    /// the buffer is far off the new cap and the transfer's reader can go on from where it stopped
+    /// (`Transfer.refitsToCap`), the result is true: the transfer is then ended with `HaulError.refit`, and
+    /// its reader asks for the rest with a buffer fitted to the cap (256 KiB chunks at a few KiB/s would come
+    /// a minute apart; 2 KiB ones at full speed would cost a callback each).
+    private func pace(_ handle: CurlHandle, easy: UnsafeMutableRawPointer, rate: Int64) -> Bool {
         let now = TransferInstant.now
         if rate == 0 {
             handle.pacer = nil
@@ -643,12 +659,16 @@ private final class DriverLoop {
         }
         // Not added yet: `add` has set the largest buffer, which an uncapped transfer keeps.
         if !handle.added, rate > 0 {
-            haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk))
+            handle.bufferSize = ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk)
+            haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, handle.bufferSize)
         }
         // A held transfer waits as long as its debt at the new rate says; lifted, it goes on at the next turn.
         if handle.pacedUntil != nil {
             handle.pacedUntil = handle.pacer?.paidOff(from: now) ?? now
         }
+        handle.observer?(ObjectIdentifier(handle.core), .capped(bytesPerSecond: rate))
+        return handle.added && handle.core.refitsToCap
+            && ReceivePacer.isMisfit(buffer: handle.bufferSize, rate: rate, largest: IOBuffer.largestChunk)
     }
 
     private func collectFinished() {

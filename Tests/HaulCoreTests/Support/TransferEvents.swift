@@ -12,9 +12,19 @@ final class TransferEvents: Sendable {
 
     private let state = NIOLockedValueBox((events: [ObjectIdentifier: [TransferEvent]](), waiters: [Waiter]()))
 
-    /// A driver whose transfers this records.
+    /// A driver whose transfers this records (the last one made, for `driverLimitsChanged`).
     func driver(highWatermark: Int = 1 << 20, aheadPatience: Duration = .seconds(5)) -> CurlDriver {
-        CurlDriver(highWatermark: highWatermark, aheadPatience: aheadPatience, observer: { [self] in record($0, $1) })
+        let driver = CurlDriver(highWatermark: highWatermark, aheadPatience: aheadPatience,
+                                observer: { [self] in record($0, $1) })
+        made.withLockedValue { $0 = driver }
+        return driver
+    }
+
+    private let made = NIOLockedValueBox<CurlDriver?>(nil)
+
+    /// `limitsChanged()` on the driver made last.
+    func driverLimitsChanged() {
+        made.withLockedValue { $0 }?.limitsChanged()
     }
 
     private func record(_ transfer: ObjectIdentifier, _ event: TransferEvent) {
@@ -49,6 +59,11 @@ final class TransferEvents: Sendable {
                 return event == .closed
             }
         }
+    }
+
+    /// How many times any transfer of this driver has reported what `matches`.
+    func count(where matches: (TransferEvent) -> Bool) -> Int {
+        state.withLockedValue { $0.events.values.reduce(0) { $0 + $1.count(where: matches) } }
     }
 
     /// What `transfer` has reported so far.
