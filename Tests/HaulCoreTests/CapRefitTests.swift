@@ -64,21 +64,9 @@ import Testing
             let limit = ReceiveLimit()
             let job = DownloadJob.sample(server, "medium.bin", dir, segments: segments)
             let (result, facts) = try await within(60, "the download once a transfer is refitted") { [downloader] in
-                let step = NIOLockedValueBox(0)
+                let steps = CapSteps(limit, events: events) { events.count(where: { $0 == .refitted }) > 0 }
                 return await ReceiveLimit.$current.withValue(limit) {
-                    await downloader.runCollectingFacts(job) { progress in
-                        step.withLockedValue { step in
-                            if step == 0, progress.completed >= 2 << 20 {
-                                step = 1
-                                limit.set(16 << 10)
-                                events.driverLimitsChanged()
-                            } else if step == 1, events.count(where: { $0 == .refitted }) > 0 {
-                                step = 2
-                                limit.set(nil)
-                                events.driverLimitsChanged()
-                            }
-                        }
-                    }
+                    await downloader.runCollectingFacts(job, onProgress: steps.progressed)
                 }
             }
             #expect(try result.get().path == dir.file("medium.bin"))
@@ -105,23 +93,12 @@ import Testing
             let limit = ReceiveLimit()
             let job = DownloadJob.sample(server, "medium.bin", dir)
             let (result, facts) = try await within(60, "the download after its cap is lifted") { [downloader] in
-                let step = NIOLockedValueBox(0)
+                // Lifted once the transfer has the cap of 16 KiB/s (and would have been refitted already).
+                let steps = CapSteps(limit, events: events) {
+                    events.count(where: { $0 == .capped(bytesPerSecond: 16 << 10) }) > 0
+                }
                 return await ReceiveLimit.$current.withValue(limit) {
-                    await downloader.runCollectingFacts(job) { progress in
-                        step.withLockedValue { step in
-                            // Down to 16 KiB/s, where a 256 KiB chunk takes 16 s; lifted once the transfer has
-                            // that cap (and would have been refitted already).
-                            if step == 0, progress.completed >= 2 << 20 {
-                                step = 1
-                                limit.set(16 << 10)
-                                events.driverLimitsChanged()
-                            } else if step == 1, events.count(where: { $0 == .capped(bytesPerSecond: 16 << 10) }) > 0 {
-                                step = 2
-                                limit.set(nil)
-                                events.driverLimitsChanged()
-                            }
-                        }
-                    }
+                    await downloader.runCollectingFacts(job, onProgress: steps.progressed)
                 }
             }
             #expect(try result.get().bytes == 20 << 20)
@@ -129,6 +106,35 @@ import Testing
             #expect(events.count(where: { $0 == .capped(bytesPerSecond: 16 << 10) }) == 1)
             #expect(events.count(where: { $0 == .refitted }) == 0)
             #expect(server.stats.bodies.count == 1 && server.stats.bodyBytesSent == 20 << 20, "\(server.stats)")
+        }
+    }
+}
+
+/// A download's cap, dropped to 16 KiB/s (a 256 KiB chunk every 16 s) once 2 MiB are in, and lifted once
+/// `liftWhen` holds; driven by the download's progress events.
+private final class CapSteps: Sendable {
+    private let limit: ReceiveLimit
+    private let events: TransferEvents
+    private let liftWhen: @Sendable () -> Bool
+    private let step = NIOLockedValueBox(0)
+
+    init(_ limit: ReceiveLimit, events: TransferEvents, liftWhen: @escaping @Sendable () -> Bool) {
+        self.limit = limit
+        self.events = events
+        self.liftWhen = liftWhen
+    }
+
+    func progressed(_ progress: DownloadProgress) {
+        step.withLockedValue { step in
+            if step == 0, progress.completed >= 2 << 20 {
+                step = 1
+                limit.set(16 << 10)
+                events.driverLimitsChanged()
+            } else if step == 1, liftWhen() {
+                step = 2
+                limit.set(nil)
+                events.driverLimitsChanged()
+            }
         }
     }
 }
