@@ -9,16 +9,20 @@ import Testing
 /// at 4 KiB/s. Where the rest can be asked for from where the bytes stopped, the engine now ends the transfer
 /// and the download asks for the rest with a buffer fitted to the cap, neither a failure nor a retry.
 @Suite struct CapRefitTests {
-    @Test func aBufferNoLongerFitsWhenAChunkTakesOverFourSecondsOrIsAnEighthOfTheCaps() {
+    @Test func aBufferNoLongerFitsWhenAChunkTakesOverFourSecondsOrSmallOnesComeOverAThousandASecond() {
         let largest = 256 << 10
         // Started uncapped (the largest buffer): a chunk takes up to four seconds at 64 KiB/s, more below.
         #expect(!ReceivePacer.isMisfit(buffer: largest, rate: 256 << 10, largest: largest))
         #expect(!ReceivePacer.isMisfit(buffer: largest, rate: 64 << 10, largest: largest))
         #expect(ReceivePacer.isMisfit(buffer: largest, rate: 63 << 10, largest: largest))
         #expect(ReceivePacer.isMisfit(buffer: largest, rate: 4 << 10, largest: largest))
-        // Started at 16 KiB/s (2 KiB chunks): lifted, it wants the largest again.
+        // Started at 16 KiB/s (2 KiB chunks): lifted, it wants the largest again; raised to 1 MiB/s (500 chunks
+        // a second) it keeps them, and above 2,000 KiB/s it is refitted.
         #expect(ReceivePacer.isMisfit(buffer: 2 << 10, rate: 0, largest: largest))
         #expect(!ReceivePacer.isMisfit(buffer: 2 << 10, rate: 8 << 10, largest: largest))
+        #expect(!ReceivePacer.isMisfit(buffer: 2 << 10, rate: 1 << 20, largest: largest))
+        #expect(!ReceivePacer.isMisfit(buffer: 2 << 10, rate: 2000 << 10, largest: largest))
+        #expect(ReceivePacer.isMisfit(buffer: 2 << 10, rate: 2001 << 10, largest: largest))
         #expect(!ReceivePacer.isMisfit(buffer: largest, rate: 0, largest: largest))
     }
 

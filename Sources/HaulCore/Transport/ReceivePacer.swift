@@ -66,16 +66,21 @@ struct ReceivePacer {
         Int(Swift.min(Int64(largest), Swift.max(1024, rate / 8)))
     }
 
-    /// Whether a running transfer's `buffer` no longer fits a cap of `rate` (0: none): one chunk would take
-    /// longer than `longestChunk` to pace out (the line would stand still that long, then jump), or the cap
-    /// wants chunks eight times larger (a callback per 2 KiB at full speed). Worth a new request, though the
-    /// bytes the server already queued on the old connection are sent again: so not for a chunk of a second.
+    /// Whether a running transfer's `buffer` no longer fits a cap of `rate` (0: none). Too large: one chunk
+    /// would take longer than `longestChunk` to pace out (the line would stand still that long, then jump).
+    /// Too small: the cap wants chunks eight times larger and would bring more than `mostChunks` a second
+    /// (a callback per 2 KiB at full speed; at a low cap small chunks cost nothing, and a share of an overall
+    /// cap that rises as other downloads end is no reason for a new request). Worth a new request, though
+    /// the bytes the server already queued on the old connection are sent again: so not for a chunk of a
+    /// second, nor for a few hundred callbacks a second.
     static func isMisfit(buffer: Int, rate: Int64, largest: Int) -> Bool {
         if rate > 0, Int64(buffer) > rate * longestChunk { return true }
         let wanted = rate > 0 ? chunkSize(rate: rate, largest: largest) : largest
-        return wanted >= buffer * 8
+        return wanted >= buffer * 8 && (rate == 0 || rate > Int64(buffer) * mostChunks)
     }
 
     /// Seconds one chunk may take at the cap before the transfer is refitted (`isMisfit`).
     static let longestChunk: Int64 = 4
+    /// Chunks a second a transfer may take at its cap before it is refitted to larger ones (`isMisfit`).
+    static let mostChunks: Int64 = 1000
 }
