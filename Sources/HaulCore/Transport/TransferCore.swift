@@ -13,18 +13,18 @@ final class TransferCore: Sendable {
     let activityClock: ActivityClock
     /// The download's live cap, shared with its other transfers.
     let limit: ReceiveLimit?
-    private let refit = NIOLockedValueBox(false)
 
     /// `Transfer.refitsToCap`: set by the reader, read on the curl thread when the cap changes.
     var refitsToCap: Bool {
-        get { refit.withLockedValue { $0 } }
-        set { refit.withLockedValue { $0 = newValue } }
+        get { state.withLockedValue { $0.refitsToCap } }
+        set { state.withLockedValue { $0.refitsToCap = newValue } }
     }
 
     private struct State {
         var machine: TransferStateMachine
         var headBuilder = ResponseHead.Builder()
         var closedAt: TransferInstant?
+        var refitsToCap = false
     }
 
     /// Buffers and delivers as `driver` says (`highWatermark`, `deliveryDelay`).
