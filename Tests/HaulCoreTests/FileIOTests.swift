@@ -56,6 +56,21 @@ import Testing
         #expect(dir.contents("data.part") == bytes)
     }
 
+    /// A body with a single whole page writes it through the page cache: for one page the device's round
+    /// trip costs more than the copy. From two pages on they go direct.
+    @Test func aSinglePageGoesThroughThePageCacheAndTwoPagesGoDirect() throws {
+        let dir = TempDirectory()
+        let page = IOBuffer.alignment
+        for pages in [1, 2] {
+            let file = try PartFile(path: dir.file("p\(pages).part"), truncate: true)
+            let bytes = pattern(pages * page + 100, seed: pages)
+            try file.write(batch(bytes, at: 0), at: 0, completing: true, alone: true)
+            #expect(file.directBytes == Int64(pages == 1 ? 0 : 2 * page), "\(pages) page(s)")
+            try file.close()
+            #expect(dir.contents("p\(pages).part") == bytes)
+        }
+    }
+
     /// A stream of several batches keeps one second descriptor for all its direct writes (one open for the
     /// whole file), as segments that share the file do.
     @Test func aStreamOfBatchesWritesDirectlyThroughASecondDescriptor() throws {

@@ -47,9 +47,12 @@ package final class PartFile: @unchecked Sendable {
         case unavailable
     }
 
-    /// The smallest run of whole pages written directly: one page. (Small files too: their pages then
-    /// never enter the page cache, and their fsync has only metadata left to do.)
-    static let directMinimum = IOBuffer.alignment
+    /// The smallest run of whole pages written directly: two pages. (Small files too: their pages then
+    /// never enter the page cache, and their fsync has only metadata left to do.) A single page goes
+    /// through the page cache: for 4 KiB the device's round trip costs more than the copy (2000 files of
+    /// 4 KiB, written and checked as haul does from 8 threads with no network, took 0.19-0.26 s buffered
+    /// against 0.27-0.30 s direct; from two pages on, direct was as fast or faster: docs/benchmarks.md).
+    static let directMinimum = 2 * IOBuffer.alignment
     /// Set `HAUL_BUFFERED_IO=1` to write through the page cache only (to compare, or for a file system
     /// whose direct I/O is slow).
     static let directAllowed = getenv("HAUL_BUFFERED_IO").map { String(cString: $0) != "1" } ?? true
