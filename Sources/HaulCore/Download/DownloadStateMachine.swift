@@ -270,18 +270,18 @@ struct DownloadStateMachine {
         let placement = try ResponseCheck.placement(
             of: head, asked: asked.request.range.map { ($0.first, $0.last) },
             knownTotal: asked.offset > 0 ? resume?.total : nil)
+        // The answer names the version of the file it is (what If-Range pins a later request to).
+        let named = head["ETag"] != nil || head["Last-Modified"] != nil
         if asked.offset > 0, placement.isRange, let resume,
             ResponseCheck.otherVersion(of: head, etag: resume.etag, lastModified: resume.lastModified) != nil
         {
             // The range comes from another version of the file (the server ignored If-Range), or from one it
             // does not name: the part's bytes may be another's, so the file is fetched whole.
-            let named = head["ETag"] != nil || head["Last-Modified"] != nil
             return .restart(why: .resumeRefused(part: partName, reason: named ? .validatorsChanged : .noValidators),
                             request(from: nil))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
-        body.continuable = (placement.isRange || head["Accept-Ranges"]?.lowercased() == "bytes")
-            && (head["ETag"] != nil || head["Last-Modified"] != nil)
+        body.continuable = (placement.isRange || head["Accept-Ranges"]?.lowercased() == "bytes") && named
         if asked.offset > 0 && !placement.isRange {
             body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
         }

@@ -51,7 +51,7 @@ package final class PartFile: @unchecked Sendable {
     /// never enter the page cache, and their fsync has only metadata left to do.) A single page goes
     /// through the page cache: for 4 KiB the device's round trip costs more than the copy (2000 files of
     /// 4 KiB, written and checked as haul does from 8 threads with no network, took 0.19-0.26 s buffered
-    /// against 0.27-0.30 s direct; from two pages on, direct was as fast or faster: docs/benchmarks.md).
+    /// against 0.23-0.31 s direct; from two pages on, direct was as fast or faster: docs/benchmarks.md).
     static let directMinimum = 2 * IOBuffer.alignment
     /// Set `HAUL_BUFFERED_IO=1` to write through the page cache only (to compare, or for a file system
     /// whose direct I/O is slow).
