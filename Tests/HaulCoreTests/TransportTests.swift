@@ -209,6 +209,35 @@ import Testing
     }
 }
 
+extension OpenAheadTests {
+    /// A probe and the connections opened beside it go to the curl thread together: however soon the probe
+    /// ends (a server that sends it in one go), no HEAD finds its connection idle and rides it, so `-s 4` has
+    /// its four connections from the start. Posted one after the other, a probe could end in between, and then
+    /// one connection carried the probe and the HEADs in turn (a third of `-s 4` runs on loopback).
+    @Test func connectionsOpenedWithAProbeAreTheirOwnHoweverSoonItEnds() async throws {
+        let server = try HeldHeadServer(size: 64 << 10)
+        defer { server.stop() }
+        server.releaseHeads()
+        let driver = TransferEvents().driver()
+        var probe = HTTPRequest(url: server.url)
+        probe.ownConnection = true
+        probe.range = (0, (64 << 10) - 1)
+        let first = driver.start(probe, clock: ContinuousClock(), openingAhead: 3)
+        var received = 0
+        for try await batch in first.bytes { received += batch.count }
+        #expect(received == 64 << 10)
+        #expect(await server.waitForHeads(3), "the three HEADs arrived")
+        let requests = server.requests
+        let connections = server.requestConnections
+        #expect(server.accepted == 4, "the probe's connection and three of their own: \(requests)")
+        let probeConnection = connections[requests.firstIndex { $0.hasPrefix("GET ") } ?? 0]
+        let headConnections = zip(requests, connections).filter { $0.0.hasPrefix("HEAD ") }.map(\.1)
+        #expect(Set(headConnections).count == 3 && !headConnections.contains(probeConnection),
+                "HEADs on connections \(headConnections), the probe on \(probeConnection)")
+        await driver.shutdown()
+    }
+}
+
 /// What decides whether two requests can share a connection: scheme, host and port (case aside), and the
 /// proxy; never the path, the query or the fragment.
 @Suite struct OriginTests {

@@ -146,13 +146,10 @@ package struct Downloader: Sendable {
             // Only on a request for the whole file: a range of the part is never conditional on the date.
             if let modifiedSince, asked.range == nil { request.headers.append("If-Modified-Since: \(modifiedSince)") }
             transfer?.cancel()
-            let started = driver.start(request, clock: clock)
+            // Once, with the probe (which goes first): the connections its segments will take.
+            let started = driver.start(request, clock: clock, openingAhead: openAhead ? job.segments - 1 : 0)
+            openAhead = false
             transfer = started
-            if openAhead {
-                // Once, after the probe (which goes first): the connections its segments will take.
-                openAhead = false
-                driver.openAhead(request, connections: job.segments - 1)
-            }
             let head: ResponseHead
             do { head = try await started.head() } catch { throw HaulError.from(error) }
             if head.status == 304, modifiedSince != nil, asked.range == nil {

@@ -15,7 +15,8 @@ final class HeldHeadServer: Sendable {
     /// answers at once 20 s, long enough for the client to call the connection stalled.
     private let body: [UInt8]
     private let listener: Int32
-    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String]()))
+    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String](),
+                                           connections: [Int]()))
     private let headsReleased = DispatchSemaphore(value: 0)
     /// One element per HEAD that arrived.
     private let headsArriving: AsyncStream<Void>
@@ -36,8 +37,12 @@ final class HeldHeadServer: Sendable {
             while true {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { break }
-                state.withLockedValue { $0.accepted += 1; $0.open.append(client) }
-                Thread.detachNewThread { [self] in serve(client) }
+                let connection = state.withLockedValue { state in
+                    state.accepted += 1
+                    state.open.append(client)
+                    return state.accepted
+                }
+                Thread.detachNewThread { [self] in serve(client, connection: connection) }
             }
             close(fd)  // here, not in `stop`: a descriptor is closed by the thread that uses it
         }
@@ -47,6 +52,8 @@ final class HeldHeadServer: Sendable {
     var accepted: Int { state.withLockedValue { $0.accepted } }
     /// The request heads read so far, each up to its blank line, in the order they came.
     var requests: [String] { state.withLockedValue { $0.requests } }
+    /// The connection each of `requests` came on: 1 for the first accepted, and so on.
+    var requestConnections: [Int] { state.withLockedValue { $0.connections } }
 
     /// Returns once `count` HEAD requests have arrived (false if they did not within `seconds`), without
     /// holding a thread of the cooperative pool meanwhile.
@@ -80,14 +87,17 @@ final class HeldHeadServer: Sendable {
         releaseHeads()
     }
 
-    private func serve(_ fd: Int32) {
+    private func serve(_ fd: Int32, connection: Int) {
         defer {
             state.withLockedValue { $0.open.removeAll { $0 == fd } }
             close(fd)
         }
         var heads = RequestHeads(fd)
         while let head = heads.next() {
-            state.withLockedValue { $0.requests.append(head) }
+            state.withLockedValue { state in
+                state.requests.append(head)
+                state.connections.append(connection)
+            }
             let lines = head.split(separator: "\r\n")
             if lines.first?.hasPrefix("HEAD ") == true {
                 let wait = state.withLockedValue { state -> Bool in
