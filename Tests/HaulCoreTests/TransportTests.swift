@@ -174,15 +174,12 @@ import Testing
         let driver = events.driver(aheadPatience: .seconds(3600))
         var probe = HTTPRequest(url: server.url)
         probe.ownConnection = true
-        // The whole file, as a download's probe asks: more than the driver buffers, so the probe holds its
-        // connection until it is read. (A probe of 1 MiB could end before the HEADs were added, when the test's
-        // thread lost the CPU between the two calls, and a HEAD then took its connection: 3 in all.)
+        // The whole file: more than the driver buffers, so the probe holds its connection until it is read.
         probe.range = (0, (4 << 20) - 1)
         // No stall timeout: the held HEADs (which take the probe's options) must not give up while the test
         // takes its time, nor must the paused probe.
         probe.options.stallTimeout = 0
-        let first = driver.start(probe)
-        driver.openAhead(probe, connections: 3)
+        let first = driver.start(probe, clock: ContinuousClock(), openingAhead: 3)
         #expect(try await first.head().status == 206)
         #expect(await server.waitForHeads(3), "the three HEADs arrived")
         var segments: [Transfer] = []

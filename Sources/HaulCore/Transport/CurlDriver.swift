@@ -14,8 +14,9 @@ package final class CurlDriver: Sendable {
     package static let shared = CurlDriver()
 
     enum Command {
-        case add(TransferCore)
-        case openAhead(HTTPRequest, connections: Int)
+        /// A transfer to start, and how many connections to open ahead beside it
+        /// (`start(_:clock:openingAhead:)`).
+        case add(TransferCore, openingAhead: Int)
         case unpause(TransferCore)
         case remove(TransferCore)
         case overallRate(Int64?)
@@ -115,30 +116,25 @@ package final class CurlDriver: Sendable {
         start(request, clock: clock, openingAhead: 0)
     }
 
-    /// Starts a transfer and opens `connections` more to its origin beside it (`openAhead`), in one post: the
-    /// curl thread takes both in the same turn, so the connections opened ahead are never late for a
-    /// transfer that ends at once. (Posted apart, a probe that a fast server sent in one go could end before
-    /// the HEADs were added; a HEAD then took the probe's idle connection, the others took it in turn after
-    /// it, and the segments opened their connections only after the probe's answer: a third of `-s 4` runs
-    /// on loopback.)
-    package func start(_ request: HTTPRequest, clock: some Clock<Duration>, openingAhead connections: Int) -> Transfer {
-        let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
-                                limit: ReceiveLimit.current)
-        post(connections > 0 ? [.add(core), .openAhead(request, connections: connections)] : [.add(core)])
-        return Transfer(core: core)
-    }
-
-    /// Opens `connections` connections to `request`'s origin ahead of need, beside a probe that is about to
-    /// learn the size of a file to split (`-s N`): HEAD requests on connections of their own, whose answers
-    /// nobody reads. Once answered, their connections wait idle in the multi handle's cache, where the
-    /// segments started after the probe's answer take them: the other connections' handshakes happen during
-    /// the probe's round trip instead of after it (two round trips saved on a long path).
+    /// Starts a transfer and, beside it, opens `connections` more to its origin ahead of need: a probe that is
+    /// about to learn the size of a file to split (`-s N`) takes its segments' connections with it. They are
+    /// HEAD requests on connections of their own, whose answers nobody reads. Once answered, their connections
+    /// wait idle in the multi handle's cache, where the segments started after the probe's answer take them:
+    /// the other connections' handshakes happen during the probe's round trip instead of after it (two round
+    /// trips saved on a long path).
+    ///
+    /// One command, so the curl thread adds the HEADs in the same turn as the transfer, while its connection is
+    /// still busy. (Posted apart, a probe that a fast server sent in one go could end first; a HEAD then took
+    /// its idle connection, the others took it in turn after it, and the segments opened their connections
+    /// only after the probe's answer: a third of `-s 4` runs on loopback.)
     ///
     /// Once per origin while its connections may still be cached (`aheadMemory`): a later download finds the
     /// ones its predecessor left, and a list of files split from one host costs a few requests, not a few per file.
-    package func openAhead(_ request: HTTPRequest, connections: Int) {
-        guard connections > 0 else { return }
-        post(.openAhead(request, connections: connections))
+    package func start(_ request: HTTPRequest, clock: some Clock<Duration>, openingAhead connections: Int) -> Transfer {
+        let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
+                                limit: ReceiveLimit.current)
+        post(.add(core, openingAhead: connections))
+        return Transfer(core: core)
     }
 
     /// How long an origin's connections opened ahead are remembered: libcurl's default `CURLOPT_MAXAGE_CONN`,
@@ -176,12 +172,8 @@ package final class CurlDriver: Sendable {
     }
 
     func post(_ command: Command) {
-        post([command])
-    }
-
-    private func post(_ commands: [Command]) {
         let wake = inbox.withLockedValue { inbox in
-            inbox.commands.append(contentsOf: commands)
+            inbox.commands.append(command)
             defer { inbox.polling = false }
             return inbox.polling
         }
@@ -223,7 +215,8 @@ package enum TransferEvent: Sendable, Equatable {
     case paused(count: Int)
     /// The handle was removed and freed.
     case closed
-    /// It waits for a connection opened ahead to its host (`CurlDriver.openAhead`) instead of opening one.
+    /// It waits for a connection opened ahead to its host (`CurlDriver.start(_:clock:openingAhead:)`) instead
+    /// of opening one.
     case waitsForAConnectionOpenedAhead
     /// Its receive cap became this many bytes per second (0: none).
     case capped(bytesPerSecond: Int64)
@@ -258,7 +251,8 @@ private final class CurlHandle {
     var added = false
     /// curl's receive buffer for this transfer (`CURLOPT_BUFFERSIZE`), which is also its largest chunk.
     var bufferSize = IOBuffer.largestChunk
-    /// A HEAD that only opens a connection ahead of need (`CurlDriver.openAhead`): no body, no share of a cap.
+    /// A HEAD that only opens a connection ahead of need (`CurlDriver.start(_:clock:openingAhead:)`): no body,
+    /// no share of a cap.
     let ahead: Bool
 
     init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?, ahead: Bool) {
@@ -353,7 +347,7 @@ private final class DriverLoop {
     static let sparesKept = 16
     var shuttingDown = false
     var overallRate: Int64?
-    /// When connections were last opened ahead to each origin (`CurlDriver.openAhead`).
+    /// When connections were last opened ahead to each origin (`CurlDriver.start(_:clock:openingAhead:)`).
     var openedAhead: [String: ContinuousClock.Instant] = [:]
     /// Connections opened ahead whose HEAD has not ended yet, by origin.
     var aheadRunning: [String: Int] = [:]
@@ -407,10 +401,9 @@ private final class DriverLoop {
 
     private func handle(_ command: CurlDriver.Command) {
         switch command {
-        case .add(let core):
+        case .add(let core, let ahead):
             add(core)
-        case .openAhead(let request, let count):
-            openAhead(request, connections: count)
+            if ahead > 0 { openAhead(core.request, connections: ahead) }
         case .unpause(let core):
             if let handle = byTransfer[ObjectIdentifier(core)] {
                 handle.pausedForConsumer = false
