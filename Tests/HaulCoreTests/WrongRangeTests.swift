@@ -289,6 +289,38 @@ import Testing
         }
     }
 
+    /// The byte-by-byte reading of Content-Length says what the rule says (RFC 9110 1*DIGIT per item of a
+    /// comma list, spaces and tabs around each, values that agree), on every value built from its pieces.
+    @Test func contentLengthReadingMatchesTheRule() {
+        func byRule(_ values: [String]) -> (Int64?, String?) {
+            var seen: Int64?
+            for value in values {
+                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let text = item.trimmingPrefix(while: { $0 == " " || $0 == "\t" })
+                    let trimmed = text.reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed()
+                    let digits = String(trimmed)
+                    guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let length = Int64(digits)
+                    else { return (nil, "the server's Content-Length \"\(value)\" is not a length") }
+                    if let seen, seen != length { return (nil, "the server announced two lengths, \(seen) and \(length) bytes") }
+                    seen = length
+                }
+            }
+            return (seen, nil)
+        }
+        let pieces = ["", "0", "3", "03", "12", " ", "\t", ",", "-", "+", "x", "9223372036854775807",
+                      "9223372036854775808", "é"]
+        var values: [String] = []
+        for a in pieces { for b in pieces { for c in pieces { values.append(a + b + c) } } }
+        for value in values {
+            for fields in [[value], [value, "3"], ["3", value]] {
+                let answer = head(200, fields.map { ("Content-Length", $0) })
+                let (length, problem) = byRule(fields)
+                #expect(answer.contentLength == length, "\(fields)")
+                #expect(answer.framingProblem == problem, "\(fields)")
+            }
+        }
+    }
+
     @Test func aRangeOfAnotherVersionIsTold() {
         let etagged = head(206, [("ETag", "\"v2\""), ("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT")])
         #expect(ResponseCheck.otherVersion(of: etagged, etag: "\"v1\"", lastModified: nil)
