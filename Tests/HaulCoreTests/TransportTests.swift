@@ -252,5 +252,9 @@ extension OpenAheadTests {
         #expect(CurlDriver.origin(of: "", proxy: nil) == " ")
         // Non-ASCII hosts keep their characters.
         #expect(CurlDriver.origin(of: "https://bücher.example/x", proxy: nil) == "https://bücher.example ")
+        #expect(CurlDriver.origin(of: "https://BÜCHER.Example/x", proxy: "http://Proxy:3128")
+                == "https://bücher.example http://Proxy:3128")
+        #expect(CurlDriver.origin(of: "https://Example.COM/x", proxy: "http://prøxy:3128")
+                == "https://example.com http://prøxy:3128")
     }
 }

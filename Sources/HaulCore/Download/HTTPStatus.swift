@@ -79,11 +79,12 @@ enum HTTPDate {
                 }
                 return n
             }
-            func name(_ at: Int, in names: [String]) -> Int? {
-                let word = UnsafeBufferPointer(rebasing: b[at..<(at + 3)])
-                return names.firstIndex { $0.utf8.elementsEqual(word) }
+            // A three-letter name as one number, looked up among the names' (comparing each name's UTF-8 view
+            // with the bytes went through the generic `elementsEqual`: 2,500 instructions a date).
+            func name(_ at: Int, in names: [UInt32]) -> Int? {
+                names.firstIndex(of: UInt32(b[at]) << 16 | UInt32(b[at + 1]) << 8 | UInt32(b[at + 2]))
             }
-            guard name(0, in: days) != nil, let month = name(8, in: months), let day = number(5, 2),
+            guard name(0, in: dayKeys) != nil, let month = name(8, in: monthKeys), let day = number(5, 2),
                 let year = number(12, 4), let hour = number(17, 2), let minute = number(20, 2),
                 let second = number(23, 2), year >= 1970, hour < 24, minute < 60, second < 60
             else { return nil }
@@ -104,6 +105,12 @@ enum HTTPDate {
     /// The months' lengths in a common year.
     private static let monthDays: [Int64] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let dayKeys = days.map(key)
+    private static let monthKeys = months.map(key)
+    /// A three-letter ASCII name's bytes as one number, the first in the high bits.
+    private static func key(_ name: String) -> UInt32 {
+        name.utf8.reduce(0) { $0 << 8 | UInt32($1) }
+    }
 
     /// IMF-fixdate, as `If-Modified-Since` sends it.
     static func format(_ date: Date) -> String {

@@ -146,23 +146,46 @@ package final class CurlDriver: Sendable {
         origin(of: request.url, proxy: request.options.proxy)
     }
 
-    /// The same for a URL and the proxy it goes through. Read byte by byte (the delimiters are ASCII): the
-    /// standard library's generic `firstRange(of:)` took 9,000 instructions a call, twice per download.
+    /// The same for a URL and the proxy it goes through. Read over the URL's contiguous UTF-8 (the delimiters
+    /// are ASCII), and built byte by byte when it is ASCII: the standard library's generic `firstRange(of:)`
+    /// took 9,000 instructions a call, and the UTF-8 view's indices, `lowercased()` and two concatenations
+    /// 4,900 more; it runs for each download queued and twice for each transfer.
     static func origin(of url: String, proxy: String?) -> String {
-        let bytes = url.utf8
-        var start = bytes.startIndex
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            if bytes[index] == UInt8(ascii: ":"), bytes[index...].starts(with: "://".utf8) {
-                start = bytes.index(index, offsetBy: 3)
-                break
+        var url = url
+        return url.withUTF8 { bytes -> String in
+            var start = 0
+            if bytes.count >= 3 {
+                for index in 0...(bytes.count - 3)
+                where bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/")
+                    && bytes[index + 2] == UInt8(ascii: "/") {
+                    start = index + 3
+                    break
+                }
             }
-            bytes.formIndex(after: &index)
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?"),
+                bytes[end] != UInt8(ascii: "#") {
+                end += 1
+            }
+            let origin = UnsafeBufferPointer(rebasing: bytes[..<end])
+            guard origin.allSatisfy({ $0 < 0x80 }), proxy?.utf8.allSatisfy({ $0 < 0x80 }) ?? true else {
+                return String(decoding: origin, as: UTF8.self).lowercased() + " " + (proxy ?? "")
+            }
+            let proxyBytes = proxy?.utf8.count ?? 0
+            return String(unsafeUninitializedCapacity: origin.count + 1 + proxyBytes) { buffer in
+                for (at, byte) in origin.enumerated() {
+                    buffer[at] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                }
+                var at = origin.count
+                buffer[at] = UInt8(ascii: " ")
+                at += 1
+                for byte in proxy?.utf8 ?? "".utf8 {
+                    buffer[at] = byte
+                    at += 1
+                }
+                return at
+            }
         }
-        let end = bytes[start...].firstIndex {
-            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
-        } ?? bytes.endIndex
-        return url[..<end].lowercased() + " " + (proxy ?? "")
     }
 
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
