@@ -143,6 +143,22 @@ import Testing
         #expect(await counter.count == 50)
         #expect(executor.threadCount == 1)
     }
+
+    /// Tasks started in `startingHere` from one of its threads begin on that thread, once the starting job
+    /// returns, instead of waking others: a download handing its slot to the next starts it without a wake.
+    @Test func tasksStartedFromOneOfItsThreadsBeginThere() async {
+        let executor = IOExecutor(maximumThreads: 16)
+        let (starter, ranOn) = await Task(executorPreference: executor) { () -> (UInt, [UInt]) in
+            let starter = UInt(pthread_self())
+            let started = executor.startingHere {
+                (0..<20).map { _ in Task(executorPreference: executor) { UInt(pthread_self()) } }
+            }
+            var ranOn: [UInt] = []
+            for task in started { ranOn.append(await task.value) }
+            return (starter, ranOn)
+        }.value
+        #expect(ranOn == Array(repeating: starter, count: 20))
+    }
 }
 
 private actor HopCounter {

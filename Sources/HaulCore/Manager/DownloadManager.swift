@@ -466,16 +466,19 @@ package actor DownloadManager {
         let namingGate = self.namingGate
         let gate = StopGate()
         entries[id]?.gate = gate
-        // The task is the actor's: it begins on the actor, right after this job, and ends on it with
-        // `finished`, so nothing queues it back onto another thread once its download is done. The download
-        // itself blocks in file I/O: it runs on the I/O executor's threads, not on the actor or the
-        // cooperative pool. (A task on the I/O executor that ended with a call to the actor had to be queued
-        // back onto that executor afterwards: the runtime has no fast switch off an actor to a task executor.
-        // One thread wake per file, 7% of a small file's context switches.)
-        running[id] = Task { [self] in
-            let began = ContinuousClock.now
-            let (result, path) = await withTaskExecutorPreference(IOExecutor.shared) {
-                await DownloadContext.$supportsPartialDownloads.withValue(partial) {
+        // The download blocks in file I/O: its task prefers the I/O executor's threads, never the actor or the
+        // cooperative pool, from its first job to its last. Started from a download that hands over its slot
+        // (`transferEnded`, `finished`: this actor's code running on that download's I/O thread), its first
+        // job stays on that thread and runs right after the present job (`IOExecutor.startingHere`): the
+        // start (the claim, the request handed to the curl thread) takes microseconds before it waits for
+        // the answer, then the thread goes on with its own file. Before, each start woke another I/O thread:
+        // 1000 files of 100 KiB made 2.1 wakes a file, now 1.0, and 17% fewer context switches; 2000 of 4 KiB
+        // took 4% less wall and 9% less CPU (`--no-sync`; 3% and 5% durable). A start that blocks (a claim waiting up to a
+        // second for a resumed part's lingering lock) holds back that thread's own file meanwhile.
+        running[id] = IOExecutor.shared.startingHere {
+            Task(executorPreference: IOExecutor.shared) { [self] in
+                let began = ContinuousClock.now
+                let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
                         await Self.perform(job, id: id, continuing: continuing, alone: alone, downloader: downloader,
                                            events: continuation, gate: gate, beforeDownloading: beforeDownloading,
@@ -484,8 +487,8 @@ package actor DownloadManager {
                         }
                     }
                 }
+                await self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
             }
-            self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
         }
     }
 
