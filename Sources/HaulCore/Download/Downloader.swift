@@ -55,8 +55,7 @@ package struct Downloader: Sendable {
         async throws(HaulError) -> DownloadResult
     {
         let clock = self.clock
-        // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls.
-        return try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
+        func go() async throws(HaulError) -> DownloadResult {
             // The clock every real download has, by its concrete type: the generic loop is then compiled for
             // it (no witness calls, no boxed instants, no metadata looked up per file). Any other (a test's
             // manual clock) runs the same loop through the existential.
@@ -66,6 +65,15 @@ package struct Downloader: Sendable {
             }
             return try await run(job, continuing: continuing, alone: alone, clock: clock, transferEnded: transferEnded,
                                  beforeNaming: beforeNaming, events: events)
+        }
+        // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls. A task that prefers
+        // the I/O executor already (the manager's) goes on as it is: a second preference record would be
+        // walked at each of its hops.
+        if withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor == IOExecutor.shared.asUnownedTaskExecutor() }) {
+            return try await go()
+        }
+        return try await withTaskExecutorPreference(IOExecutor.shared) { () async throws(HaulError) -> DownloadResult in
+            try await go()
         }
     }
 

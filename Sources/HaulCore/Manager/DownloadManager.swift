@@ -91,13 +91,17 @@ package actor DownloadManager {
     /// instructions of 1000 small downloads). It never leaves the actor.
     private final class Entry {
         var job: DownloadJob {
+            // Against the URL and proxy the origin was made of, not `oldValue`: naming that copied the whole
+            // job at every change (a download's end sets its output name).
             didSet {
-                guard job.url != oldValue.url || job.transfer.proxy != oldValue.transfer.proxy else { return }
+                guard job.url != originOf.url || job.transfer.proxy != originOf.proxy else { return }
+                originOf = (job.url, job.transfer.proxy)
                 origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
             }
         }
         /// Its host, port and proxy (`sharesHost`).
         private(set) var origin: String
+        private var originOf: (url: String, proxy: String?)
         var state: DownloadState = .queued
         var file: String
         /// What the user asked of the running task when it was cancelled.
@@ -112,6 +116,7 @@ package actor DownloadManager {
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
             origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
+            originOf = (job.url, job.transfer.proxy)
             self.state = state
             self.file = file
             limit = ReceiveLimit(job.transfer.maxReceiveRate)
@@ -383,8 +388,8 @@ package actor DownloadManager {
     // MARK: the queue
 
     private func setState(_ id: DownloadID, _ state: DownloadState) {
-        guard entries[id] != nil, entries[id]?.state != state else { return }
-        entries[id]?.state = state
+        guard let entry = entries[id], entry.state != state else { return }
+        entry.state = state
         continuation.yield(.state(id: id, state))
     }
 
@@ -442,6 +447,10 @@ package actor DownloadManager {
     /// HTTPS). One further back in the queue would start after this one's bytes had mostly come.
     private func sharesHost(_ id: DownloadID) -> Bool {
         guard let origin = entries[id]?.origin else { return false }
+        return sharesHost(id, origin: origin)
+    }
+
+    private func sharesHost(_ id: DownloadID, origin: String) -> Bool {
         func same(_ other: DownloadID) -> Bool { other != id && entries[other]?.origin == origin }
         if running.keys.contains(where: same) { return true }
         var looked = 0
@@ -454,18 +463,22 @@ package actor DownloadManager {
     }
 
     private func start(_ id: DownloadID) {
-        guard let job = entries[id]?.job else { return }
-        setState(id, .connecting)
+        guard let entry = entries[id] else { return }
+        let job = entry.job
+        if entry.state != .connecting {
+            entry.state = .connecting
+            continuation.yield(.state(id: id, .connecting))
+        }
         let downloader = self.downloader
         let continuation = self.continuation
-        let partial = DownloadContext.isPartialCapable(name: entries[id]?.file ?? "")
-        let limit = entries[id]?.limit
-        let continuing = entries[id]?.claimedBefore ?? false
-        let alone = !sharesHost(id)
+        let partial = DownloadContext.isPartialCapable(name: entry.file)
+        let limit = entry.limit
+        let continuing = entry.claimedBefore
+        let alone = !sharesHost(id, origin: entry.origin)
         let beforeDownloading = beforeDownloadingState
         let namingGate = self.namingGate
         let gate = StopGate()
-        entries[id]?.gate = gate
+        entry.gate = gate
         // The download blocks in file I/O: its task prefers the I/O executor's threads, never the actor or the
         // cooperative pool, from its first job to its last. Started from a download that hands over its slot
         // (`transferEnded`, `finished`: this actor's code running on that download's I/O thread), its first
@@ -568,15 +581,15 @@ package actor DownloadManager {
         entry.gate = nil
         // A resume or retry continues this very file, whatever the server calls it by then.
         if let path {
-            entries[id]?.job.outputName = FilePath.baseName(of: path)
-            entries[id]?.claimedBefore = true
+            entry.job.outputName = FilePath.baseName(of: path)
+            entry.claimedBefore = true
         }
         switch result {
         case .success(let value):
-            entries[id]?.file = value.file
+            entry.file = value.file
             continuation.yield(.finished(id: id, value, seconds: seconds))
             setState(id, .done)
-            runCompletionHook(id, job: entry.job, value, after: storedGate())
+            if entry.job.onComplete != nil { runCompletionHook(id, job: entry.job, value, after: storedGate()) }
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
@@ -590,7 +603,7 @@ package actor DownloadManager {
                 }
             }
         }
-        entries[id]?.stopIntent = nil
+        entry.stopIntent = nil
         startWaiting()
     }
 

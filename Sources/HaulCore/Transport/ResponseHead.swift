@@ -2,14 +2,17 @@
 package struct ResponseHead: Sendable, Equatable {
     package var status: Int
     /// Header fields in arrival order, names as the server spelled them.
-    package var headers: [(name: String, value: String)]
+    package let headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
     package var effectiveURL: String
+    /// `Content-Length` read once (`contentLength`, `framingProblem`): a download asks three times.
+    private let announcedLength: (length: Int64?, problem: String?)
 
     package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL
+        announcedLength = Self.announcedLength(in: headers)
     }
 
     /// The first value of a header, compared case-insensitively (ASCII, as HTTP field names are).
@@ -48,7 +51,7 @@ package struct ResponseHead: Sendable, Equatable {
         announcedLength.problem
     }
 
-    private var announcedLength: (length: Int64?, problem: String?) {
+    private static func announcedLength(in headers: [(name: String, value: String)]) -> (length: Int64?, problem: String?) {
         var seen: Int64?
         fields: for field in headers where Self.sameName(field.name, "Content-Length") {
             // One pass over the bytes: each comma-separated item, spaces and tabs around it aside, is 1*DIGIT
