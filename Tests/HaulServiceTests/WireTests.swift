@@ -136,6 +136,10 @@ extension WireTests {
         full.transfer.maxReceiveRate = 1000
         full.sync = false
         #expect(try JSONDecoder().decode(DownloadJob.self, from: JSONEncoder().encode(full)) == full)
+        // The transfer options are stored flat, under their own names, and an unset one not at all.
+        let transfer = try JSONSerialization.jsonObject(with: JSONEncoder().encode(full.transfer)) as? [String: Any]
+        #expect(transfer?["maxReceiveRate"] as? Int == 1000 && transfer?["stallTimeout"] as? Double == 30)
+        #expect(transfer?["proxy"] == nil && transfer?["values"] == nil)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(DownloadJob.self, from: Data(#"{"url":"u"}"#.utf8)) }
     }
 }
