@@ -6,13 +6,21 @@ package struct ResponseHead: Sendable, Equatable {
     /// The URL that answered, after redirects.
     package var effectiveURL: String
     /// `Content-Length` read once (`contentLength`, `framingProblem`): a download asks three times.
-    private let announcedLength: (length: Int64?, problem: String?)
+    private let announcedLength: AnnouncedLength
+
+    /// A struct, not a tuple: a head is copied on the curl thread, and a tuple holding a string is copied
+    /// through the runtime's generic tuple witness.
+    private struct AnnouncedLength {
+        let length: Int64?
+        let problem: String?
+    }
 
     package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL
-        announcedLength = Self.announcedLength(in: headers)
+        let (length, problem) = Self.announcedLength(in: headers)
+        announcedLength = AnnouncedLength(length: length, problem: problem)
     }
 
     /// The first value of a header, compared case-insensitively (ASCII, as HTTP field names are).

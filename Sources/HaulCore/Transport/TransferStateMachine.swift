@@ -181,7 +181,8 @@ struct TransferStateMachine {
             buffer.append(bytes)
             running.nextOffset += Int64(bytes.count)
             if running.consumer != nil, running.waitingSince == nil { running.waitingSince = now }
-            if case .held(let head, let waiter, _) = running.head, buffer.count >= due.threshold {
+            // The count first: binding the held head copies it, and a small body's chunks stay below.
+            if buffer.count >= due.threshold, case .held(let head, let waiter, _) = running.head {
                 // More came than the head announced: a batch's worth is reason enough to wake the consumer.
                 running.head = .delivered(head)
                 return (waiter.map { ReceiveAction.deliverHead($0, head) } ?? .buffered, false, buffer.count)
