@@ -46,10 +46,8 @@ where Base.Element: ByteChunk, C.Duration == Duration {
         self.window = window
     }
 
-    /// Whether a write that ends at `offset` completes the whole file (this body ends where the file
-    /// does). A segment's body never says so: the file's other segments may still be under way.
     func completes(at offset: Int64) -> Bool {
-        total != nil && endOffset == total && offset == total
+        BodyWrite.completes(at: offset, end: endOffset, total: total)
     }
 
     /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.
@@ -85,7 +83,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
             let threshold = ByteAccumulator.batchSize(total: owner.total)
             while let chunk = try await base.next() {
                 if let end = owner.endOffset, offset + Int64(chunk.count) > end {
-                    throw HaulError(.protocol, "the server sent more than the \(end - owner.startOffset) bytes it announced")
+                    throw BodyWrite.overflow(announced: end - owner.startOffset)
                 }
                 let reached = offset + Int64(chunk.count)
                 try owner.file.write(chunk, at: offset, completing: owner.completes(at: reached),
@@ -109,6 +107,21 @@ where Base.Element: ByteChunk, C.Duration == Duration {
             return DownloadProgress(completed: offset, batchBytes: pending, total: owner.total,
                             bytesPerSecond: meter.bytesPerSecond)
         }
+    }
+}
+
+/// The rules a body's bytes are written by, whichever way they come: through `ByteAccumulator`, or all at
+/// once from memory (`Downloader`, for a body that had all come before its head was handed over).
+enum BodyWrite {
+    /// Whether a write that ends at `offset` completes the whole file (the body, ending at `end`, ends
+    /// where the file does). A segment's body never says so: the file's other segments may still be under way.
+    static func completes(at offset: Int64, end: Int64?, total: Int64?) -> Bool {
+        total != nil && end == total && offset == total
+    }
+
+    /// The failure of a body that brings more than the `announced` bytes (none past them is written).
+    static func overflow(announced: Int64) -> HaulError {
+        HaulError(.protocol, "the server sent more than the \(announced) bytes it announced")
     }
 }
 

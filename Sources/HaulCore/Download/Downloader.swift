@@ -307,12 +307,7 @@ package struct Downloader: Sendable {
             if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
             throw failure
         }
-        if let end = body.end, written != end {
-            claim.lastCheckpoint(adding: ByteRange(start, written))
-            throw HaulError(.network, "connection closed after \(written) of \(body.total ?? end) bytes")
-        }
-        claim.state?.add(ByteRange(start, written))
-        return written
+        return try ended(body, at: written, claim: &claim)
     }
 
     /// `stream` for a body that had all come before its head was handed over (`Transfer.hasEndedWell`: a small
@@ -331,11 +326,10 @@ package struct Downloader: Sendable {
             while let batch = try await transfer.core.next(recycling: spent.take()) {
                 if case .buffer(let buffer) = batch.storage { spent = buffer }
                 let reached = written + Int64(batch.count)
-                if let end = body.end, reached > end {
-                    throw HaulError(.protocol, "the server sent more than the \(end - start) bytes it announced")
-                }
-                let completing = body.total != nil && body.end == body.total && reached == body.total
-                try claim.part.write(batch, at: written, completing: completing, alone: true)
+                if let end = body.end, reached > end { throw BodyWrite.overflow(announced: end - start) }
+                try claim.part.write(batch, at: written,
+                                     completing: BodyWrite.completes(at: reached, end: body.end, total: body.total),
+                                     alone: true)
                 written = reached
             }
         } catch {
@@ -343,16 +337,22 @@ package struct Downloader: Sendable {
             if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
             throw failure
         }
-        // The rate `ByteAccumulator` would report for one batch: the bytes over the time they took (0 under a
-        // millisecond).
-        let seconds = began.duration(to: clock.now).seconds
+        // The rate `ByteAccumulator` reports for one batch: the bytes over the time they took.
+        let rate = RateMeter.rate(of: written - start, over: began.duration(to: clock.now).seconds)
         events(.progress(DownloadProgress(completed: written, batchBytes: written - start, total: body.total,
-                                          bytesPerSecond: seconds > 0.001 ? Double(written - start) / seconds : 0)))
+                                          bytesPerSecond: rate)))
+        return try ended(body, at: written, claim: &claim)
+    }
+
+    /// The end of a body written up to `written` without a failure: short of the end it announced, what came
+    /// is kept (checkpointed) and the attempt fails; else it goes into the resume state.
+    private func ended(_ body: DownloadStateMachine.Body, at written: Int64,
+                       claim: inout Claim) throws(HaulError) -> Int64 {
         if let end = body.end, written != end {
-            claim.lastCheckpoint(adding: ByteRange(start, written))
+            claim.lastCheckpoint(adding: ByteRange(body.start, written))
             throw HaulError(.network, "connection closed after \(written) of \(body.total ?? end) bytes")
         }
-        claim.state?.add(ByteRange(start, written))
+        claim.state?.add(ByteRange(body.start, written))
         return written
     }
 

@@ -16,9 +16,13 @@ struct RateMeter {
     }
 
     var bytesPerSecond: Double {
-        guard let first = samples.first, let last = samples.last, last.seconds - first.seconds > 0.001
-        else { return 0 }
-        return Double(last.bytes - first.bytes) / (last.seconds - first.seconds)
+        guard let first = samples.first, let last = samples.last else { return 0 }
+        return Self.rate(of: last.bytes - first.bytes, over: last.seconds - first.seconds)
+    }
+
+    /// `bytes` over `seconds`; 0 under a millisecond, too short to say.
+    static func rate(of bytes: Int64, over seconds: Double) -> Double {
+        seconds > 0.001 ? Double(bytes) / seconds : 0
     }
 }
 

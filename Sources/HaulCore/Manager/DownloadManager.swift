@@ -91,17 +91,12 @@ package actor DownloadManager {
     /// instructions of 1000 small downloads). It never leaves the actor.
     private final class Entry {
         var job: DownloadJob {
-            // Against the URL and proxy the origin was made of, not `oldValue`: naming that copied the whole
-            // job at every change (a download's end sets its output name).
-            didSet {
-                guard job.url != originOf.url || job.transfer.proxy != originOf.proxy else { return }
-                originOf = (job.url, job.transfer.proxy)
-                origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
-            }
+            // Made again at each change, without `oldValue`: naming it copied the whole job (a download's end
+            // sets its output name), where the origin takes about a thousand instructions.
+            didSet { origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) }
         }
         /// Its host, port and proxy (`sharesHost`).
         private(set) var origin: String
-        private var originOf: (url: String, proxy: String?)
         var state: DownloadState = .queued
         var file: String
         /// What the user asked of the running task when it was cancelled.
@@ -116,7 +111,6 @@ package actor DownloadManager {
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
             origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
-            originOf = (job.url, job.transfer.proxy)
             self.state = state
             self.file = file
             limit = ReceiveLimit(job.transfer.maxReceiveRate)
@@ -388,7 +382,13 @@ package actor DownloadManager {
     // MARK: the queue
 
     private func setState(_ id: DownloadID, _ state: DownloadState) {
-        guard let entry = entries[id], entry.state != state else { return }
+        guard let entry = entries[id] else { return }
+        setState(entry, id, state)
+    }
+
+    /// The same for an entry in hand.
+    private func setState(_ entry: Entry, _ id: DownloadID, _ state: DownloadState) {
+        guard entry.state != state else { return }
         entry.state = state
         continuation.yield(.state(id: id, state))
     }
@@ -445,11 +445,6 @@ package actor DownloadManager {
     /// Whether another download to `id`'s host (and through the same proxy) is running, or is among the next
     /// `concurrency` waiting to start: then they share a connection (streams of one HTTP/2 connection over
     /// HTTPS). One further back in the queue would start after this one's bytes had mostly come.
-    private func sharesHost(_ id: DownloadID) -> Bool {
-        guard let origin = entries[id]?.origin else { return false }
-        return sharesHost(id, origin: origin)
-    }
-
     private func sharesHost(_ id: DownloadID, origin: String) -> Bool {
         func same(_ other: DownloadID) -> Bool { other != id && entries[other]?.origin == origin }
         if running.keys.contains(where: same) { return true }
@@ -465,10 +460,7 @@ package actor DownloadManager {
     private func start(_ id: DownloadID) {
         guard let entry = entries[id] else { return }
         let job = entry.job
-        if entry.state != .connecting {
-            entry.state = .connecting
-            continuation.yield(.state(id: id, .connecting))
-        }
+        setState(entry, id, .connecting)
         let downloader = self.downloader
         let continuation = self.continuation
         let partial = DownloadContext.isPartialCapable(name: entry.file)
@@ -589,7 +581,7 @@ package actor DownloadManager {
             entry.file = value.file
             continuation.yield(.finished(id: id, value, seconds: seconds))
             setState(id, .done)
-            if entry.job.onComplete != nil { runCompletionHook(id, job: entry.job, value, after: storedGate()) }
+            runCompletionHook(id, entry, value, after: storedGate())
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
@@ -618,15 +610,17 @@ package actor DownloadManager {
     /// file took its name and before the store held its "done", so the hook (which waits for that) never ran.
     /// Called once the store holds the "done" now found.
     package func runCompletionHook(_ id: DownloadID, _ result: DownloadResult) {
-        guard let job = entries[id]?.job else { return }
-        runCompletionHook(id, job: job, result, after: nil)
+        guard let entry = entries[id] else { return }
+        runCompletionHook(id, entry, result, after: nil)
     }
 
-    private func runCompletionHook(_ id: DownloadID, job: DownloadJob, _ result: DownloadResult,
-                                   after gate: (@Sendable () async -> Void)?) {
-        guard let hook = job.onComplete else { return }
+    /// The entry's job is read only when it has a hook: a copy of it costs every string it holds. `gate`
+    /// too is made only then.
+    private func runCompletionHook(_ id: DownloadID, _ entry: Entry, _ result: DownloadResult,
+                                   after gate: @autoclosure () -> (@Sendable () async -> Void)?) {
+        guard let hook = entry.job.onComplete else { return }
         hooks.run(hook, name: "--on-complete", environment: Self.hookEnvironment(
-            id: id, job: job, path: result.path, bytes: result.bytes, error: nil), after: gate)
+            id: id, job: entry.job, path: result.path, bytes: result.bytes, error: nil), after: gate())
     }
 
     /// What a hook is told, in its environment: nothing secret (the URL's password is masked).
