@@ -1,5 +1,30 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+// `haul`'s modules see the members of the modules they import, not of what those import in turn: TOMLKit
+// imports Foundation, whose `String` extensions (`trimmingCharacters`, `contains`, `range(of:)`) would
+// otherwise be picked over the standard library's and link Foundation, CoreFoundation and ICU into `haul`
+// (docs/benchmarks.md, "Thirty-second pass"). They import FoundationEssentials.
+let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
+// TOMLKit imports Foundation, so autolinking names the static libFoundation.a before libFoundationEssentials.a
+// on `haul`'s link line. libFoundation.a carries weak copies of some of FoundationEssentials' own
+// specializations; the linker takes the first archive that defines a symbol, so the first such reference
+// (TOMLKit's `Data(base64Encoded:)`) drew in Foundation's NSString and with it the rest of Foundation,
+// CoreFoundation and ICU: 48 MB of the binary, its constructors and relocations at every start. Naming
+// libFoundationEssentials.a among the inputs puts it first. Its path is that of the toolchain evaluating this
+// manifest (the one that builds), found from where its PackageDescription library is mapped; without it the
+// link is as before.
+let essentialsFirst: [String] = {
+    guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8),
+          let line = maps.split(separator: "\n").first(where: { $0.hasSuffix("/libPackageDescription.so") }),
+          let path = line.split(separator: " ").last.map(String.init),
+          let range = path.range(of: "/lib/swift/pm/ManifestAPI/libPackageDescription.so")
+    else { return [] }
+    let archive = String(path[..<range.lowerBound]) + "/lib/swift_static/linux/libFoundationEssentials.a"
+    return FileManager.default.fileExists(atPath: archive) ? [archive] : []
+}()
 
 let package = Package(
     name: "Haul",
@@ -62,7 +87,8 @@ let package = Package(
                 "CCurl", "CLinux", "CXXHash", "COpenSSL",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]),
+            ],
+            swiftSettings: essentialsOnly),
 
         // The full-screen front end: pure state/update/render, plus the one type that calls ncurses.
         .target(
@@ -71,14 +97,16 @@ let package = Package(
                 "HaulCore", "CNcurses", "CJPEG", "CPNG", "CChafa",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]),
+            ],
+            swiftSettings: essentialsOnly),
 
         // The per-user service's client, which the CLI and the TUI use: its wire format, the Unix-socket
         // client, the launcher that starts the service, its state directory. No server code: `haul` links
         // this, not what follows.
         .target(
             name: "HaulServiceClient",
-            dependencies: ["HaulCore", "CLinux"]),
+            dependencies: ["HaulCore", "CLinux"],
+            swiftSettings: essentialsOnly),
 
         // The per-user service: the queue's store (GRDB/SQLite), the control API on a Unix socket
         // (Hummingbird), the aria2 JSON-RPC face, its lifecycle.
@@ -112,7 +140,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The config file, $XDG_CONFIG_HOME/haul/config.toml.
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]),
+            ],
+            swiftSettings: essentialsOnly),
 
         // `haul`: everything but the service and the sample server, which it hands to `haul-server`. A
         // download's start pays for the code linked in (the loader relocates its pages, the runtime scans
@@ -132,6 +161,7 @@ let package = Package(
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                               "-Xlinker", "--no-export-dynamic"],
                              .when(platforms: [.linux], configuration: .release)),
+                .unsafeFlags(essentialsFirst, .when(platforms: [.linux], configuration: .release)),
             ]),
 
         // `haul-server`: `haul` with the per-user service (`haul service run`) and `--demo`'s sample server.

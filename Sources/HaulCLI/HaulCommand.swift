@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 import HaulTUI
 
@@ -244,7 +245,7 @@ struct HaulCommand: ParsableCommand {
         try Self.checkReadable("--capath", capath, directory: true)
         try Self.checkReadable("--netrc-file", netrcFile, directory: false)
         try Self.checkReadable("--load-cookies", loadCookies, directory: false)
-        if let proxy, !proxy.isEmpty, let scheme = proxy.range(of: "://").map({ proxy[..<$0.lowerBound].lowercased() }),
+        if let proxy, !proxy.isEmpty, let scheme = proxy.firstRange(of: "://").map({ proxy[..<$0.lowerBound].lowercased() }),
            !["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) {
             throw ValidationError("--proxy \(URLRedaction.masked(proxy)): the scheme must be http, https, socks4, socks4a, socks5 or socks5h")
         }
@@ -256,11 +257,11 @@ struct HaulCommand: ParsableCommand {
     /// before anything starts, rather than a TLS failure per download.
     static func checkReadable(_ option: String, _ path: String?, directory: Bool) throws {
         guard let path else { return }
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ValidationError("\(option) \(path): no such \(directory ? "directory" : "file")")
         }
-        if isDirectory.boolValue != directory {
+        if isDirectory != directory {
             throw ValidationError("\(option) \(path): \(directory ? "not a directory" : "a directory, not a file")")
         }
         guard FileManager.default.isReadableFile(atPath: path) else {

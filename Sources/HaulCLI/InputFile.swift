@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HaulCore
 
@@ -170,8 +170,8 @@ struct InputOptions: Equatable {
         guard let equals = line.firstIndex(of: "=") else {
             throw HaulError(.usage, "'\(line)' is not key=value")
         }
-        let key = line[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        let key = line[..<equals].trimmingWhitespace().lowercased()
+        let value = line[line.index(after: equals)...].trimmingWhitespace()
         switch key {
         case "out":
             if let problem = FileNaming.problem(withPlainName: value) { throw HaulError(.usage, "out=\(value): \(problem)") }
@@ -193,7 +193,7 @@ struct InputOptions: Equatable {
         case "checksum":
             switch Checksum.parse(value) {
             case .success(let parsed): checksum = parsed
-            case .failure(let error): throw HaulError(.usage, "checksum=\(value): " + error.message.replacingOccurrences(of: "--checksum", with: "it"))
+            case .failure(let error): throw HaulError(.usage, "checksum=\(value): " + error.message.replacing("--checksum", with: "it"))
             }
         case "limit-rate", "max-download-limit":
             guard let rate = RateLimit.parse(value) else {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 
 /// A client of the service: the CLI's commands and the attached TUI. It speaks the control API over the

@@ -1,5 +1,6 @@
 import CLinux
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 
 /// Starts `haul service run` (in `haul-server`) detached from the client: a session of its own, stdin from /dev/null, stdout

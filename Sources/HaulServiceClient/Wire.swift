@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 
 /// The documents of the control API (docs/protocol.md), shared by the service and its clients.

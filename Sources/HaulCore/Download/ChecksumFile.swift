@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A list of digests by file name, as `sha256sum` writes it (`SHA256SUMS`, `*.sha256`): `HEX  NAME` or
 /// `HEX *NAME`, one per line; also the BSD form `SHA256 (NAME) = HEX`. The algorithm is the tag's, or else the
@@ -41,7 +42,7 @@ package enum ChecksumFile {
             case .success(let checksum): digests[FilePath.baseName(of: name)] = checksum
             case .failure(let error):
                 return .failure(HaulError(.usage, "--checksum-file \(source) line \(index + 1): "
-                    + error.message.replacingOccurrences(of: "--checksum: ", with: "")))
+                    + error.message.replacing("--checksum: ", with: "")))
             }
         }
         return .success(digests)
@@ -50,12 +51,12 @@ package enum ChecksumFile {
     /// (algorithm, hex, name) of one line.
     private static func entry(_ line: String) -> (String, String, String)? {
         // BSD: "SHA256 (name) = hex"
-        if let open = line.firstIndex(of: "("), let close = line.range(of: ") = ", options: .backwards),
+        if let open = line.firstIndex(of: "("), let close = line.ranges(of: ") = ").last,
             open < close.lowerBound, !line[..<open].contains(" ") || line[..<open].hasSuffix(" ")
         {
-            let tag = line[..<open].trimmingCharacters(in: .whitespaces)
+            let tag = line[..<open].trimmingWhitespace()
             if !tag.isEmpty, !tag.contains(" ") {
-                return (tag, String(line[close.upperBound...]).trimmingCharacters(in: .whitespaces),
+                return (tag, line[close.upperBound...].trimmingWhitespace(),
                         String(line[line.index(after: open)..<close.lowerBound]))
             }
         }

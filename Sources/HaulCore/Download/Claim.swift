@@ -1,4 +1,5 @@
 import Glibc
+import NIOConcurrencyHelpers
 
 /// A target name this download holds in its output directory: its `.part` is open and locked, and its
 /// resume state, if any, is known to belong to this URL.

@@ -120,7 +120,7 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// nil with a reason otherwise.
     package static func parse(_ text: String) -> Result<Checksum, HaulError> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-        let name = parts.first?.lowercased().replacingOccurrences(of: "-", with: "") ?? ""
+        let name = parts.first?.lowercased().replacing("-", with: "") ?? ""
         guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
             return .failure(HaulError(.usage, "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"))
         }

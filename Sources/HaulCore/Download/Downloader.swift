@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Fetches one URL into its file: claims `NAME.part`, resumes it when its state says so (Range +
 /// If-Range), streams the body through a `ByteAccumulator`, checkpoints (fsync + state file) one second

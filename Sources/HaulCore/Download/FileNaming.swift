@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Turns what a server or a URL suggests into a safe base name inside the output directory.
 ///
@@ -197,7 +198,7 @@ package enum FileNaming {
     private static func decoded(_ bytes: ArraySlice<UInt8>) -> String {
         let text = String(decoding: bytes, as: UTF8.self)
         guard bytes.contains(UInt8(ascii: "%")) else { return text }
-        return text.removingPercentEncoding ?? text
+        return text.percentDecoded ?? text
     }
 }
 

@@ -1,5 +1,7 @@
 import CLinux
-import Foundation
+import FoundationEssentials
+import Glibc
+import NIOConcurrencyHelpers
 
 /// The output directory of a download, held open: every name haul creates, opens, renames or removes in it
 /// goes through this descriptor (`openat`, `renameat2`, `unlinkat`), never follows a symbolic link at the

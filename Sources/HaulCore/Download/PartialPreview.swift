@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The preview a cancelled JPEG or PNG download leaves beside its target: `STEM.partial.EXT`, holding the contiguous
 /// prefix received so far, followed by an EOI marker (FF D9) when the prefix does not already end with one.
@@ -28,7 +29,7 @@ package enum PartialPreview {
     package static func isPicture(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return pictureContentTypes.contains(mediaType.trimmingCharacters(in: .whitespaces).lowercased())
+        return pictureContentTypes.contains(mediaType.trimmingWhitespace().lowercased())
     }
 
     /// Where the preview of `targetPath` goes: "dir/photo.jpg" -> "dir/photo.partial.jpg",

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What `NAME.part.json` records about `NAME.part`: enough to continue it later, or to know it must not be.
 ///

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Refuses what is not an http(s) URL before any connection is made.
 package enum URLCheck {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One JSON object per event per line on stdout (`--json`); failures also get their stderr line.
 ///

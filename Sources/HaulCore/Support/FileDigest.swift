@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Checksums of files, computed by streaming them in 1 MiB reads (never the whole file in memory).
 package enum FileDigest {

@@ -1,6 +1,7 @@
 import CCurl
 import CLinux
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOConcurrencyHelpers
 
 /// Owns one libcurl multi handle and every easy handle, on one thread of its own.
@@ -62,13 +63,11 @@ package final class CurlDriver: Sendable {
         self.observer = observer
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         multi = MultiHandle(pointer: pointer)
-        // Named from inside: `Thread.name` set before `start()` never reached the kernel, so the thread showed
-        // its creator's name in top and perf (a dispatch worker's, since `Entry.main` starts the driver there).
-        let thread = Thread { [self] in
+        // Named from inside, so top and perf show it as curl's, not as its creator's.
+        detachThread { [self] in
             haul_name_thread("haul-curl")
             DriverLoop(multi: multi.pointer, driver: self).run()
         }
-        thread.start()
     }
 
     private static let globalInit: Void = {

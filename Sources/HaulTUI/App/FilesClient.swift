@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 
 /// Reads a SuperStorage-API server's `/files/list` (JSON) and `/files/status` (one line of text) with a

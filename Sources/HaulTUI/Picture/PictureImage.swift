@@ -1,7 +1,8 @@
 import CJPEG
 import CPNG
 import HaulCore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Packed 8-bit RGB pixels, row by row, top row first: `pixels.count == width * height * 3`.
 package struct RGBImage: Sendable, Equatable {

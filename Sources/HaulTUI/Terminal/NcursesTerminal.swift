@@ -1,5 +1,7 @@
+import CLinux
 import CNcurses
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 import NIOConcurrencyHelpers
 
@@ -47,7 +49,8 @@ final class NcursesTerminal: Screen {
         precondition(!alreadyStarted, "an NcursesTerminal starts once")
         let pipe = self.pipe
         return try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { [self] in
+            detachThread { [self] in
+                haul_name_thread("haul-curses")
                 let session: CursesSession
                 do {
                     session = try CursesSession(wakeFD: pipe.write)
@@ -71,8 +74,6 @@ final class NcursesTerminal: Screen {
                 session.end()
                 markFinished()
             }
-            thread.name = "haul-curses"
-            thread.start()
         }
     }
 
@@ -173,10 +174,10 @@ private final class CursesSession {
         let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200))
         let term = ProcessInfo.processInfo.environment["TERM"] ?? ""
         var sequence = term.hasPrefix("foot") || term.hasPrefix("rxvt")
-            ? "\u{1b}]777;notify;haul;\(clean.replacingOccurrences(of: ";", with: ","))\u{7}"
+            ? "\u{1b}]777;notify;haul;\(clean.replacing(";", with: ","))\u{7}"
             : "\u{1b}]9;\(clean)\u{7}"
         if ProcessInfo.processInfo.environment["TMUX"] != nil {
-            sequence = "\u{1b}Ptmux;" + sequence.replacingOccurrences(of: "\u{1b}", with: "\u{1b}\u{1b}") + "\u{1b}\\"
+            sequence = "\u{1b}Ptmux;" + sequence.replacing("\u{1b}", with: "\u{1b}\u{1b}") + "\u{1b}\\"
         }
         let bytes = Array(sequence.utf8)
         _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }

@@ -1,3 +1,5 @@
+import HaulCore
+
 /// The last row: key hints for what is on screen, or the current message.
 enum Footer {
     static func draw(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
