@@ -49,10 +49,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
+        // libcurl (libcurl4-openssl-dev), loaded when first used rather than linked: the loader would map it
+        // and its thirty libraries before `main`, which is most of a download's start (Sources/CCurl/curl.c).
+        // libcrypto is linked: the digests use it, and OpenSSL's init is asked for before curl's.
+        .target(
+            name: "CCurl", path: "Sources/CCurl",
+            linkerSettings: [.linkedLibrary("crypto")]),
         // C libraries, each behind a small shim header of typed wrappers.
-        .systemLibrary(
-            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags, which SwiftPM drops with a warning; shim.h defines them.
         .systemLibrary(
             name: "CNcurses", path: "Sources/CNcurses",

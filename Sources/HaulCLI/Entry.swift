@@ -20,6 +20,14 @@ package enum Entry {
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()
         var arguments = Array(CommandLine.arguments.dropFirst())
+        // Downloads and the screen need curl: loading libcurl (and its thirty libraries), OpenSSL's and curl's
+        // init, the multi handle and its thread take several milliseconds, which the other core spends while
+        // this one reads the config file and parses the command line (the runtime's first conformance
+        // lookups), instead of after.
+        let needsCurl = arguments.first.map { verb in
+            !["verify", "view", "help"].contains(verb) && (verb == "attach" || !SessionCommands.verbs.contains(verb))
+        } ?? true
+        if needsCurl { CurlDriver.prepareInBackground() }
         let config: ConfigFile?
         do {
             let selection: ConfigFile.Selection
@@ -49,10 +57,6 @@ package enum Entry {
         if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
             await runSessionCommandAndExit(arguments, config: config)
         }
-        // Downloads or the screen from here on, and both need curl. Parsing the command line takes a few
-        // milliseconds (the runtime's first conformance lookups); the other core starts curl meanwhile
-        // (OpenSSL's init, the multi handle, its thread) instead of after it.
-        DispatchQueue.global().async { _ = CurlDriver.shared }
         // `haul` alone or `haul attach` on a terminal: the TUI, attached to the service's queue.
         let attaching = arguments.isEmpty || arguments == ["attach"]
         let command: HaulCommand
@@ -119,7 +123,8 @@ package enum Entry {
     }
 
     static func run(_ command: HaulCommand) async -> Int32 {
-        CurlDriver.shared.setOverallReceiveRate(command.overallRate)
+        // Only when there is one: the driver may still be starting on the other core (`main`).
+        if let rate = command.overallRate { CurlDriver.shared.setOverallReceiveRate(rate) }
         var extra: [InputEntry] = []
         switch inputURLs(command) {
         case .success(let urls): extra = urls

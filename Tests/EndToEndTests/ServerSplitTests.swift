@@ -16,6 +16,35 @@ import TestSupport
         #expect(server.range(of: Data("libsqlite3.so".utf8)) != nil)
     }
 
+    /// `haul` starts without Foundation proper (CoreFoundation, ICU: its modules import FoundationEssentials)
+    /// and without libcurl and its thirty libraries, which it loads when a download first needs them, on the
+    /// other core while the command line is parsed (docs/benchmarks.md, "Thirty-second pass").
+    @Test func haulStartsWithoutFoundationOrLibcurl() async throws {
+        let haul = try Data(contentsOf: URL(fileURLWithPath: HaulProcess.binary), options: .alwaysMapped)
+        #expect(haul.range(of: Data("$s10Foundation".utf8)) == nil)
+        #expect(haul.range(of: Data("__CFInitialize".utf8)) == nil)
+        let root = TempDirectory()
+        let needed = try await HaulProcess.run(["-d", HaulProcess.binary], in: root.path, binary: "/usr/bin/readelf")
+        #expect(needed.status == 0)
+        #expect(needed.stdout.contains("(NEEDED)"))
+        #expect(!needed.stdout.contains("libcurl"))
+    }
+
+    /// Where libcurl cannot be loaded, a download says so in one line and exits 1, writing nothing.
+    @Test func withoutLibcurlADownloadSaysSo() async throws {
+        let root = TempDirectory()
+        let libraries = root.path + "/lib"
+        try FileManager.default.createDirectory(atPath: libraries, withIntermediateDirectories: true)
+        try Data("not a library".utf8).write(to: URL(fileURLWithPath: libraries + "/libcurl.so.4"))
+        let output = root.path + "/out"
+        let run = try await HaulProcess.run(["--no-config", "--plain", "-o", output, "http://127.0.0.1:1/file.bin"],
+                                            in: root.path, environment: ["LD_LIBRARY_PATH": libraries])
+        #expect(run.status == 1)
+        #expect(run.stderr.hasPrefix("haul: cannot load libcurl: "))
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: output + "/file.bin"))
+    }
+
     /// Without `haul-server`, `service start` and `--demo` say where it was looked for and exit 1, and no
     /// service starts; with it in `../libexec/haul/`, the service runs from it.
     @Test func theServiceAndTheDemoRunInHaulServer() async throws {

@@ -10,7 +10,10 @@ import Glibc
 /// (requests, file writes over one connection here or several in `SegmentedFetch`, the resume state, waits)
 /// and tells it what came of them. Everything that waits or measures time reads `clock`.
 package struct Downloader: Sendable {
-    package let driver: CurlDriver
+    /// The driver given, or the process-wide one, taken when a download first asks: a command line's first
+    /// download claims its name and opens its part while libcurl is still loading on the other core.
+    package var driver: CurlDriver { givenDriver ?? .shared }
+    private let givenDriver: CurlDriver?
     package let clock: any Clock<Duration>
     /// When a fresh download's first checkpoint is due: one that ends sooner never writes a state file.
     package var firstCheckpoint: Duration = .seconds(1)
@@ -33,8 +36,8 @@ package struct Downloader: Sendable {
     /// An earlier verdict: every connection brought this much at `notLimited` or faster (see `RaceJudge`).
     package var raceEarlyBytes: Int64 = 16 << 20
 
-    package init(driver: CurlDriver = .shared, clock: any Clock<Duration> = ContinuousClock()) {
-        self.driver = driver
+    package init(driver: CurlDriver? = nil, clock: any Clock<Duration> = ContinuousClock()) {
+        givenDriver = driver
         self.clock = clock
     }
 

@@ -14,6 +14,12 @@ package final class CurlDriver: Sendable {
     /// The process-wide driver. Its thread starts on first use and lives as long as the process.
     package static let shared = CurlDriver()
 
+    /// Makes `shared` on a thread of its own (libcurl's load, OpenSSL's and curl's init, the multi handle and
+    /// its thread), for a caller that will soon need it and has other work to do meanwhile.
+    package static func prepareInBackground() {
+        detachThread { _ = shared }
+    }
+
     enum Command {
         /// A transfer to start, and how many connections to open ahead beside it
         /// (`start(_:clock:openingAhead:)`).
