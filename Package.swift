@@ -17,13 +17,20 @@ let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibi
 // manifest (the one that builds), found from where its PackageDescription library is mapped; without it the
 // link is as before.
 let essentialsFirst: [String] = {
-    guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8),
-          let line = maps.split(separator: "\n").first(where: { $0.hasSuffix("/libPackageDescription.so") }),
-          let path = line.split(separator: " ").last.map(String.init),
-          let range = path.range(of: "/lib/swift/pm/ManifestAPI/libPackageDescription.so")
-    else { return [] }
-    let archive = String(path[..<range.lowerBound]) + "/lib/swift_static/linux/libFoundationEssentials.a"
-    return FileManager.default.fileExists(atPath: archive) ? [archive] : []
+    // Read to its end line by line: a file of /proc reports no size, and a read sized by it may stop short.
+    guard let maps = fopen("/proc/self/maps", "r") else { return [] }
+    defer { fclose(maps) }
+    var buffer: UnsafeMutablePointer<CChar>?
+    var capacity = 0
+    defer { free(buffer) }
+    let suffix = "/lib/swift/pm/ManifestAPI/libPackageDescription.so"
+    while getline(&buffer, &capacity, maps) > 0, let buffer {
+        let line = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard line.hasSuffix(suffix), let path = line.split(separator: " ").last else { continue }
+        let archive = String(path.dropLast(suffix.count)) + "/lib/swift_static/linux/libFoundationEssentials.a"
+        return FileManager.default.fileExists(atPath: archive) ? [archive] : []
+    }
+    return []
 }()
 
 let package = Package(
