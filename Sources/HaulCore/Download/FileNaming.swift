@@ -1,3 +1,4 @@
+import CLinux
 import FoundationEssentials
 import Glibc
 
@@ -292,8 +293,8 @@ enum ContentDisposition {
         var encoded = Array(pieces[2].utf8)[...]
         while let byte = encoded.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard encoded.count >= 2, let high = hexValue(encoded.removeFirst()),
-                    let low = hexValue(encoded.removeFirst())
+                guard encoded.count >= 2, let high = encoded.removeFirst().hexDigitValue,
+                    let low = encoded.removeFirst().hexDigitValue
                 else { return nil }
                 bytes.append(high << 4 | low)
             } else {
@@ -324,14 +325,5 @@ enum ContentDisposition {
     static func isAttributeCharacter(_ byte: UInt8) -> Bool {
         byte != UInt8(ascii: "%") && byte != UInt8(ascii: "'") && byte != UInt8(ascii: "*")
             && isTokenCharacter(Unicode.Scalar(byte))
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -6,8 +6,8 @@ import FoundationEssentials
 // conformance records every start paid for (docs/benchmarks.md, "Thirty-second pass").
 
 extension StringProtocol {
-    /// Without the leading and trailing characters of `CharacterSet.whitespaces`: tab and the Unicode space
-    /// separators (U+0020, U+00A0, U+1680, U+2000-U+200A, U+202F, U+205F, U+3000). Not line breaks.
+    /// Without the leading and trailing characters of `CharacterSet.whitespaces`: tab, the Unicode space
+    /// separators (U+0020, U+00A0, U+1680, U+2000-U+200A, U+202F, U+205F, U+3000) and U+200B. Not line breaks.
     package func trimmingWhitespace() -> String {
         let scalars = Substring(self).unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.isHorizontalSpace }) else { return "" }
@@ -26,26 +26,29 @@ extension StringProtocol {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
-            else { return nil }
+            guard let high = iterator.next()?.hexDigitValue, let low = iterator.next()?.hexDigitValue else { return nil }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
     }
+}
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+extension UInt8 {
+    /// The value of this byte as an ASCII hex digit (either case), or nil.
+    package var hexDigitValue: UInt8? {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): self - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): self - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): self - UInt8(ascii: "A") + 10
         default: nil
         }
     }
 }
 
 extension Unicode.Scalar {
-    /// Tab or a space separator (general category Zs): `CharacterSet.whitespaces`.
+    /// Tab, a space separator (general category Zs) or the zero-width space: `CharacterSet.whitespaces`
+    /// (which keeps U+200B from the Unicode versions that had it in Zs).
     var isHorizontalSpace: Bool {
-        value == 0x09 || properties.generalCategory == .spaceSeparator
+        value == 0x09 || value == 0x200B || properties.generalCategory == .spaceSeparator
     }
 }
