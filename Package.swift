@@ -2,10 +2,12 @@
 import Foundation
 import PackageDescription
 
-// `haul`'s modules see the members of the modules they import, not of what those import in turn: TOMLKit
-// imports Foundation, whose `String` extensions (`trimmingCharacters`, `contains`, `range(of:)`) would
-// otherwise be picked over the standard library's and link Foundation, CoreFoundation and ICU into `haul`
-// (docs/benchmarks.md, "Thirty-second pass"). They import FoundationEssentials.
+// HaulCLI sees the members of the modules it imports, not of what those import in turn: TOMLKit imports
+// Foundation, whose `String` extensions (`trimmingCharacters`, `contains`, `range(of:)`) would otherwise be
+// picked over the standard library's and link Foundation, CoreFoundation and ICU into `haul`
+// (docs/benchmarks.md, "Thirty-second pass"). haul's modules import FoundationEssentials; the others import
+// nothing that brings Foundation. Its files import CLinux beside Glibc: a C type both declare (`stat`) is
+// counted as either one's, depending on the order the compiler loaded them.
 let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
 
 // TOMLKit imports Foundation, so autolinking names the static libFoundation.a before libFoundationEssentials.a
@@ -97,8 +99,7 @@ let package = Package(
                 "CCurl", "CLinux", "CXXHash", "COpenSSL",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: essentialsOnly),
+            ]),
 
         // The full-screen front end: pure state/update/render, plus the one type that calls ncurses.
         .target(
@@ -107,16 +108,14 @@ let package = Package(
                 "HaulCore", "CNcurses", "CJPEG", "CPNG", "CChafa",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: essentialsOnly),
+            ]),
 
         // The per-user service's client, which the CLI and the TUI use: its wire format, the Unix-socket
         // client, the launcher that starts the service, its state directory. No server code: `haul` links
         // this, not what follows.
         .target(
             name: "HaulServiceClient",
-            dependencies: ["HaulCore", "CLinux"],
-            swiftSettings: essentialsOnly),
+            dependencies: ["HaulCore", "CLinux"]),
 
         // The per-user service: the queue's store (GRDB/SQLite), the control API on a Unix socket
         // (Hummingbird), the aria2 JSON-RPC face, its lifecycle.

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// Blanks the password of `--user USER:PASSWORD` (and `-u`, `--user=`), and of a `--proxy` URL's

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import FoundationEssentials
 import Glibc
 import HaulCore

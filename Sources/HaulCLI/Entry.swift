@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Dispatch
 import FoundationEssentials
 import Glibc

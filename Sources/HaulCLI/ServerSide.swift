@@ -1,3 +1,4 @@
+import CLinux
 import FoundationEssentials
 import Glibc
 import HaulCore

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Glibc
 import HaulCore
 import HaulTUI
