@@ -74,17 +74,11 @@ static void load(void) {
 #undef LOOKUP
 }
 
-int haul_curl_load(const char **reason) {
-    pthread_once(&once, load);
-    if (failure != NULL && reason != NULL) *reason = failure;
-    return failure == NULL;
-}
-
 // Before any call: libcurl loaded, or a one-line message and exit 1 (haul cannot download without it).
 static void need(void) {
-    const char *reason = NULL;
-    if (!haul_curl_load(&reason)) {
-        fprintf(stderr, "haul: cannot load libcurl: %s\n", reason);
+    pthread_once(&once, load);
+    if (failure != NULL) {
+        fprintf(stderr, "haul: cannot load libcurl: %s\n", failure);
         fflush(stderr);
         _exit(1);
     }

@@ -21,14 +21,11 @@ package enum Entry {
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()
         var arguments = Array(CommandLine.arguments.dropFirst())
-        // Downloads and the screen need curl: loading libcurl (and its thirty libraries), OpenSSL's and curl's
-        // init, the multi handle and its thread take several milliseconds, which the other core spends while
-        // this one reads the config file and parses the command line (the runtime's first conformance
-        // lookups), instead of after.
-        let needsCurl = arguments.first.map { verb in
-            !["verify", "view", "help"].contains(verb) && (verb == "attach" || !SessionCommands.verbs.contains(verb))
-        } ?? true
-        if needsCurl { CurlDriver.prepareInBackground() }
+        // Downloads, the screen and the service's clients (its socket is spoken through curl) need curl:
+        // loading libcurl (and its thirty libraries), OpenSSL's and curl's init, the multi handle and its
+        // thread take several milliseconds, which the other core spends while this one reads the config file
+        // and parses the command line (the runtime's first conformance lookups), instead of after.
+        if !["verify", "view", "help"].contains(arguments.first ?? "") { CurlDriver.prepareInBackground() }
         let config: ConfigFile?
         do {
             let selection: ConfigFile.Selection

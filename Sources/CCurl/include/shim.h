@@ -7,11 +7,8 @@
 // libcurl and its thirty libraries (TLS, SSH, LDAP, Kerberos, IDN...) before `main`. The first call of a
 // curl function, from the thread that starts the curl driver while the command line is parsed, loads it.
 // The curl functions haul calls are defined in curl.c with libcurl's own names and prototypes, each a call
-// through the loaded function; the ones below are haul's own.
-
-// Loads libcurl now if it is not yet: 1 when it is loaded, 0 (and `*reason`, when given, says why) when it
-// cannot be. Any curl function loads it too, and ends the process with a one-line message when it cannot.
-int haul_curl_load(const char **reason);
+// through the loaded function (a libcurl that cannot be loaded ends the process with a one-line message);
+// the ones below are haul's own.
 
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call.
 // These typed wrappers, one per argument type, stand in for them

@@ -1,7 +1,7 @@
 import Glibc
 
-/// Starts a detached system thread that runs `body` (haul's long-lived threads: curl's, the terminal's, a
-/// child's waiter). Foundation's `Thread` did this before; it is not in FoundationEssentials, and `haul`
+/// Starts a detached system thread that runs `body` (haul's long-lived threads: the I/O executor's, curl's,
+/// the terminal's, a child's waiter). Foundation's `Thread` did this before; it is not in FoundationEssentials, and `haul`
 /// links no more of Foundation than that.
 package func detachThread(_ body: @escaping @Sendable () -> Void) {
     final class Body {

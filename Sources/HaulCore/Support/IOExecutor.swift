@@ -79,7 +79,7 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
         // After the unlock: a thread woken while the mutex is still held would only block on it again (a
         // futex wait and a wake more per job; 16% of the context switches of 1000 small downloads).
         if signal { pthread_cond_signal(wakeup) }
-        if spawn { startThread() }
+        if spawn { detachThread { [self] in work() } }
     }
 
     /// Runs `body`, which starts tasks that prefer this executor (`Task(executorPreference:)`). On one of this
@@ -93,17 +93,6 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
         worker.keepsStarts = true
         defer { worker.keepsStarts = false }
         return try body()
-    }
-
-    private func startThread() {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(&thread, nil, { context in
-            let executor = Unmanaged<IOExecutor>.fromOpaque(context!).takeRetainedValue()
-            executor.work()
-        }, context)
-        guard result == 0 else { fatalError("cannot start an I/O thread: \(String(cString: strerror(result)))") }
-        pthread_detach(thread)
     }
 
     /// One thread's own state, reached through a thread-specific key.

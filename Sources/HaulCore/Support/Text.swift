@@ -2,7 +2,7 @@ import FoundationEssentials
 
 // The few string operations haul used from Foundation proper (`trimmingCharacters(in: .whitespaces)`,
 // `removingPercentEncoding`). `haul` links FoundationEssentials alone: Foundation brings CoreFoundation, its
-// internationalisation and ICU's tables (50 MB of the binary), whose relocations, constructors and ~1,850
+// internationalisation and ICU's tables (48 MB of the binary), whose relocations, constructors and ~1,850
 // conformance records every start paid for (docs/benchmarks.md, "Thirty-second pass").
 
 extension StringProtocol {
