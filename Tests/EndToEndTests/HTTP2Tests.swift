@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import SampleServer
 import Testing
 import TestSupport
 
@@ -11,7 +12,7 @@ import TestSupport
     @Test func segmentsAreConnectionsOfTheirOwnWhileSmallFilesShareOne() async throws {
         let ca = try await NetworkOptionsTests.TestCA.make()
         let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
-            try Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+            try Data(GeneratedFile(name: "big.bin", size: 12 << 20).bytes(offset: 0, count: 12 << 20))
                 .write(to: URL(fileURLWithPath: root + "/big.bin"))
             for n in 0..<16 {
                 try Data(repeating: UInt8(n), count: 64 << 10).write(to: URL(fileURLWithPath: root + "/s\(n).bin"))

@@ -1,6 +1,7 @@
 import CLinux
 import Dispatch
 import Foundation
+import SampleServer
 import TestSupport
 import Testing
 @testable import HaulCore
@@ -15,8 +16,10 @@ import Testing
         return ByteBatch(buffer)
     }
 
+    /// Bytes that differ at every offset and between seeds (the sample server's generated stream: a closure
+    /// a byte took seconds in a debug build under the sanitizer).
     func pattern(_ count: Int, seed: Int) -> [UInt8] {
-        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &+ $0 >> 9) }
+        GeneratedFile(name: "pattern \(seed)", size: count).bytes(offset: 0, count: count)
     }
 
     @Test func largeAlignedBatchesGoToDiskDirectlyAndEveryByteLands() throws {

@@ -219,7 +219,10 @@ import Testing
             var bytes = expectedBytes("medium.bin")
             let mib = 1 << 20
             let holes = [ByteRange(Int64(2 * mib), Int64(3 * mib)), ByteRange(Int64(10 * mib), Int64(12 * mib))]
-            for hole in holes { bytes.replaceSubrange(Int(hole.start)..<Int(hole.end), with: repeatElement(0, count: Int(hole.count))) }
+            // One memset a hole: element by element, a debug build under the sanitizer took seconds.
+            bytes.withUnsafeMutableBytes { raw in
+                for hole in holes { _ = memset(raw.baseAddress! + Int(hole.start), 0, Int(hole.count)) }
+            }
             _ = FileManager.default.createFile(atPath: dir.file("medium.bin.part"), contents: Data(bytes))
             try ResumeState(url: url, etag: head["ETag"], lastModified: head["Last-Modified"], total: 20 << 20,
                             completed: [ByteRange(0, Int64(2 * mib)), ByteRange(Int64(3 * mib), Int64(10 * mib)),

@@ -15,6 +15,29 @@ struct GeneratedFileTests {
         }
     }
 
+    /// The stream is what it has always been (the bytes peers and earlier runs' parts hold): word `i`, little-endian,
+    /// is splitmix64's mix of the name's seed and `i`. Filled in C since the suite's sanitized runs; the words
+    /// here are computed the way the Swift loop did, at every alignment of a range's ends.
+    @Test func theStreamIsLittleEndianSplitmixWords() {
+        let file = GeneratedFile(name: "medium.bin", size: 1 << 16)
+        let seed = StableHash.fnv1a(file.name)
+        var reference: [UInt8] = []
+        for index in 0..<UInt64(file.size / 8) {
+            var z = seed &+ (index &+ 1) &* 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            reference += (0..<8).map { UInt8(truncatingIfNeeded: z >> (8 * $0)) }
+        }
+        #expect(file.bytes(offset: 0, count: file.size) == reference)
+        for offset in 0..<17 {
+            for count in [0, 1, 5, 8, 9, 23, 4_093] {
+                #expect(file.bytes(offset: offset, count: count) == Array(reference[offset..<(offset + count)]),
+                        "offset \(offset) count \(count)")
+            }
+        }
+    }
+
     @Test func namesGiveDifferentContentAndTheSameNameTheSame() {
         let a = GeneratedFile(name: "a.bin", size: 64).bytes(offset: 0, count: 64)
         let b = GeneratedFile(name: "b.bin", size: 64).bytes(offset: 0, count: 64)

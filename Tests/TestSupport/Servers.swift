@@ -1,5 +1,6 @@
 import Foundation
 import SampleServer
+import Synchronization
 
 /// Runs `body` against a fresh in-process sample server on 127.0.0.1 with an ephemeral port.
 public func withSampleServer<T>(rate: Int? = nil, jpegs: Bool = false,
@@ -36,8 +37,18 @@ public func expectedSHA256(_ name: String) -> String {
     expectedSHA256(of: generatedFile(name))
 }
 
-/// The sha256 of any generated file (one a test adds to the server's set).
+/// The sha256 of any generated file (one a test adds to the server's set). Computed once a file: the suite
+/// asks for medium.bin's (20 MiB) dozens of times.
 public func expectedSHA256(of file: GeneratedFile) -> String {
+    if let known = knownDigests.withLock({ $0[file] }) { return known }
+    let digest = computedSHA256(of: file)
+    knownDigests.withLock { $0[file] = digest }
+    return digest
+}
+
+private let knownDigests = Mutex<[GeneratedFile: String]>([:])
+
+private func computedSHA256(of file: GeneratedFile) -> String {
     let hasher = OpenSSLDigest(.sha256)
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     var offset = 0
