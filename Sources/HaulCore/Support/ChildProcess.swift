@@ -51,7 +51,7 @@ package enum ChildProcess {
         let result = posix_spawnp(&pid, program, &actions, &attributes, cArguments, cEnvironment)
         guard result == 0 else { return result }
         let child = pid
-        detachThread {
+        detachEssentialThread {
             var status: Int32 = 0
             while waitpid(child, &status, 0) < 0 && errno == EINTR {}
             ended((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))

@@ -3,7 +3,10 @@ import Glibc
 /// Starts a detached system thread that runs `body` (haul's long-lived threads: the I/O executor's, curl's,
 /// the terminal's, a child's waiter). Foundation's `Thread` did this before; it is not in FoundationEssentials, and `haul`
 /// links no more of Foundation than that.
-package func detachThread(_ body: @escaping @Sendable () -> Void) {
+/// - Returns: nil when it started, else why not (the system's word for `pthread_create`'s error, as
+///   "Resource temporarily unavailable" when the system has no room for another thread); `body` then never runs.
+@discardableResult
+package func detachThread(_ body: @escaping @Sendable () -> Void) -> String? {
     final class Body {
         let run: @Sendable () -> Void
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }
@@ -14,6 +17,19 @@ package func detachThread(_ body: @escaping @Sendable () -> Void) {
         Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
         return nil
     }, context)
-    guard result == 0 else { fatalError("cannot start a thread: \(String(cString: strerror(result)))") }
+    guard result == 0 else {
+        Unmanaged<Body>.fromOpaque(context).release()
+        return String(cString: strerror(result))
+    }
     pthread_detach(thread)
+    return nil
+}
+
+/// `detachThread` for a thread the process cannot go on without: where none can be started, haul says so in one
+/// line and exits 1 (as for any other failure of the system it runs on) rather than trapping with a backtrace.
+package func detachEssentialThread(_ body: @escaping @Sendable () -> Void) {
+    guard let problem = detachThread(body) else { return }
+    let line = "haul: cannot start a thread: \(problem)\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+    exit(1)
 }

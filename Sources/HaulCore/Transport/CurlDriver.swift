@@ -15,7 +15,8 @@ package final class CurlDriver: Sendable {
     package static let shared = CurlDriver()
 
     /// Makes `shared` on a thread of its own (libcurl's load, OpenSSL's and curl's init, the multi handle and
-    /// its thread), for a caller that will soon need it and has other work to do meanwhile.
+    /// its thread), for a caller that will soon need it and has other work to do meanwhile. Where no thread
+    /// can be started, `shared` is made where it is first needed, as without this.
     package static func prepareInBackground() {
         detachThread { _ = shared }
     }
@@ -70,7 +71,7 @@ package final class CurlDriver: Sendable {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         multi = MultiHandle(pointer: pointer)
         // Named from inside, so top and perf show it as curl's, not as its creator's.
-        detachThread { [self] in
+        detachEssentialThread { [self] in
             haul_name_thread("haul-curl")
             DriverLoop(multi: multi.pointer, driver: self).run()
         }

@@ -49,7 +49,7 @@ final class NcursesTerminal: Screen {
         precondition(!alreadyStarted, "an NcursesTerminal starts once")
         let pipe = self.pipe
         return try await withCheckedThrowingContinuation { continuation in
-            detachThread { [self] in
+            detachEssentialThread { [self] in
                 haul_name_thread("haul-curses")
                 let session: CursesSession
                 do {
