@@ -77,7 +77,7 @@ test: deps pydeps
 TSAN_OPTIONS_ALL := halt_on_error=1 atexit_sleep_ms=0 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
 TSAN_ENV := HAUL_TSAN=1 HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)"
 # Suites of synchronous tests of pure functions (the screen's render and update, the parsers' fuzzing)
-# run on one thread: the sanitizer has nothing to find there, and they were a tenth of its CPU. `make test`
+# run on one thread: the sanitizer has nothing to find there, and they were an eighth of its CPU. `make test`
 # runs them.
 TSAN_SKIP := HaulTUITests.RenderTests|HaulTUITests.UpdateTests|HaulCoreTests.FuzzTests
 test-tsan: deps pydeps

@@ -1,6 +1,6 @@
 import Foundation
 import SampleServer
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs `body` against a fresh in-process sample server on 127.0.0.1 with an ephemeral port.
 public func withSampleServer<T>(rate: Int? = nil, jpegs: Bool = false,
@@ -40,13 +40,14 @@ public func expectedSHA256(_ name: String) -> String {
 /// The sha256 of any generated file (one a test adds to the server's set). Computed once a file: the suite
 /// asks for medium.bin's (20 MiB) dozens of times.
 public func expectedSHA256(of file: GeneratedFile) -> String {
-    if let known = knownDigests.withLock({ $0[file] }) { return known }
+    if let known = knownDigests.withLockedValue({ $0[file] }) { return known }
     let digest = computedSHA256(of: file)
-    knownDigests.withLock { $0[file] = digest }
+    knownDigests.withLockedValue { $0[file] = digest }
     return digest
 }
 
-private let knownDigests = Mutex<[GeneratedFile: String]>([:])
+/// A pthread lock, which the thread sanitizer sees (Synchronization's Mutex is a futex it does not).
+private let knownDigests = NIOLockedValueBox<[GeneratedFile: String]>([:])
 
 private func computedSHA256(of file: GeneratedFile) -> String {
     let hasher = OpenSSLDigest(.sha256)

@@ -29,7 +29,6 @@ package func detachThread(_ body: @escaping @Sendable () -> Void) -> String? {
 /// line and exits 1 (as for any other failure of the system it runs on) rather than trapping with a backtrace.
 package func detachEssentialThread(_ body: @escaping @Sendable () -> Void) {
     guard let problem = detachThread(body) else { return }
-    let line = "haul: cannot start a thread: \(problem)\n"
-    _ = line.withCString { write(2, $0, strlen($0)) }
+    TextOutput.standard.err("haul: cannot start a thread: \(problem)")
     exit(1)
 }
