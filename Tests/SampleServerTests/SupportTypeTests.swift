@@ -16,8 +16,7 @@ struct GeneratedFileTests {
     }
 
     /// The stream is what it has always been (the bytes peers and earlier runs' parts hold): word `i`, little-endian,
-    /// is splitmix64's mix of the name's seed and `i`. Filled in C since the suite's sanitized runs; the words
-    /// here are computed the way the Swift loop did, at every alignment of a range's ends.
+    /// is splitmix64's mix of the name's seed and `i`, at every alignment of a range's ends.
     @Test func theStreamIsLittleEndianSplitmixWords() {
         let file = GeneratedFile(name: "medium.bin", size: 1 << 16)
         let seed = StableHash.fnv1a(file.name)
