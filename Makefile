@@ -66,6 +66,7 @@ test: deps pydeps
 	$(SWIFT) test --skip-build --skip CrashResumeTests
 	# The crash-cost bounds count the bytes a server sent against kills at wall-clock moments: run alone, not
 	# beside the rest of the suite on two cores (which would starve the killed process of its last writes).
+	# Only those two cases: the repair tests (CrashRepairTests, exact byte counts) run with the rest, above.
 	$(SWIFT) test --skip-build --filter CrashResumeTests
 
 # The whole suite under the thread sanitizer. HAUL_TSAN=1 builds our own modules with `-sanitize=thread` in the
