@@ -1,3 +1,5 @@
+import CGeneratedBytes
+
 /// A deterministic pseudo-random binary file, generated on the fly from (name, offset): never held in memory.
 ///
 /// The content is a stream of little-endian 64-bit words; word `i` is a splitmix64 mix of a seed derived from the
@@ -33,29 +35,7 @@ public struct GeneratedFile: Sendable, Hashable {
     public func fill(_ buffer: UnsafeMutableRawBufferPointer, offset: Int) {
         precondition(offset >= 0, "offset must not be negative")
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        let count = buffer.count
-        var written = 0
-        var wordIndex = UInt64(offset >> 3)
-        let skip = offset & 7
-        if skip != 0 {
-            let word = Self.word(seed: seed, index: wordIndex).littleEndian
-            written = Swift.min(8 - skip, count)
-            withUnsafeBytes(of: word) { wordBytes in
-                base.copyMemory(from: wordBytes.baseAddress! + skip, byteCount: written)
-            }
-            wordIndex &+= 1
-        }
-        while count - written >= 8 {
-            (base + written).storeBytes(of: Self.word(seed: seed, index: wordIndex).littleEndian, as: UInt64.self)
-            written &+= 8
-            wordIndex &+= 1
-        }
-        if written < count {
-            let word = Self.word(seed: seed, index: wordIndex).littleEndian
-            withUnsafeBytes(of: word) { wordBytes in
-                (base + written).copyMemory(from: wordBytes.baseAddress!, byteCount: count - written)
-            }
-        }
+        haul_generated_fill(seed, UInt64(offset), base.assumingMemoryBound(to: UInt8.self), buffer.count)
     }
 
     /// The file's bytes in `offset ..< offset + count`, clamped to the end of the file.
@@ -66,13 +46,5 @@ public struct GeneratedFile: Sendable, Hashable {
             fill(UnsafeMutableRawBufferPointer(buffer), offset: offset)
             initialized = available
         }
-    }
-
-    @inline(__always)
-    private static func word(seed: UInt64, index: UInt64) -> UInt64 {
-        var z = seed &+ (index &+ 1) &* 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
