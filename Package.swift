@@ -187,8 +187,8 @@ let package = Package(
             ]),
 
         // The generated files' bytes, in C: optimised even in a debug build, and not instrumented by the thread
-        // sanitizer (the suite serves and checks about a gigabyte of them; the Swift loop was a fifth of the
-        // sanitized suite's time).
+        // sanitizer (the suite serves and checks about a gigabyte of them; as a debug-built Swift loop it was
+        // half of the sanitized suite's CPU: docs/architecture.md, "Running the suite").
         .target(
             name: "CGeneratedBytes", path: "sample-server/Sources/CGeneratedBytes",
             cSettings: [.unsafeFlags(["-O2"])]),

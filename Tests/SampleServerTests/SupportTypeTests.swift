@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import SampleServer
 
@@ -20,13 +21,12 @@ struct GeneratedFileTests {
     @Test func theStreamIsLittleEndianSplitmixWords() {
         let file = GeneratedFile(name: "medium.bin", size: 1 << 16)
         let seed = StableHash.fnv1a(file.name)
+        // Output `i` of a SplitMix64 generator seeded with `seed` is word `i`.
+        var words = SplitMix64(seed: seed)
         var reference: [UInt8] = []
-        for index in 0..<UInt64(file.size / 8) {
-            var z = seed &+ (index &+ 1) &* 0x9E37_79B9_7F4A_7C15
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            reference += (0..<8).map { UInt8(truncatingIfNeeded: z >> (8 * $0)) }
+        for _ in 0..<file.size / 8 {
+            let word = words.next()
+            reference += (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) }
         }
         #expect(file.bytes(offset: 0, count: file.size) == reference)
         for offset in 0..<17 {
