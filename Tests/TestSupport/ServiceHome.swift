@@ -32,7 +32,9 @@ public final class ServiceHome: Sendable {
             stop.standardOutput = FileHandle.nullDevice
             stop.standardError = FileHandle.nullDevice
             if (try? stop.run()) != nil { stop.waitUntilExit() }
-            withExtendedLifetime(directory) {}
+            // Removed here, not at the release of this closure: that comes after the thread has left the
+            // group, so the last home of a run outlived the process and stayed in /tmp.
+            directory.remove()
         }
     }
 }

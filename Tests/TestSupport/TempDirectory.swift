@@ -1,8 +1,10 @@
 import Foundation
+import Synchronization
 
 /// A fresh directory under the system temp dir, removed when the value is released.
 public final class TempDirectory: Sendable {
     public let path: String
+    private let removed = Mutex(false)
 
     /// Named after the line that made it (`haul-test-ResumeTests-84-XXXXXX`), so that one left behind says
     /// which test held on to it past its end.
@@ -16,6 +18,13 @@ public final class TempDirectory: Sendable {
     }
 
     deinit {
+        remove()
+    }
+
+    /// Removes the directory now (once; the release does nothing after it): for a holder whose last
+    /// reference may outlive the process's end, such as a thread the process does not wait to be destroyed.
+    public func remove() {
+        guard removed.withLock({ done in defer { done = true }; return !done }) else { return }
         do {
             try FileManager.default.removeItem(atPath: path)
         } catch {
