@@ -211,6 +211,39 @@ import Testing
     func refused(url: String, reason: String) {
         #expect(URLCheck.problem(with: url) == reason)
     }
+
+    /// The usual URLs are taken without `URLComponents`: each download checks its URL.
+    @Test(arguments: ["http://127.0.0.1:8080/files/a.bin", "HTTPS://Example.COM/x/y.tar.gz?v=1&w=2#top",
+                      "http://h/", "https://h", "http://h/a:b@c/!$&'()*+,;=-._~?/?:@", "http://[::1]:80/"])
+    func theUsualURLsNeedNoParse(url: String) {
+        #expect(URLCheck.isPlainlyValid(url) == !url.contains("["))
+        #expect(URLCheck.problem(with: url) == nil)
+    }
+
+    /// What the glance takes, the parse takes too, and `problem(with:)` says what the parse says: over URLs
+    /// made of pieces that each rule turns on (schemes, hosts, ports, user names, percent signs, IPv6
+    /// brackets, spaces, non-ASCII letters, a second `#`).
+    @Test func theGlanceNeverTakesWhatTheParseRefuses() {
+        let schemes = ["http://", "https://", "HtTp://", "httpx://", "http:/", "http:", "ftp://", "", "https:///"]
+        let hosts = ["h", "127.0.0.1", "", "[::1]", "[::1", "u@h", "u:p@h", "b\u{FC}cher", "a b", "h%41", "h.", "-h",
+                     "h_h", "h~", "h!$&'()*+,;=", "h<", "h\\", "h^"]
+        let ports = ["", ":", ":80", ":8x", "::80", ":65536"]
+        let rests = ["", "/", "/a/b.bin", "?q=1", "#f", "#f#g", "/a%20b", "/a b", "/a<b", "/\u{E4}", "/a?b#c/d?e",
+                     "/[x]", "/a|b", "/a\"b", "/a`b", "/a{b}", "/a^b", "/\u{7F}", "/@:", "//x", "/a#"]
+        var generator = SplitMix64(seed: 15)
+        var glanced = 0
+        for _ in 0..<20_000 {
+            let url = schemes.randomElement(using: &generator)! + hosts.randomElement(using: &generator)!
+                + ports.randomElement(using: &generator)! + rests.randomElement(using: &generator)!
+                + rests.randomElement(using: &generator)!
+            if URLCheck.isPlainlyValid(url) {
+                glanced += 1
+                #expect(URLCheck.problemByParsing(url) == nil, "\(url)")
+            }
+            #expect(URLCheck.problem(with: url) == URLCheck.problemByParsing(url), "\(url)")
+        }
+        #expect(glanced > 150)
+    }
 }
 
 func FileManagerTouch(_ path: String) {

@@ -69,10 +69,11 @@ struct Claim {
     {
         FileSystem.namespaceLock.lock()
         defer { FileSystem.namespaceLock.unlock() }
-        let (stem, ext) = FileNaming.split(name)
+        // Both only when needed: the first candidate is usually free, and `shown` is for errors.
+        lazy var parts = FileNaming.split(name)
         for n in 0... {
-            let candidate = n == 0 ? name : "\(stem).\(n)\(ext)"
-            let shown = directory.file(candidate)
+            let candidate = n == 0 ? name : "\(parts.stem).\(n)\(parts.ext)"
+            var shown: String { directory.file(candidate) }
             if directory.exists(candidate) {
                 switch policy {
                 case .skip: return .taken(nil)
