@@ -289,10 +289,11 @@ struct Claim {
         if replacing {
             try directory.rename(partName, name)
         } else {
-            let (stem, ext) = FileNaming.split(wanted)
+            // Only when the name is taken: the split makes two strings.
+            lazy var parts = FileNaming.split(wanted)
             var n = 0
             while true {
-                let candidate = n == 0 ? wanted : "\(stem).\(n)\(ext)"
+                let candidate = n == 0 ? wanted : "\(parts.stem).\(n)\(parts.ext)"
                 n += 1
                 // Past the first, a name whose .part exists is another download's.
                 if candidate != wanted, directory.exists(candidate) || directory.exists(candidate + ".part") {

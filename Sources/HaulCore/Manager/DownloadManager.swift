@@ -90,13 +90,23 @@ package actor DownloadManager {
     /// destroyed through value witnesses at each `entries[id]?.field = ...` (about a tenth of the
     /// instructions of 1000 small downloads). It never leaves the actor.
     private final class Entry {
-        var job: DownloadJob {
-            // Made again at each change, without `oldValue`: naming it copied the whole job (a download's end
-            // sets its output name), where the origin takes about a thousand instructions.
-            didSet { origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy) }
+        var job: DownloadJob
+        /// Its host, port and proxy (`sharesHost`): made when first asked, and again only once the URL or the
+        /// proxy has changed. (Made at each change of the job before: a download's end sets its output name,
+        /// and each file paid about 2,000 instructions for an origin it no longer needed.)
+        var origin: String {
+            if let made = originMade, made.url == job.url, made.proxy == job.transfer.proxy { return made.origin }
+            let origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
+            originMade = OriginMade(url: job.url, proxy: job.transfer.proxy, origin: origin)
+            return origin
         }
-        /// Its host, port and proxy (`sharesHost`).
-        private(set) var origin: String
+        private var originMade: OriginMade?
+
+        private struct OriginMade {
+            let url: String
+            let proxy: String?
+            let origin: String
+        }
         var state: DownloadState = .queued
         var file: String
         /// What the user asked of the running task when it was cancelled.
@@ -110,7 +120,6 @@ package actor DownloadManager {
 
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
-            origin = CurlDriver.origin(of: job.url, proxy: job.transfer.proxy)
             self.state = state
             self.file = file
             limit = ReceiveLimit(job.transfer.maxReceiveRate)

@@ -42,8 +42,13 @@ package struct DownloadRun: Sendable {
     private final class Tally: Sendable {
         private struct State {
             var summary = RunSummary()
-            var urls: [DownloadID: String] = [:]
-            var files: [DownloadID: String] = [:]
+            /// Each download's URL and file, in one entry: one lookup an event.
+            var names: [DownloadID: Names] = [:]
+        }
+
+        private struct Names {
+            let url: String
+            var file: String
         }
 
         private let state = NIOLockedValueBox(State())
@@ -67,20 +72,22 @@ package struct DownloadRun: Sendable {
                                    _ interrupted: () -> FailureCategory?) -> ReportEvent? {
             switch event {
             case .added(let id, let url, let file):
-                state.urls[id] = url
-                state.files[id] = file
+                state.names[id] = Names(url: url, file: file)
                 return nil
             case .started(let id, let file, let path, let total, _):
-                state.files[id] = file
-                return .started(id: id, url: state.urls[id] ?? "", file: file, path: path, total: total)
+                let url = state.names[id]?.url ?? ""
+                state.names[id] = Names(url: url, file: file)
+                return .started(id: id, url: url, file: file, path: path, total: total)
             case .progress(let id, let progress):
-                return .progress(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", progress)
+                let names = state.names[id]
+                return .progress(id: id, url: names?.url ?? "", file: names?.file ?? "", progress)
             case .fact(let id, let fact):
-                return .fact(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", fact)
+                let names = state.names[id]
+                return .fact(id: id, url: names?.url ?? "", file: names?.file ?? "", fact)
             case .finished(let id, let result, let seconds):
                 state.summary.completed += 1
                 state.summary.bytes += result.bytes
-                return .done(id: id, url: state.urls[id] ?? "", result: result, seconds: seconds)
+                return .done(id: id, url: state.names[id]?.url ?? "", result: result, seconds: seconds)
             case .state(let id, let downloadState):
                 let error: HaulError
                 switch downloadState {
@@ -90,7 +97,8 @@ package struct DownloadRun: Sendable {
                 default: return nil
                 }
                 state.summary.failed += 1
-                return .failed(id: id, url: state.urls[id] ?? "", file: state.files[id] ?? "", error: error)
+                let names = state.names[id]
+                return .failed(id: id, url: names?.url ?? "", file: names?.file ?? "", error: error)
             case .removed:
                 return nil
             }
