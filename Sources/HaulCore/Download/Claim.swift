@@ -69,10 +69,9 @@ struct Claim {
     {
         FileSystem.namespaceLock.lock()
         defer { FileSystem.namespaceLock.unlock() }
-        // Both only when needed: the first candidate is usually free, and `shown` is for errors.
-        lazy var parts = FileNaming.split(name)
         for n in 0... {
-            let candidate = n == 0 ? name : "\(parts.stem).\(n)\(parts.ext)"
+            let candidate = FileNaming.numbered(name, n)
+            // Made only for an error.
             var shown: String { directory.file(candidate) }
             if directory.exists(candidate) {
                 switch policy {
@@ -289,11 +288,9 @@ struct Claim {
         if replacing {
             try directory.rename(partName, name)
         } else {
-            // Only when the name is taken: the split makes two strings.
-            lazy var parts = FileNaming.split(wanted)
             var n = 0
             while true {
-                let candidate = n == 0 ? wanted : "\(parts.stem).\(n)\(parts.ext)"
+                let candidate = FileNaming.numbered(wanted, n)
                 n += 1
                 // Past the first, a name whose .part exists is another download's.
                 if candidate != wanted, directory.exists(candidate) || directory.exists(candidate + ".part") {

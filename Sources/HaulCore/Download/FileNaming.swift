@@ -135,6 +135,14 @@ package enum FileNaming {
         return (String(name[..<dot]), String(name[dot...]))
     }
 
+    /// The `n`th name tried for `name` (`ExistingFilePolicy.rename`): `name` itself for 0, else `stem.N.ext`.
+    /// The split is made only past the first, which is usually free.
+    static func numbered(_ name: String, _ n: Int) -> String {
+        guard n > 0 else { return name }
+        let (stem, ext) = split(name)
+        return "\(stem).\(n)\(ext)"
+    }
+
     /// The name a download gets: Content-Disposition first, then the URL's last path segment.
     package static func name(contentDisposition: String?, url: String) -> String {
         if let header = contentDisposition, let suggested = filename(fromContentDisposition: header) {

@@ -42,7 +42,7 @@ package struct DownloadRun: Sendable {
     private final class Tally: Sendable {
         private struct State {
             var summary = RunSummary()
-            /// Each download's URL and file, in one entry: one lookup an event.
+            /// Each download's URL and file, in one entry: one lookup for most events.
             var names: [DownloadID: Names] = [:]
         }
 
