@@ -6,6 +6,13 @@ import Glibc
 /// directory cost one or two fsyncs, not eight. Blocks the calling thread (downloads run on the
 /// `IOExecutor`, not the cooperative pool).
 final class DirectorySync: @unchecked Sendable {
+    /// A directory as the file system knows it (`st_dev`, `st_ino`): the same one whatever path led to it.
+    /// Two integers, not a string of them: each download's output directory is identified when opened.
+    struct Identity: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
     static let shared = DirectorySync()
 
     private struct Directory {
@@ -16,7 +23,7 @@ final class DirectorySync: @unchecked Sendable {
     }
 
     // Guarded by `mutex`. One entry per output directory, kept for the life of the process.
-    private var directories: [String: Directory] = [:]
+    private var directories: [Identity: Directory] = [:]
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let done = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     /// Called (under the lock) when a caller starts waiting for another's fsync: for tests.
@@ -37,7 +44,7 @@ final class DirectorySync: @unchecked Sendable {
 
     /// Returns once an fsync of the directory `directory` identifies, begun after this call, has finished:
     /// another caller's, or this one's through `fsync` (each caller's own descriptor of that directory).
-    func sync(_ directory: String, fsync: () -> Void) {
+    func sync(_ directory: Identity, fsync: () -> Void) {
         pthread_mutex_lock(mutex)
         directories[directory, default: Directory()].requested += 1
         let ticket = directories[directory, default: Directory()].requested

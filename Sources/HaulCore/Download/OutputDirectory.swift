@@ -11,13 +11,16 @@ import NIOConcurrencyHelpers
 /// file, a dangling link) can make haul pick another name, but never write outside the directory or into a
 /// file it did not create. The directory itself is the one the user named (a link there is followed once,
 /// at open); a later swap of that path does not move where the download goes.
+///
+/// Names reach the system calls through `withCString`: a String passed where C takes a pointer is first
+/// copied into a new array (nine allocations a small download made that way).
 final class OutputDirectory: Sendable {
     /// As the user gave it, for messages and results.
     let path: String
     private let descriptor: Int32
     /// The directory's device and inode: the same directory, whatever path led to it (group commits are
     /// per directory, `DirectorySync`).
-    let identity: String
+    let identity: DirectorySync.Identity
 
     /// Creates `path` (and its parents) if missing, then holds it open. (Opened first: one download of many
     /// small files costs two system calls here, not four.)
@@ -29,10 +32,10 @@ final class OutputDirectory: Sendable {
         if let root {
             fd = try Self.openConfined(path, below: root)
         } else {
-            fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            fd = path.withCString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             if fd < 0, errno == ENOENT || errno == ENOTDIR {
                 try FileSystem.makeDirectory(path)
-                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                fd = path.withCString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             }
         }
         guard fd >= 0 else { throw PartFile.error("cannot open directory", path) }
@@ -44,7 +47,7 @@ final class OutputDirectory: Sendable {
         }
         self.path = path
         descriptor = fd
-        identity = "\(info.st_dev):\(info.st_ino)"
+        identity = DirectorySync.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
     /// `path`'s descriptor, reached from `root` (opened as it is) through each directory below it with
@@ -98,19 +101,21 @@ final class OutputDirectory: Sendable {
     /// Whether anything (a file, a directory, a link, even a dangling one) has this name.
     func exists(_ name: String) -> Bool {
         var info = stat()
-        return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0
+        return name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
     }
 
     /// Whether `name` is a directory (not through a link).
     func isDirectory(_ name: String) -> Bool {
         var info = stat()
-        return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        return name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// The modification time of the regular file `name` (not through a link); nil when there is none.
     func modificationTime(_ name: String) -> Date? {
         var info = stat()
-        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard name.withCString({ fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            return nil
+        }
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
@@ -131,7 +136,7 @@ final class OutputDirectory: Sendable {
     /// `afterOpen`: called between the open of an existing part and its lock (tests: its owner renames it then).
     func claimPart(_ name: String, afterOpen: () -> Void = {}) throws(HaulError) -> PartClaim {
         while true {
-            let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            let fd = name.withCString { openat(descriptor, $0, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
             if fd >= 0 {
                 guard let part = try lock(fd, name) else { return .busy }
                 return .created(part)
@@ -139,12 +144,12 @@ final class OutputDirectory: Sendable {
             guard errno == EEXIST else { throw PartFile.error("cannot create", file(name)) }
             // Look before opening: opening a FIFO or a device can have effects of its own.
             var seen = stat()
-            guard fstatat(descriptor, name, &seen, AT_SYMLINK_NOFOLLOW) == 0 else {
+            guard name.withCString({ fstatat(descriptor, $0, &seen, AT_SYMLINK_NOFOLLOW) }) == 0 else {
                 if errno == ENOENT { continue }  // gone meanwhile (renamed into place by its owner): try again
                 throw PartFile.error("cannot inspect", file(name))
             }
             if let problem = Self.untrustworthy(seen) { return .untrusted(problem) }
-            let existing = openat(descriptor, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            let existing = name.withCString { openat(descriptor, $0, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
             guard existing >= 0 else {
                 if errno == ENOENT { continue }
                 if errno == ELOOP { return .untrusted(.symbolicLink) }
@@ -201,7 +206,7 @@ final class OutputDirectory: Sendable {
     /// Opens the journal `name` for appending, emptied: created if missing (mode 0600), else only when it is
     /// a file haul may write into (as a part: regular, this user's, one link). nil when it cannot be.
     func openJournal(_ name: String) -> Int32? {
-        let fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        let fd = name.withCString { openat(descriptor, $0, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, Self.untrustworthy(info) == nil, ftruncate(fd, 0) == 0 else {
@@ -214,19 +219,23 @@ final class OutputDirectory: Sendable {
     /// Whether `name` is still the file open as `part` (nobody swapped the name since it was claimed).
     func holds(_ name: String, _ part: PartFile) -> Bool {
         var atName = stat()
-        guard fstatat(descriptor, name, &atName, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        guard name.withCString({ fstatat(descriptor, $0, &atName, AT_SYMLINK_NOFOLLOW) }) == 0 else { return false }
         return part.isFile(atName)
     }
 
     /// Renames `from` to `to` unless something is at `to`: false when it is (nothing changed then).
     func renameNoReplace(_ from: String, _ to: String) throws(HaulError) -> Bool {
         let result = FileSystem.namespaceLock.withLock { () -> Int32 in
-            if haul_rename_noreplace(descriptor, from, descriptor, to) == 0 { return 0 }
-            guard errno == EINVAL || errno == ENOSYS else { return errno }
-            // A file system without RENAME_NOREPLACE: a hard link is also refused when the name is taken.
-            guard linkat(descriptor, from, descriptor, to, 0) == 0 else { return errno }
-            unlinkat(descriptor, from, 0)
-            return 0
+            from.withCString { from in
+                to.withCString { to in
+                    if haul_rename_noreplace(descriptor, from, descriptor, to) == 0 { return 0 }
+                    guard errno == EINVAL || errno == ENOSYS else { return errno }
+                    // A file system without RENAME_NOREPLACE: a hard link is also refused when the name is taken.
+                    guard linkat(descriptor, from, descriptor, to, 0) == 0 else { return errno }
+                    unlinkat(descriptor, from, 0)
+                    return 0
+                }
+            }
         }
         if result == EEXIST { return false }
         guard result == 0 else { throw PartFile.error("cannot rename \(file(from)) to", file(to), result) }
@@ -235,12 +244,14 @@ final class OutputDirectory: Sendable {
 
     /// Renames `from` to `to`, replacing what is there (a link at `to` is replaced, never followed).
     func rename(_ from: String, _ to: String) throws(HaulError) {
-        let result = FileSystem.namespaceLock.withLock { renameat(descriptor, from, descriptor, to) == 0 ? 0 : errno }
+        let result = FileSystem.namespaceLock.withLock {
+            from.withCString { from in to.withCString { to in renameat(descriptor, from, descriptor, to) == 0 ? 0 : errno } }
+        }
         guard result == 0 else { throw PartFile.error("cannot rename \(file(from)) to", file(to), result) }
     }
 
     func remove(_ name: String) {
-        unlinkat(descriptor, name, 0)
+        _ = name.withCString { unlinkat(descriptor, $0, 0) }
     }
 
     /// Makes the renames and creates done so far in this directory durable.
@@ -289,7 +300,7 @@ final class OutputDirectory: Sendable {
                  writing write: (PartFile) throws(HaulError) -> Void) throws(HaulError) {
         // Short enough to fit beside any name haul makes (FileNaming.maxBytes leaves the room).
         let temporary = name + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tmp"
-        let fd = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        let fd = temporary.withCString { openat(descriptor, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw PartFile.error("cannot create", file(temporary)) }
         let written = PartFile(descriptor: fd, path: file(temporary))
         do {
@@ -315,7 +326,7 @@ final class OutputDirectory: Sendable {
 
     /// Reads `name` whole when it is a regular file (a link is not followed) of at most `limit` bytes.
     func readSmallFile(_ name: String, limit: Int) -> Contents {
-        let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let fd = name.withCString { openat(descriptor, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else { return errno == ENOENT ? .missing : .unusable }
         defer { Glibc.close(fd) }
         var info = stat()

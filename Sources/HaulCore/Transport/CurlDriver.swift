@@ -524,7 +524,12 @@ private final class DriverLoop {
         let options = request.options
         let me = Unmanaged.passUnretained(handle).toOpaque()
 
-        haul_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        // A String passed where C takes a pointer is first copied into a new array (two allocations a file
+        // for the URL and the user agent alone); through `withCString` a native string is passed in place.
+        func setString(_ option: CURLoption, _ value: String) {
+            _ = value.withCString { haul_easy_setopt_string(easy, option, $0) }
+        }
+        setString(CURLOPT_URL, request.url)
         haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -540,12 +545,12 @@ private final class DriverLoop {
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
             haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
         }
-        haul_easy_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
-        if let proxy = options.proxy { haul_easy_setopt_string(easy, CURLOPT_PROXY, proxy) }
-        if let noProxy = options.noProxy { haul_easy_setopt_string(easy, CURLOPT_NOPROXY, noProxy) }
-        if let file = options.caCertificates { haul_easy_setopt_string(easy, CURLOPT_CAINFO, file) }
-        if let directory = options.caDirectory { haul_easy_setopt_string(easy, CURLOPT_CAPATH, directory) }
-        if let interface = options.interface { haul_easy_setopt_string(easy, CURLOPT_INTERFACE, interface) }
+        setString(CURLOPT_USERAGENT, options.userAgent)
+        if let proxy = options.proxy { setString(CURLOPT_PROXY, proxy) }
+        if let noProxy = options.noProxy { setString(CURLOPT_NOPROXY, noProxy) }
+        if let file = options.caCertificates { setString(CURLOPT_CAINFO, file) }
+        if let directory = options.caDirectory { setString(CURLOPT_CAPATH, directory) }
+        if let interface = options.interface { setString(CURLOPT_INTERFACE, interface) }
         switch options.ipVersion {
         case .v4: haul_easy_setopt_long(easy, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
         case .v6: haul_easy_setopt_long(easy, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
@@ -567,19 +572,19 @@ private final class DriverLoop {
             haul_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         }
         if let user = options.user {
-            haul_easy_setopt_string(easy, CURLOPT_USERNAME, user)
-            haul_easy_setopt_string(easy, CURLOPT_PASSWORD, options.password ?? "")
+            setString(CURLOPT_USERNAME, user)
+            setString(CURLOPT_PASSWORD, options.password ?? "")
             haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, haul_curlauth_basic())
         }
         if options.netrc || options.netrcFile != nil {
             haul_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
-            if let file = options.netrcFile { haul_easy_setopt_string(easy, CURLOPT_NETRC_FILE, file) }
+            if let file = options.netrcFile { setString(CURLOPT_NETRC_FILE, file) }
         }
-        if let file = options.cookieFile { haul_easy_setopt_string(easy, CURLOPT_COOKIEFILE, file) }
+        if let file = options.cookieFile { setString(CURLOPT_COOKIEFILE, file) }
         if let jar = options.cookieJar {
             // A jar also starts the cookie engine, so cookies set during redirects are sent on.
             if options.cookieFile == nil { haul_easy_setopt_string(easy, CURLOPT_COOKIEFILE, "") }
-            haul_easy_setopt_string(easy, CURLOPT_COOKIEJAR, jar)
+            setString(CURLOPT_COOKIEJAR, jar)
         }
         if request.method == .head { haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
         if request.method == .post {
@@ -591,13 +596,13 @@ private final class DriverLoop {
             }
             if body.isEmpty { haul_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "") }
         }
-        if let socket = request.unixSocketPath { haul_easy_setopt_string(easy, CURLOPT_UNIX_SOCKET_PATH, socket) }
-        if let range = request.curlRange { haul_easy_setopt_string(easy, CURLOPT_RANGE, range) }
+        if let socket = request.unixSocketPath { setString(CURLOPT_UNIX_SOCKET_PATH, socket) }
+        if let range = request.curlRange { setString(CURLOPT_RANGE, range) }
 
         var headers = request.headers
         if let validator = request.ifRange { headers.append("If-Range: \(validator)") }
         var list: UnsafeMutablePointer<curl_slist>?
-        for header in headers { list = curl_slist_append(list, header) }
+        for header in headers { list = header.withCString { curl_slist_append(list, $0) } }
         handle.headerList = list
         if let list { haul_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) }
 
