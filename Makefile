@@ -61,13 +61,16 @@ release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product haul-server
 	$(SWIFT) build -c release --static-swift-stdlib --product sample-server
 
+# `swift test --skip-build` gets the build's flags and environment too, unused as they are there: SwiftPM keeps
+# one evaluation of the package's manifests, keyed by both, and evaluates them again (8-17 s here) for a
+# command whose flags or environment differ from the one before.
 test: deps pydeps
 	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
-	$(SWIFT) test --skip-build --skip CrashResumeTests
+	$(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --skip CrashResumeTests
 	# The crash-cost bounds count the bytes a server sent against kills at wall-clock moments: run alone, not
 	# beside the rest of the suite on two cores (which would starve the killed process of its last writes).
 	# Only those two cases: the repair tests (CrashRepairTests, exact byte counts) run with the rest, above.
-	$(SWIFT) test --skip-build --filter CrashResumeTests
+	$(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --filter CrashResumeTests
 
 # The whole suite under the thread sanitizer. HAUL_TSAN=1 builds our own modules with `-sanitize=thread` in the
 # same build folder as `make test` (Package.swift, at its end): the dependencies are reused as that build left
@@ -82,9 +85,9 @@ TSAN_ENV := HAUL_TSAN=1 HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)"
 # runs them.
 TSAN_SKIP := HaulTUITests.RenderTests|HaulTUITests.UpdateTests|HaulCoreTests.FuzzTests
 test-tsan: deps pydeps
-	HAUL_TSAN=1 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
-	$(TSAN_ENV) $(SWIFT) test --skip-build --skip CrashResumeTests --skip '$(TSAN_SKIP)'
-	$(TSAN_ENV) $(SWIFT) test --skip-build --filter CrashResumeTests
+	$(TSAN_ENV) $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
+	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --skip CrashResumeTests --skip '$(TSAN_SKIP)'
+	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --filter CrashResumeTests
 
 demo: build
 	$(SWIFT) run haul --demo
