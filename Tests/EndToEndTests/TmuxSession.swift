@@ -129,11 +129,19 @@ final class TmuxSession: Sendable {
         return lines
     }
 
-    /// Polls until haul has exited; returns its exit status and the screen then.
+    /// Polls until haul has exited; returns its exit status and the screen then. The shell's line may begin
+    /// mid-line (a haul that died in the full screen's modes, or wrote no newline last): it is looked for
+    /// anywhere in a line. Not found, the test fails with the screen, instead of the whole suite's process.
     func waitForExit(within bound: Duration = .seconds(10)) async throws -> (status: Int, screen: [String]) {
         let screen = try await waitFor("haul to exit", within: bound) { $0.contains { $0.hasPrefix("modes: ") } }
-        let line = screen.first { $0.hasPrefix("haul exited ") }!
-        return (Int(line.dropFirst("haul exited ".count)) ?? -1, screen)
+        let marker = "haul exited "
+        guard let line = screen.last(where: { $0.contains(marker) }),
+              let start = line.range(of: marker, options: .backwards)?.upperBound
+        else {
+            throw ScreenProblem(description: "haul exited, but the shell's \"\(marker)STATUS\" line is not on the screen:\n"
+                                + screen.joined(separator: "\n"))
+        }
+        return (Int(line[start...].prefix { $0.isNumber }) ?? -1, screen)
     }
 
     /// Runs one tmux command and returns its stdout.
@@ -193,5 +201,10 @@ final class TmuxSession: Sendable {
 
 /// A condition on the screen did not come true in time.
 struct ScreenTimeout: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The screen is not what the shell around haul always writes.
+struct ScreenProblem: Error, CustomStringConvertible {
     let description: String
 }
