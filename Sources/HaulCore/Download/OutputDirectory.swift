@@ -66,10 +66,10 @@ final class OutputDirectory: Sendable {
                 _ = Glibc.close(fd)
                 throw HaulError(.fileIO, "output directory \(path) goes up out of \(root)")
             }
-            var next = openat(fd, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            var next = openAt(String(component), in: fd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0, errno == ENOENT {
                 _ = mkdirat(fd, String(component), 0o755)
-                next = openat(fd, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                next = openAt(String(component), in: fd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
             let failure = errno
             _ = Glibc.close(fd)
@@ -95,27 +95,35 @@ final class OutputDirectory: Sendable {
 
     deinit { _ = Glibc.close(descriptor) }
 
+    /// `openat` of `name` in the directory `directory` (passed in place: see the type's comment).
+    private static func openAt(_ name: String, in directory: Int32, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        name.withCString { openat(directory, $0, flags, mode) }
+    }
+
+    /// `fstatat` of `name`, not through a link: false (and `errno`) when it fails.
+    private func status(of name: String, _ info: inout stat) -> Bool {
+        name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
+    }
+
     /// The path of `name` in this directory, for people.
     func file(_ name: String) -> String { FilePath.join(path, name) }
 
     /// Whether anything (a file, a directory, a link, even a dangling one) has this name.
     func exists(_ name: String) -> Bool {
         var info = stat()
-        return name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
+        return status(of: name, &info)
     }
 
     /// Whether `name` is a directory (not through a link).
     func isDirectory(_ name: String) -> Bool {
         var info = stat()
-        return name.withCString { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        return status(of: name, &info) && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// The modification time of the regular file `name` (not through a link); nil when there is none.
     func modificationTime(_ name: String) -> Date? {
         var info = stat()
-        guard name.withCString({ fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            return nil
-        }
+        guard status(of: name, &info), info.st_mode & S_IFMT == S_IFREG else { return nil }
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
@@ -136,7 +144,7 @@ final class OutputDirectory: Sendable {
     /// `afterOpen`: called between the open of an existing part and its lock (tests: its owner renames it then).
     func claimPart(_ name: String, afterOpen: () -> Void = {}) throws(HaulError) -> PartClaim {
         while true {
-            let fd = name.withCString { openat(descriptor, $0, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+            let fd = Self.openAt(name, in: descriptor, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if fd >= 0 {
                 guard let part = try lock(fd, name) else { return .busy }
                 return .created(part)
@@ -144,12 +152,12 @@ final class OutputDirectory: Sendable {
             guard errno == EEXIST else { throw PartFile.error("cannot create", file(name)) }
             // Look before opening: opening a FIFO or a device can have effects of its own.
             var seen = stat()
-            guard name.withCString({ fstatat(descriptor, $0, &seen, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            guard status(of: name, &seen) else {
                 if errno == ENOENT { continue }  // gone meanwhile (renamed into place by its owner): try again
                 throw PartFile.error("cannot inspect", file(name))
             }
             if let problem = Self.untrustworthy(seen) { return .untrusted(problem) }
-            let existing = name.withCString { openat(descriptor, $0, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+            let existing = Self.openAt(name, in: descriptor, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard existing >= 0 else {
                 if errno == ENOENT { continue }
                 if errno == ELOOP { return .untrusted(.symbolicLink) }
@@ -206,7 +214,7 @@ final class OutputDirectory: Sendable {
     /// Opens the journal `name` for appending, emptied: created if missing (mode 0600), else only when it is
     /// a file haul may write into (as a part: regular, this user's, one link). nil when it cannot be.
     func openJournal(_ name: String) -> Int32? {
-        let fd = name.withCString { openat(descriptor, $0, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600) }
+        let fd = Self.openAt(name, in: descriptor, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, Self.untrustworthy(info) == nil, ftruncate(fd, 0) == 0 else {
@@ -219,7 +227,7 @@ final class OutputDirectory: Sendable {
     /// Whether `name` is still the file open as `part` (nobody swapped the name since it was claimed).
     func holds(_ name: String, _ part: PartFile) -> Bool {
         var atName = stat()
-        guard name.withCString({ fstatat(descriptor, $0, &atName, AT_SYMLINK_NOFOLLOW) }) == 0 else { return false }
+        guard status(of: name, &atName) else { return false }
         return part.isFile(atName)
     }
 
@@ -300,7 +308,7 @@ final class OutputDirectory: Sendable {
                  writing write: (PartFile) throws(HaulError) -> Void) throws(HaulError) {
         // Short enough to fit beside any name haul makes (FileNaming.maxBytes leaves the room).
         let temporary = name + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tmp"
-        let fd = temporary.withCString { openat(descriptor, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        let fd = Self.openAt(temporary, in: descriptor, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw PartFile.error("cannot create", file(temporary)) }
         let written = PartFile(descriptor: fd, path: file(temporary))
         do {
@@ -326,7 +334,7 @@ final class OutputDirectory: Sendable {
 
     /// Reads `name` whole when it is a regular file (a link is not followed) of at most `limit` bytes.
     func readSmallFile(_ name: String, limit: Int) -> Contents {
-        let fd = name.withCString { openat(descriptor, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        let fd = Self.openAt(name, in: descriptor, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return errno == ENOENT ? .missing : .unusable }
         defer { Glibc.close(fd) }
         var info = stat()
