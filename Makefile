@@ -78,16 +78,29 @@ test: deps pydeps
 # everything, 490 s). The next `make test` builds our modules plain again. atexit_sleep_ms=0: the
 # sanitizer's runtime otherwise sleeps a second at the exit of every process with threads (for them to
 # report), and the suite starts haul hundreds of times: 265 s -> 210 s, with no race found either way.
-TSAN_OPTIONS_ALL := halt_on_error=1 atexit_sleep_ms=0 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
+#
+# Every sanitized process (the test runner, each haul, haul-server and service it starts) writes its reports to
+# a file of its own in TSAN_REPORTS (log_path, with the executable's name and pid): a haul a test started and
+# that died with a report is otherwise seen only as a wrong exit status, its stderr gone with the test's
+# temporary folder. A failed run prints every report; a passing one says how many processes left one (one is
+# expected: TUITests.aCrashStillGivesTheTerminalBack sends the full screen a SIGSEGV, which the sanitizer
+# reports as "SEGV on unknown address" in the main thread, the address being the pid that raised it).
+TSAN_REPORTS := $(CURDIR)/.build/tsan-reports
+TSAN_OPTIONS_ALL := halt_on_error=1 atexit_sleep_ms=0 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt \
+	log_path=$(TSAN_REPORTS)/report log_exe_name=1
 TSAN_ENV := HAUL_TSAN=1 HAUL_SANITIZED=thread TSAN_OPTIONS="$(TSAN_OPTIONS_ALL)"
+TSAN_SHOW_REPORTS := sh -c 'for f in $(TSAN_REPORTS)/report*; do [ -e "$$f" ] || continue; echo "== $$f"; cat "$$f"; done; exit 1'
 # Suites of synchronous tests of pure functions (the screen's render and update, the parsers' fuzzing)
 # run on one thread: the sanitizer has nothing to find there, and they were an eighth of its CPU. `make test`
 # runs them.
 TSAN_SKIP := HaulTUITests.RenderTests|HaulTUITests.UpdateTests|HaulCoreTests.FuzzTests
 test-tsan: deps pydeps
 	$(TSAN_ENV) $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
-	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --skip CrashResumeTests --skip '$(TSAN_SKIP)'
-	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --filter CrashResumeTests
+	rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
+	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --skip CrashResumeTests --skip '$(TSAN_SKIP)' \
+		|| $(TSAN_SHOW_REPORTS)
+	$(TSAN_ENV) $(SWIFT) test --skip-build $(TEST_BUILD_FLAGS) --filter CrashResumeTests || $(TSAN_SHOW_REPORTS)
+	@echo "Sanitizer reports left by processes the tests tolerated: $$(ls $(TSAN_REPORTS) | wc -l)"
 
 demo: build
 	$(SWIFT) run haul --demo

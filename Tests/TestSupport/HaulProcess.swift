@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 
 /// The real `haul` binary, started with posix_spawn so a test can signal it and read its peak memory.
 public final class HaulProcess: Sendable {
-    public struct Exit: Sendable {
+    public struct Exit: Sendable, CustomStringConvertible {
         public var status: Int32
         /// Set when a signal ended the process.
         public var signal: Int32?
@@ -13,6 +13,12 @@ public final class HaulProcess: Sendable {
         public var stderr: String
 
         public var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+        /// For a failed expectation's message: how it ended and what it said.
+        public var description: String {
+            "exit \(status)" + (signal.map { ", signal \($0)" } ?? "") + "; stderr: \(stderr.debugDescription); stdout: "
+                + String(stdout.prefix(2000)).debugDescription
+        }
     }
 
     public let pid: pid_t
