@@ -11,7 +11,13 @@ import NIOConcurrencyHelpers
 struct Claim {
     let directory: OutputDirectory
     /// The file name the download is to get (before `finish` finds it taken).
-    private(set) var name: String
+    private(set) var name: String {
+        didSet { (partName, path) = Self.names(of: name, in: directory) }
+    }
+    /// `NAME.part`, and the path of `NAME`: kept with the name, not made at each use (a small download
+    /// asked for them ten times, each a string built and freed).
+    private(set) var partName: String
+    private(set) var path: String
     var part: PartFile
     /// Valid state for this URL from an earlier run, or the state this run keeps up to date.
     var state: ResumeState?
@@ -25,11 +31,13 @@ struct Claim {
     /// download may never give back (`lastCheckpoint`).
     private var recorded: [ByteRange] = []
 
-    var partName: String { name + ".part" }
     var stateName: String { ResumeState.path(forPart: partName) }
     var journalName: String { partName + ".journal" }
-    var path: String { directory.file(name) }
     var partPath: String { directory.file(partName) }
+
+    private static func names(of name: String, in directory: OutputDirectory) -> (part: String, path: String) {
+        (name + ".part", directory.file(name))
+    }
 
     /// Takes `name` in `directory` (or, by the rename policy, the next free `name.N.ext`), locking its
     /// `.part`. nil when the policy is `.skip` and the file exists. Tells `notice` why a resume is refused
@@ -124,27 +132,28 @@ struct Claim {
         self.directory = directory
         self.name = name
         self.part = part
+        (partName, path) = Self.names(of: name, in: directory)
         let size: Int64
         if let claimed = part.claimedSize { size = claimed } else { size = try part.size() }
-        switch ResumeState.load(from: directory, name: ResumeState.path(forPart: name + ".part")) {
+        switch ResumeState.load(from: directory, name: stateName) {
         case .missing:
-            if size > 0 { notice(.resumeRefused(part: name + ".part", reason: .noState)) }
+            if size > 0 { notice(.resumeRefused(part: partName, reason: .noState)) }
         case .unreadable:
             stateOnDisk = true
-            notice(.resumeRefused(part: name + ".part", reason: .unreadableState))
+            notice(.resumeRefused(part: partName, reason: .unreadableState))
         case .found(let found):
             stateOnDisk = true
             recorded = found.completed
             if !found.belongs(to: url) {
                 guard overwrite else {
-                    notice(.partLeftAlone(part: name + ".part", reason: .otherURL(url: found.url)))
+                    notice(.partLeftAlone(part: partName, reason: .otherURL(url: found.url)))
                     return nil
                 }
-                notice(.resumeRefused(part: name + ".part", reason: .otherURL(url: found.url)))
+                notice(.resumeRefused(part: partName, reason: .otherURL(url: found.url)))
             } else if (found.completed.last?.end ?? 0) > size {
-                notice(.resumeRefused(part: name + ".part", reason: .shorterThanState))
+                notice(.resumeRefused(part: partName, reason: .shorterThanState))
             } else if !resume {
-                notice(.resumeRefused(part: name + ".part", reason: .notWanted))
+                notice(.resumeRefused(part: partName, reason: .notWanted))
             } else {
                 state = found
                 recover(partSize: size, notice: notice)

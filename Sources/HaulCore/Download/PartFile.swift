@@ -22,15 +22,30 @@ import NIOConcurrencyHelpers
 package final class PartFile: @unchecked Sendable {
     package let path: String
     private var descriptor: Int32
-    /// The direct-I/O descriptor, opened on the first large write.
-    private let direct = NIOLockedValueBox((io: DirectIO.untried, bytes: Int64(0)))
+    /// What the writers share, under one lock (one allocation and one mutex a file, where three were made
+    /// and torn down for each download, small or not).
+    private let shared = NIOLockedValueBox(Shared())
+
+    private struct Shared {
+        /// The direct-I/O descriptor, opened on the first large write.
+        var io = DirectIO.untried
+        /// Bytes that went to disk with direct I/O.
+        var directBytes: Int64 = 0
+        /// What this process did to the file since it was opened: wrote data, truncated it, reserved blocks
+        /// (or tried to and ran out of space).
+        var written = false
+        var truncated = false
+        var reserved = false
+        /// Set by `reserveAhead`: the file's size, and the ranges reserved so far.
+        var reservation: (total: Int64, reserved: [ByteRange])?
+    }
 
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
-    package var directBytes: Int64 { direct.withLockedValue { $0.bytes } }
+    package var directBytes: Int64 { shared.withLockedValue { $0.directBytes } }
 
     /// Whether a second descriptor was opened for direct I/O (for tests).
     var openedSecondDescriptor: Bool {
-        direct.withLockedValue { state in
+        shared.withLockedValue { state in
             switch state.io {
             case .open, .refused: return true
             case .untried, .switchable, .unavailable: return false
@@ -83,9 +98,6 @@ package final class PartFile: @unchecked Sendable {
     /// The open file's identity, which no rename changes, and its size before this process wrote to it:
     /// a name or a second descriptor is checked against it without another `fstat` of this one.
     private let claimed: (device: dev_t, inode: ino_t, size: Int64)?
-    /// What this process did to it since it was opened: wrote data, truncated it, reserved blocks (or tried
-    /// to and ran out of space).
-    private let history = NIOLockedValueBox((written: false, truncated: false, reserved: false))
 
     /// The size when it was claimed (opened and locked), before any write of this process.
     var claimedSize: Int64? { claimed?.size }
@@ -106,7 +118,7 @@ package final class PartFile: @unchecked Sendable {
     /// Whether the file is known to be empty without asking the kernel: claimed empty and neither written,
     /// truncated nor reserved since (a new part: its first body has nothing to drop).
     var isEmptyAsClaimed: Bool {
-        claimed?.size == 0 && history.withLockedValue { !$0.written && !$0.truncated && !$0.reserved }
+        claimed?.size == 0 && shared.withLockedValue { !$0.written && !$0.truncated && !$0.reserved }
     }
 
     /// A download's part records each write here (`NAME.part.journal`); nil for other files.
@@ -126,7 +138,7 @@ package final class PartFile: @unchecked Sendable {
 
     /// Whether the file holds nothing but what a reservation took: claimed empty, and no byte written since.
     var holdsOnlyReservation: Bool {
-        claimed?.size == 0 && history.withLockedValue { $0.reserved && !$0.written }
+        claimed?.size == 0 && shared.withLockedValue { $0.reserved && !$0.written }
     }
 
     /// Reserving ahead of the writes, for the segments of `-s N`, which write at several places of the file at
@@ -136,21 +148,20 @@ package final class PartFile: @unchecked Sendable {
     /// Each write reserves from its offset up to `reserveWindow` ahead, within the file's size, unless that is
     /// reserved already: what a server announces is never reserved before its bytes come (a server that
     /// claims a terabyte and sends nothing costs the disk one window per connection, not a terabyte).
-    private let reservation = NIOLockedValueBox<(total: Int64, reserved: [ByteRange])?>(nil)
     static let reserveWindow: Int64 = 32 << 20
 
     /// From now on, every write that is not alone (`write(_:at:completing:alone:)`) first reserves the blocks
     /// it and the next `reserveWindow` bytes need, within `total`, the file's size.
     func reserveAhead(of total: Int64) {
-        reservation.withLockedValue { $0 = (total, []) }
+        shared.withLockedValue { $0.reservation = (total, []) }
     }
 
     /// Reserves [offset, offset + window) within the file's size where the write of `count` bytes at `offset`
     /// is not inside a reservation already. Where the file system cannot reserve, reserving stops (the writes
     /// fill holes as before); a disk or quota too short throws.
     private func reserve(at offset: Int64, count: Int) throws(HaulError) {
-        let wanted = reservation.withLockedValue { state -> ByteRange? in
-            guard let state else { return nil }
+        let wanted = shared.withLockedValue { shared -> ByteRange? in
+            guard let state = shared.reservation else { return nil }
             let end = offset + Int64(count)
             if ByteRange.subtract(state.reserved, from: ByteRange(offset, end)).isEmpty { return nil }
             let upTo = Swift.min(state.total, Swift.max(end, offset + Self.reserveWindow))
@@ -163,17 +174,17 @@ package final class PartFile: @unchecked Sendable {
             case ENOSPC, EDQUOT, EFBIG:
                 // A failed reservation may have kept part of itself (ext4 allocates as it goes): counted as one,
                 // so that a part that got no byte of ours is still removed when its download fails.
-                history.withLockedValue { $0.reserved = true }
+                shared.withLockedValue { $0.reserved = true }
                 throw PartFile.error("cannot reserve \(ByteFormat.size(wanted.count)) in", path, code)
             default:
-                reservation.withLockedValue { $0 = nil }
+                shared.withLockedValue { $0.reservation = nil }
                 return
             }
         }
-        history.withLockedValue { $0.reserved = true }
-        reservation.withLockedValue { state in
-            guard let current = state else { return }
-            state = (current.total, ByteRange.merged(current.reserved + [wanted]))
+        shared.withLockedValue { shared in
+            shared.reserved = true
+            guard let current = shared.reservation else { return }
+            shared.reservation = (current.total, ByteRange.merged(current.reserved + [wanted]))
         }
     }
 
@@ -204,12 +215,12 @@ package final class PartFile: @unchecked Sendable {
 
     /// Cuts the file to `length` bytes.
     package func truncate(to length: Int64) throws(HaulError) {
-        history.withLockedValue { $0.truncated = true }
-        // The blocks past `length` go with the cut: what was reserved there is no longer.
-        reservation.withLockedValue { state in
-            guard let current = state else { return }
+        shared.withLockedValue { shared in
+            shared.truncated = true
+            // The blocks past `length` go with the cut: what was reserved there is no longer.
+            guard let current = shared.reservation else { return }
             let cut = [ByteRange(length, .max)]
-            state = (current.total, current.reserved.flatMap { ByteRange.subtract(cut, from: $0) })
+            shared.reservation = (current.total, current.reserved.flatMap { ByteRange.subtract(cut, from: $0) })
         }
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw PartFile.error("cannot truncate", path) }
     }
@@ -228,7 +239,7 @@ package final class PartFile: @unchecked Sendable {
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
         if !alone { try reserve(at: offset, count: bytes.count) }
-        history.withLockedValue { $0.written = true }
+        shared.withLockedValue { $0.written = true }
         try writeData(bytes, at: offset, switching: alone && completing)
         journal?.record(bytes, at: offset, completing: completing)
         digest.withLockedValue { $0?.feed(bytes, at: offset) }
@@ -269,11 +280,11 @@ package final class PartFile: @unchecked Sendable {
     private func writeThroughSecond(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         do {
             try FileIO.writeAll(fd, bytes, at: offset)
-            direct.withLockedValue { $0.bytes += Int64(bytes.count) }
+            shared.withLockedValue { $0.directBytes += Int64(bytes.count) }
         } catch where error.code == EINVAL {
             // The file system takes O_DIRECT at open but not for writes: buffered from now on. The
             // descriptor stays open until `close`, since another segment may be writing with it now.
-            direct.withLockedValue { if case .open(let fd) = $0.io { $0.io = .refused(fd) } }
+            shared.withLockedValue { if case .open(let fd) = $0.io { $0.io = .refused(fd) } }
             try writeAll(descriptor, bytes, at: offset)
         } catch {
             throw PartFile.error("cannot write", path, error.code)
@@ -282,7 +293,7 @@ package final class PartFile: @unchecked Sendable {
 
     /// Closes the direct-I/O descriptor, if any (when no writer can be using it); later writes are buffered.
     private func stopDirectIO() {
-        let fd = direct.withLockedValue { state -> Int32? in
+        let fd = shared.withLockedValue { state -> Int32? in
             defer { state.io = .unavailable }
             switch state.io {
             case .open(let fd), .refused(let fd): return fd
@@ -295,7 +306,7 @@ package final class PartFile: @unchecked Sendable {
     /// The descriptor's flags (without `O_DIRECT`) when the whole pages of a file written in one go may go
     /// direct by switching it: no second descriptor is open, and direct I/O was not refused; nil otherwise.
     private func switchableFlags() -> Int32? {
-        direct.withLockedValue { state -> Int32? in
+        shared.withLockedValue { state -> Int32? in
             switch state.io {
             case .untried, .switchable: break
             case .open, .refused, .unavailable: return nil
@@ -315,7 +326,7 @@ package final class PartFile: @unchecked Sendable {
     /// switch or at the write, this write and every later one are buffered.
     private func writeSwitched(_ bytes: UnsafeRawBufferPointer, at offset: Int64, flags: Int32) throws(HaulError) {
         guard fcntl(descriptor, F_SETFL, flags | haul_o_direct()) == 0 else {
-            direct.withLockedValue { $0.io = .unavailable }
+            shared.withLockedValue { $0.io = .unavailable }
             return try writeAll(descriptor, bytes, at: offset)
         }
         var failure: Int32 = 0
@@ -324,9 +335,9 @@ package final class PartFile: @unchecked Sendable {
         guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw PartFile.error("cannot set the flags of", path) }
         switch failure {
         case 0:
-            direct.withLockedValue { $0.bytes += Int64(bytes.count) }
+            shared.withLockedValue { $0.directBytes += Int64(bytes.count) }
         case EINVAL:
-            direct.withLockedValue { $0.io = .unavailable }
+            shared.withLockedValue { $0.io = .unavailable }
             try writeAll(descriptor, bytes, at: offset)
         default:
             throw PartFile.error("cannot write", path, failure)
@@ -334,7 +345,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     private func directDescriptor() -> Int32? {
-        direct.withLockedValue { state in
+        shared.withLockedValue { state in
             switch state.io {
             case .open(let fd): return fd
             case .refused, .unavailable: return nil

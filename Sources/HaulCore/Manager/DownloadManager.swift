@@ -521,10 +521,10 @@ package actor DownloadManager {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
         var downloading = false
         var claimed: String?
-        // The count of events up to this download's latest `started`.
-        let startedMark = NIOLockedValueBox<Int?>(nil)
+        // The count of events up to this download's latest `started`: only with a naming gate (the service's).
+        let startedMark = namingGate == nil ? nil : NIOLockedValueBox<Int?>(nil)
         var beforeNaming: (@Sendable () async -> Void)?
-        if let namingGate {
+        if let namingGate, let startedMark {
             beforeNaming = {
                 let mark = startedMark.withLockedValue { $0 }
                 if let mark { await namingGate(mark) }
@@ -538,7 +538,7 @@ package actor DownloadManager {
                 case .started(let file, let path, let total, let part):
                     claimed = path
                     events.yield(.started(id: id, file: file, path: path, total: total, part: part))
-                    if namingGate != nil {
+                    if let startedMark {
                         let count = events.yielded.withLockedValue { $0 }
                         startedMark.withLockedValue { $0 = count }
                     }
