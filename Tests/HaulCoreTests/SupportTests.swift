@@ -132,3 +132,46 @@ import Testing
         #expect(head["LOCATION"] == nil)
     }
 }
+
+/// An essential thread (the I/O executor's first, curl's, the terminal's) that the system refuses for a moment.
+@Suite struct EssentialThreadTests {
+    /// The starts asked for and the waits between them, with `results` as `pthread_create`'s answers in turn.
+    private static func attempt(_ results: [Int32]) -> (code: Int32, starts: Int, waits: [UInt32]) {
+        var answers = results[...]
+        var starts = 0
+        var waits: [UInt32] = []
+        let code = EssentialThread.start({}, with: { _ in
+            starts += 1
+            return answers.popFirst() ?? 0
+        }, wait: { waits.append($0) })
+        return (code, starts, waits)
+    }
+
+    @Test func noRoomForAMomentIsWaitedOut() {
+        let outcome = Self.attempt([EAGAIN, EAGAIN, EAGAIN, 0])
+        #expect(outcome.code == 0)
+        #expect(outcome.starts == 4)
+        #expect(outcome.waits == [1, 2, 4])
+    }
+
+    @Test func noRoomForASecondGivesUp() {
+        let outcome = Self.attempt(Array(repeating: EAGAIN, count: 50))
+        #expect(outcome.code == EAGAIN)
+        #expect(outcome.waits == EssentialThread.waits)
+        #expect(outcome.waits.reduce(0, +) == 1023)
+        #expect(outcome.starts == EssentialThread.waits.count + 1)
+    }
+
+    @Test func anotherRefusalIsNotRetried() {
+        let outcome = Self.attempt([EPERM, 0])
+        #expect(outcome.code == EPERM)
+        #expect(outcome.starts == 1)
+        #expect(outcome.waits.isEmpty)
+    }
+
+    @Test func aStartedThreadRunsItsBody() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            detachEssentialThread { done.resume() }
+        }
+    }
+}
