@@ -112,7 +112,7 @@ final class TmuxSession: Sendable {
         return children.split(separator: " ").first.flatMap { pid_t($0) }
     }
 
-    /// Polls the screen until `condition` holds; returns that screen, or throws `ScreenTimeout` with the last
+    /// Polls the screen until `condition` holds; returns that screen, or throws `ScreenProblem` with the last
     /// screen in the message.
     @discardableResult
     func waitFor(_ what: String, within bound: Duration = .seconds(10), pollEvery interval: Duration = pollInterval,
@@ -121,7 +121,7 @@ final class TmuxSession: Sendable {
         var lines = try await capturedScreen()
         while !condition(lines) {
             guard ContinuousClock.now < deadline else {
-                throw ScreenTimeout(description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
+                throw ScreenProblem(description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
             }
             try await Task.sleep(for: interval)  // the poll interval of an observed terminal
             lines = try await capturedScreen()
@@ -200,11 +200,8 @@ final class TmuxSession: Sendable {
 }
 
 /// A condition on the screen did not come true in time.
-struct ScreenTimeout: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// The screen is not what the shell around haul always writes.
+/// The screen never showed what a test waited for, or not what the shell around haul always writes: the
+/// screen is in the description.
 struct ScreenProblem: Error, CustomStringConvertible {
     let description: String
 }

@@ -140,7 +140,7 @@ import Testing
         var answers = results[...]
         var starts = 0
         var waits: [UInt32] = []
-        let code = EssentialThread.start({}, with: { _ in
+        let code = EssentialThread.start(trying: {
             starts += 1
             return answers.popFirst() ?? 0
         }, wait: { waits.append($0) })

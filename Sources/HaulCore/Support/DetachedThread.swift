@@ -36,7 +36,7 @@ private func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int3
 /// `EAGAIN` ("Resource temporarily unavailable": no room for a thread at this moment) is waited out first, as
 /// libdispatch does for its own workers: a loaded machine refused a `haul service start` its first thread once.
 package func detachEssentialThread(_ body: @escaping @Sendable () -> Void) {
-    let code = EssentialThread.start(body, with: startDetachedThread) { usleep($0 * 1000) }
+    let code = EssentialThread.start(trying: { startDetachedThread(body) }, wait: { usleep($0 * 1000) })
     guard code != 0 else { return }
     TextOutput.standard.err("haul: cannot start a thread: \(String(cString: strerror(code)))")
     exit(1)
@@ -47,13 +47,11 @@ package func detachEssentialThread(_ body: @escaping @Sendable () -> Void) {
 enum EssentialThread {
     static let waits: [UInt32] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
-    /// 0 once `start` started `body`, else its last error.
-    static func start(_ body: @escaping @Sendable () -> Void,
-                      with start: (@escaping @Sendable () -> Void) -> Int32,
-                      wait: (UInt32) -> Void) -> Int32 {
+    /// 0 once `attempt` (a `pthread_create`) succeeded, else its last error.
+    static func start(trying attempt: () -> Int32, wait: (UInt32) -> Void) -> Int32 {
         var waits = Self.waits[...]
         while true {
-            let code = start(body)
+            let code = attempt()
             guard code == EAGAIN, let next = waits.popFirst() else { return code }
             wait(next)
         }
