@@ -288,14 +288,15 @@ struct HaulCommand: ParsableCommand {
     static func placement(output: String, outputDirectory: String?) throws -> (directory: String?, name: String) {
         var directory = outputDirectory
         var name = output
-        if outputDirectory == nil, let slash = output.lastIndex(of: "/") {
+        // Split at the last `/` byte, as the kernel would (a combining mark after it does not hide it).
+        if outputDirectory == nil, let slash = output.utf8.lastIndex(of: UInt8(ascii: "/")) {
             let parent = String(output[..<slash])
             directory = parent.isEmpty ? "/" : parent
-            name = String(output[output.index(after: slash)...])
+            name = String(output[output.utf8.index(after: slash)...])
         }
         let problem: String? =
             if name.isEmpty && !output.isEmpty { "ends in '/', not in a file name" }
-            else if name.contains("/") { "must be a plain file name with --output-dir, not a path" }
+            else if FilePath.hasSeparator(name) { "must be a plain file name with --output-dir, not a path" }
             else { FileNaming.problem(withPlainName: name) }
         if let problem { throw ValidationError("--output '\(output)' \(problem)") }
         return (directory, name)

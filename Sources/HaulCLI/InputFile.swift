@@ -176,7 +176,7 @@ struct InputOptions: Equatable {
         switch key {
         case "out":
             if let problem = FileNaming.problem(withPlainName: value) { throw HaulError(.usage, "out=\(value): \(problem)") }
-            if value.contains("/") { throw HaulError(.usage, "out=\(value): a file name, not a path") }
+            if FilePath.hasSeparator(value) { throw HaulError(.usage, "out=\(value): a file name, not a path") }
             outputName = value
         case "dir":
             guard !value.isEmpty else { throw HaulError(.usage, "dir= needs a directory") }
@@ -214,7 +214,7 @@ struct InputOptions: Equatable {
     func apply(to job: inout DownloadJob, absolute: Bool) {
         if let outputName { job.outputName = outputName }
         if let directory {
-            job.outputDirectory = directory.hasPrefix("/") || !absolute ? directory
+            job.outputDirectory = FilePath.hasPrefix(directory, "/") || !absolute ? directory
                 : FilePath.join(FileManager.default.currentDirectoryPath, directory)
         }
         if let segments { job.segments = segments }

@@ -11,7 +11,7 @@ package struct StateDirectory: Sendable, Equatable {
     package let path: String
 
     package init(path: String) {
-        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        self.path = path.utf8.count > 1 && FilePath.hasSuffix(path, "/") ? String(path[..<path.utf8.index(before: path.endIndex)]) : path
     }
 
     package var database: String { path + "/haul.sqlite" }
@@ -24,7 +24,7 @@ package struct StateDirectory: Sendable, Equatable {
     /// The state directory the environment names.
     package static func resolve(_ environment: [String: String]) -> StateDirectory {
         if let home = environment["HAUL_HOME"], !home.isEmpty { return StateDirectory(path: home) }
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return StateDirectory(path: state + "/haul") }
+        if let state = environment["XDG_STATE_HOME"], FilePath.hasPrefix(state, "/") { return StateDirectory(path: state + "/haul") }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/"
         return StateDirectory(path: home + "/.local/state/haul")
     }
@@ -57,8 +57,8 @@ package struct StateDirectory: Sendable, Equatable {
 
     /// `mkdir -p`, each new directory 0700.
     private static func makeDirectories(_ path: String) throws(HaulError) {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
+        var prefix = FilePath.hasPrefix(path, "/") ? "" : "."
+        for component in FilePath.components(of: path) {
             prefix += "/" + component
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw error("cannot create", prefix) }
         }

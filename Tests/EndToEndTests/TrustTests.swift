@@ -140,7 +140,9 @@ import Testing
 
     // MARK: -O NAME
 
-    @Test(arguments: ["../../x.bin", "sub/x.bin", "..", ".", "", "a\u{1b}b.bin", "/tmp/x.bin"])
+    @Test(arguments: ["../../x.bin", "sub/x.bin", "..", ".", "", "a\u{1b}b.bin", "/tmp/x.bin",
+                      // Slashes that a combining mark or a prepended letter joins into one Character.
+                      "../\u{301}x.bin", "b\u{0D4E}/x.bin"])
     func withAnOutputDirectoryTheOutputMustBeAPlainName(name: String) async throws {
         let dir = TempDirectory()
         #expect(mkdir(dir.file("a"), 0o755) == 0 && mkdir(dir.file("a/b"), 0o755) == 0)

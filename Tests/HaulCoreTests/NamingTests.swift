@@ -122,6 +122,30 @@ import Testing
         #expect(FileNaming.problem(withPlainName: String(repeating: "a", count: 224)) == nil)
     }
 
+    /// The kernel reads a name as bytes; Swift compares and searches a String by Character (grapheme
+    /// cluster). A `/` with a combining mark after it (U+0301), or with a prepended letter before it (U+0D4E,
+    /// MALAYALAM LETTER DOT REPH, joins the next scalar into its Character), is a Character that is not "/";
+    /// and a name whose last dot such a letter joins does not have the suffix ".part" for `hasSuffix`. So
+    /// `-O ../\u{301}x` wrote into the output directory's parent, `-O a\u{0D4E}/b` followed a link
+    /// `a\u{0D4E}` out of it, and a server could name a finished file `a\u{0D4E}.part`: the part file of a
+    /// later download of `a\u{0D4E}`, which took it for its own and started it over. All found by bytes now.
+    @Test(arguments: ["../\u{301}x", "a\u{0D4E}/b", "x/\u{20DD}", "\u{0D4E}/", "a/\u{301}.part", "a\u{0600}/b"])
+    func aSlashInsideACharacterStillMakesAPath(name: String) {
+        #expect(FileNaming.problem(withPlainName: name) != nil, "\(name.unicodeScalars.map(\.value))")
+    }
+
+    @Test(arguments: ["a\u{0D4E}.part", "a\u{0D4E}.part.json", "a\u{0D4E}.part.journal", "\u{111C2}\u{0D4E}.part"])
+    func haulsOwnSuffixesAreFoundByTheirBytes(name: String) {
+        #expect(FileNaming.problem(withPlainName: name) != nil, "\(name.unicodeScalars.map(\.value))")
+        // The last dot becomes `_`, as for any name: as long, and no longer one of haul's.
+        var expected = Array(name.unicodeScalars)
+        expected[expected.lastIndex(of: ".")!] = "_"
+        let safe = FileNaming.sanitize(name)
+        #expect(Array(safe.unicodeScalars) == expected, "\(safe.unicodeScalars.map(\.value))")
+        #expect(FileNaming.name(contentDisposition: "attachment; filename*=UTF-8''"
+                                + name.utf8.map { String(format: "%%%02X", $0) }.joined(), url: "http://h/y") == safe)
+    }
+
     @Test func hostileContentDispositionStaysAName() {
         let header = "attachment; filename=\"../../../../etc/cron.d/evil\""
         #expect(FileNaming.name(contentDisposition: header, url: "http://h/x") == "evil")
@@ -170,6 +194,29 @@ import Testing
 }
 
 @Suite struct FilePathTests {
+    /// A name is bytes to the kernel: split, prefixes, suffixes and equality are taken on them, not on
+    /// Characters (where a `/` or a `.` that a neighbouring scalar joins into one Character is not found,
+    /// and canonically equivalent but different names are equal).
+    @Test func namesAreComparedAndSplitAsBytes() {
+        #expect(FilePath.components(of: "/a//b/\u{301}c/") == ["a", "b", "\u{301}c"])
+        #expect(FilePath.components(of: "x\u{0D4E}/y").map { Array($0.unicodeScalars) } == [["x", "\u{0D4E}"], ["y"]])
+        #expect(FilePath.components(of: "").isEmpty && FilePath.components(of: "//").isEmpty)
+        #expect(FilePath.hasSeparator("a/\u{301}") && !FilePath.hasSeparator("a\u{301}"))
+        #expect(FilePath.hasSuffix("a\u{0D4E}.part", ".part") && !FilePath.hasSuffix("a.par", ".part"))
+        #expect(!FilePath.hasPrefix("e\u{301}.x", "\u{E9}") && FilePath.hasPrefix("e\u{301}.x", "e"))
+        #expect(FilePath.same("..", "..") && !FilePath.same("\u{E9}", "e\u{301}"))
+        // What String's own operations say of the same names: why they are not used on paths.
+        #expect(!"a/\u{301}".contains("/") && !"a\u{0D4E}.part".hasSuffix(".part") && "\u{E9}" == "e\u{301}")
+    }
+
+    /// A state file's temporaries are found by their bytes: a file whose name is only canonically equivalent
+    /// (the same marks in another order) belongs to another download and is not removed as a leftover.
+    @Test func onlyATemporaryOfThisVeryNameIsALeftover() {
+        let name = "a\u{316}\u{301}.part.json"
+        #expect(OutputDirectory.isTemporary(name + ".1a.tmp", of: name))
+        #expect(!OutputDirectory.isTemporary("a\u{301}\u{316}.part.json.1a.tmp", of: name))
+    }
+
     @Test func parentsBaseNamesAndJoins() {
         #expect(FilePath.parent(of: "o") == ".")
         #expect(FilePath.parent(of: "a/b/c") == "a/b")

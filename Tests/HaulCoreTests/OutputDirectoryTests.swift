@@ -124,10 +124,13 @@ import Testing
         try FileManager.default.removeItem(atPath: root + "/sub")
         try FileManager.default.createSymbolicLink(atPath: root + "/sub", withDestinationPath: outside)
         try FileManager.default.createSymbolicLink(atPath: root + "/later", withDestinationPath: outside)
-        for path in [root + "/sub", root + "/later/x", root + "/../outside", outside] {
+        // Also through a slash that a combining mark joins into one Character: still `..`, still a link.
+        for path in [root + "/sub", root + "/later/x", root + "/../outside", outside, root + "/../\u{301}x",
+                     root + "/sub/\u{301}x", root + "/later/\u{301}x"] {
             #expect(throws: HaulError.self, "\(path)") { _ = try OutputDirectory(path, below: root) }
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["allowed", "outside"])
         // Opened as it is without a root (the command line's -o may be a link).
         #expect(throws: Never.self) { _ = try OutputDirectory(root + "/sub") }
     }

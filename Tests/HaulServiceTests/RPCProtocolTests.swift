@@ -127,7 +127,8 @@ struct RPCProtocolTests {
 
     @Test func outIsOneName() {
         let paths = Aria2Paths(base: "/tmp", roots: [])
-        for bad in ["../x", "a/b", "..", ".", "", "a\\b", "x\0y", "..."] {
+        // A slash that a combining mark (or a prepended letter) joins into a Character is a slash all the same.
+        for bad in ["../x", "a/b", "..", ".", "", "a\\b", "x\0y", "...", "../\u{301}x", "a\u{0D4E}/b"] {
             #expect(Aria2Options.parse(["out": .string(bad)], paths: paths).failure != nil, "out \(bad.debugDescription)")
         }
         #expect((try? Aria2Options.parse(["out": "x.bin"], paths: paths).get())?.out == "x.bin")
@@ -147,7 +148,9 @@ struct RPCProtocolTests {
         #expect(try paths.allowedDirectory("music/new/deeper").get() == paths.base + "/music/new/deeper")
         #expect(try paths.allowedDirectory(root).get() == paths.base)
         for bad in ["/etc", "/", dir.path, root + "/../", root + "/music/../../x", root + "/escape", root + "/escape/cron.d",
-                    root + "x", "/home/user/.bashrc"] {
+                    root + "x", "/home/user/.bashrc",
+                    // `..` and a link reached through a slash that a combining mark joins into one Character.
+                    root + "/../\u{301}x", root + "/escape/\u{301}x", "../\u{301}x"] {
             #expect(paths.allowedDirectory(bad).failure != nil, "dir \(bad)")
         }
         // More roots when configured.

@@ -8,6 +8,6 @@ package enum DownloadContext {
     /// A name ending in .jpg, .jpeg or .png (any case): a picture whose prefix is worth showing.
     package static func isPartialCapable(name: String) -> Bool {
         let lower = name.lowercased()
-        return lower.hasSuffix(".jpg") || lower.hasSuffix(".jpeg") || lower.hasSuffix(".png")
+        return FilePath.hasSuffix(lower, ".jpg") || FilePath.hasSuffix(lower, ".jpeg") || FilePath.hasSuffix(lower, ".png")
     }
 }

@@ -321,7 +321,8 @@ struct DownloadStateMachine {
     /// The unsuffixed name a renamed claim (`name.1.ext`) stands for, to avoid moving it for its own name.
     static func baseOf(_ name: String) -> String {
         let (stem, ext) = FileNaming.split(name)
-        guard let dot = stem.lastIndex(of: "."), Int(stem[stem.index(after: dot)...]) != nil else { return name }
+        guard let dot = stem.utf8.lastIndex(of: UInt8(ascii: ".")), Int(stem[stem.utf8.index(after: dot)...]) != nil
+        else { return name }
         return String(stem[..<dot]) + ext
     }
 }

@@ -59,8 +59,8 @@ package enum FileNaming {
     /// `DownloadJob.outputName`; the command line checks `-O` with it before that.
     package static func problem(withPlainName name: String) -> String? {
         if name.isEmpty { return "is empty" }
-        if name == "." || name == ".." { return "is not a file name" }
-        if name.contains("/") { return "is a path, not a file name" }
+        if FilePath.same(name, ".") || FilePath.same(name, "..") { return "is not a file name" }
+        if FilePath.hasSeparator(name) { return "is a path, not a file name" }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "contains control characters"
         }
@@ -77,15 +77,16 @@ package enum FileNaming {
     /// download is named so, or a later download of `NAME` would take that finished file for its part.
     static let ownSuffixes = [".part", ".part.json", ".part.journal"]
 
+    /// By the bytes (`FilePath`): the name the file system compares.
     static func ownSuffix(of name: String) -> String? {
-        ownSuffixes.first { name.hasSuffix($0) && name.utf8.count > $0.utf8.count }
+        ownSuffixes.first { FilePath.hasSuffix(name, $0) && name.utf8.count > $0.utf8.count }
     }
 
     /// `name`, with its last `.` made `_` when it ends in one of `ownSuffixes` (`data.bin.part` ->
     /// `data.bin_part`, `x.part.json` -> `x.part_json`): as long, and no longer one of haul's.
     static func clearOfOwnSuffixes(_ name: String) -> String {
-        guard ownSuffix(of: name) != nil, let dot = name.lastIndex(of: ".") else { return name }
-        return name[..<dot] + "_" + name[name.index(after: dot)...]
+        guard ownSuffix(of: name) != nil, let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")) else { return name }
+        return name[..<dot] + "_" + name[name.utf8.index(after: dot)...]
     }
 
     /// `text` without the scalars that a file listing would not show: by general category, so every script
@@ -131,7 +132,7 @@ package enum FileNaming {
 
     /// "photo.jpg" -> ("photo", ".jpg"); "archive.tar.gz" -> ("archive.tar", ".gz"); "README" -> ("README", "").
     package static func split(_ name: String) -> (stem: String, ext: String) {
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
+        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")), dot != name.startIndex else { return (name, "") }
         return (String(name[..<dot]), String(name[dot...]))
     }
 

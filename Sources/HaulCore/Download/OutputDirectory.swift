@@ -53,16 +53,18 @@ final class OutputDirectory: Sendable {
     /// `path`'s descriptor, reached from `root` (opened as it is) through each directory below it with
     /// `O_NOFOLLOW`, creating those that are missing.
     private static func openConfined(_ path: String, below root: String) throws(HaulError) -> Int32 {
-        let base = root.hasSuffix("/") ? root : root + "/"
-        guard path == root || path.hasPrefix(base) else {
+        // On bytes (`FilePath`): a `/` or `..` that a combining mark joins into one Character is still one.
+        let base = FilePath.hasSuffix(root, "/") ? root : root + "/"
+        guard FilePath.same(path, root) || FilePath.hasPrefix(path, base) else {
             throw HaulError(.fileIO, "output directory \(path) is outside \(root)")
         }
         var fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw PartFile.error("cannot open directory", root) }
         var reached = root
-        for component in path.dropFirst(root.count).split(separator: "/") where component != "." {
+        let below = path[path.utf8.index(path.startIndex, offsetBy: root.utf8.count)...]
+        for component in FilePath.components(of: below) where !FilePath.same(component, ".") {
             reached = FilePath.join(reached, String(component))
-            guard component != ".." else {
+            guard !FilePath.same(component, "..") else {
                 _ = Glibc.close(fd)
                 throw HaulError(.fileIO, "output directory \(path) goes up out of \(root)")
             }
@@ -269,7 +271,8 @@ final class OutputDirectory: Sendable {
 
     /// The temporary names `replace` uses for `name`: `name.HEX.tmp`, HEX being 1 to 8 hex digits.
     static func isTemporary(_ candidate: String, of name: String) -> Bool {
-        guard candidate.hasPrefix(name + "."), candidate.hasSuffix(".tmp") else { return false }
+        // By bytes: `hasPrefix` would also take a canonically equivalent name, another file.
+        guard FilePath.hasPrefix(candidate, name + "."), FilePath.hasSuffix(candidate, ".tmp") else { return false }
         let middle = candidate.utf8.dropFirst(name.utf8.count + 1).dropLast(4)
         return (1...8).contains(middle.count) && middle.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }

@@ -37,7 +37,7 @@ package enum PartVerify {
         // The record is named after the part: NAME.part.json and NAME.part.journal.
         let dataName: String
         let partName: String
-        if given.hasSuffix(".part") {
+        if FilePath.hasSuffix(given, ".part") {
             (dataName, partName) = (given, given)
         } else if directory.exists(given + ".part") {
             (dataName, partName) = (given + ".part", given + ".part")
@@ -46,7 +46,7 @@ package enum PartVerify {
         }
         let stateName = ResumeState.path(forPart: partName)
         let journalName = partName + ".journal"
-        let shown = path.contains("/") ? directory.file(dataName) : dataName
+        let shown = FilePath.hasSeparator(path) ? directory.file(dataName) : dataName
         guard directory.exists(dataName) else { throw HaulError(.fileIO, "\(shown): no such file") }
 
         let part: PartFile

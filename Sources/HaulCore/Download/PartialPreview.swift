@@ -37,7 +37,7 @@ package enum PartialPreview {
     package static func previewPath(for targetPath: String) -> String {
         let (stem, ext) = FileNaming.split(FilePath.baseName(of: targetPath))
         let name = stem + ".partial" + ext
-        return targetPath.contains("/") ? FilePath.join(FilePath.parent(of: targetPath), name) : name
+        return FilePath.hasSeparator(targetPath) ? FilePath.join(FilePath.parent(of: targetPath), name) : name
     }
 
     /// Writes the preview of a download that ended by cancellation, when it is wanted.

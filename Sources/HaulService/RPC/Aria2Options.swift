@@ -54,8 +54,9 @@ struct Aria2Options: Sendable, Equatable {
             }
         case "out":
             let name = try Self.text(key, value)
-            if name.contains("/") || name.contains("\\") || name.contains("\0") || name == "." || name == ".."
-                || name.isEmpty || name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy(\.isEmpty)
+            // On bytes: a `/` that a combining mark joins into one Character is a `/` to the file system.
+            if name.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 })
+                || name.utf8.allSatisfy({ $0 == UInt8(ascii: ".") })
             {
                 throw .aria2("out must be a file name, without / or \\ or .., not \(Self.quoted(name))")
             }
@@ -202,20 +203,26 @@ struct Aria2Paths: Sendable, Equatable {
     /// has a `..`, a NUL, or lies outside every root.
     /// The allowed root `canonical` lies in (the longest, when roots nest).
     func root(of canonical: String) -> String? {
-        roots.filter { canonical == $0 || canonical.hasPrefix($0 == "/" ? "/" : $0 + "/") }
-            .max { $0.count < $1.count }
+        roots.filter { Self.lies(canonical, in: $0) }.max { $0.utf8.count < $1.utf8.count }
+    }
+
+    /// Whether the canonical path `path` is `root` or below it, by bytes.
+    private static func lies(_ path: String, in root: String) -> Bool {
+        FilePath.same(path, root) || FilePath.hasPrefix(path, FilePath.same(root, "/") ? "/" : root + "/")
     }
 
     func allowedDirectory(_ requested: String) -> Result<String, JSONRPC.Failure> {
         let shown = Aria2Options.quoted(requested)
-        guard !requested.isEmpty, !requested.contains("\0") else { return .failure(.aria2("dir \(shown) is not a directory path")) }
-        let components = requested.split(separator: "/")
-        guard !components.contains("..") else { return .failure(.aria2("dir \(shown) must not contain '..'")) }
-        let absolute = requested.hasPrefix("/") ? requested : base + "/" + requested
+        guard !requested.isEmpty, !requested.utf8.contains(0) else { return .failure(.aria2("dir \(shown) is not a directory path")) }
+        // Split on bytes: a `/` that a combining mark joins into one Character still separates `..`.
+        guard !FilePath.components(of: requested).contains(where: { FilePath.same($0, "..") }) else {
+            return .failure(.aria2("dir \(shown) must not contain '..'"))
+        }
+        let absolute = FilePath.hasPrefix(requested, "/") ? requested : base + "/" + requested
         guard let canonical = Self.canonical(absolute) else {
             return .failure(.aria2("dir \(shown) cannot be resolved"))
         }
-        guard roots.contains(where: { canonical == $0 || canonical.hasPrefix($0 == "/" ? "/" : $0 + "/") }) else {
+        guard roots.contains(where: { Self.lies(canonical, in: $0) }) else {
             return .failure(.aria2("dir \(shown) is outside the allowed download directories (rpc-allowed-dirs)"))
         }
         return .success(canonical)
@@ -230,16 +237,18 @@ struct Aria2Paths: Sendable, Equatable {
             if let resolved = realpath(existing, nil) {
                 defer { free(resolved) }
                 var result = String(cString: resolved)
-                for component in rest.reversed() where component != "." {
-                    result += (result.hasSuffix("/") ? "" : "/") + component
+                for component in rest.reversed() where !FilePath.same(component, ".") {
+                    result += (FilePath.hasSuffix(result, "/") ? "" : "/") + component
                 }
                 return result
             }
             guard errno == ENOENT || errno == ENOTDIR else { return nil }
-            let trimmed = existing.hasSuffix("/") && existing.count > 1 ? String(existing.dropLast()) : existing
-            guard let slash = trimmed.lastIndex(of: "/") else { return nil }
-            let component = trimmed[trimmed.index(after: slash)...]
-            if component == ".." { return nil }
+            // On bytes, as the kernel splits it.
+            let trimmed = FilePath.hasSuffix(existing, "/") && existing.utf8.count > 1
+                ? String(existing[..<existing.utf8.index(before: existing.endIndex)]) : existing
+            guard let slash = trimmed.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+            let component = trimmed[trimmed.utf8.index(after: slash)...]
+            if FilePath.same(component, "..") { return nil }
             if !component.isEmpty { rest.append(component) }
             existing = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
         }

@@ -1,3 +1,5 @@
+import HaulCore
+
 /// A JPEG laid out as terminal cells, with one caption line saying what it is or why it cannot be shown.
 package struct PictureCells: Sendable, Equatable {
     /// Rows of cells, top first, all of `columns` cells; empty when decoding failed or there was no room.
@@ -114,6 +116,6 @@ package enum PictureView {
     }
 
     private static func baseName(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
+        FilePath.baseName(of: path)
     }
 }

@@ -1,3 +1,5 @@
+import HaulCore
+
 /// `v`: the selected JPEG (complete, or its partial preview) over the whole screen, drawn from the cells
 /// of the picture widget (`Sources/HaulTUI/Picture/`), with its caption on the last line of the frame.
 enum PictureOverlay {
@@ -8,7 +10,7 @@ enum PictureOverlay {
 
     static func draw(path: String, picture: PictureCells?, glyphs: Glyphs, into canvas: inout Canvas) {
         let box = Box.centered(width: canvas.width, height: canvas.height, in: canvas.size)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let name = FilePath.baseName(of: path)
         box.draw(title: name, glyphs: glyphs, into: &canvas)
         let inner = box.inner
         guard let picture else {
