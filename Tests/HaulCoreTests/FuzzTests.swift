@@ -330,6 +330,12 @@ enum Fuzz {
             let expected = head.headers.first { FuzzInvariants.sameFieldName($0.name, name) }?.value
             if head[name] != expected { problems.append("head[\(FuzzInvariants.literal(name))] is not the first match") }
         }
+        // The fields found when the head was made answer as a search by name does.
+        let fields: [ResponseHead.Field] = [.contentLength, .contentRange, .contentType, .contentDisposition, .eTag,
+                                            .lastModified, .acceptRanges, .retryAfter]
+        for field in fields where head[field] != head[field.name] {
+            problems.append("head[.\(field)] is not head[\(FuzzInvariants.literal(field.name))]")
+        }
         let length = head.contentLength
         problems += FuzzInvariants.lengthViolations(length)
         // The reference: every Content-Length field, split at commas and trimmed of spaces and tabs, must be

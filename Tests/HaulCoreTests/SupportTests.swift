@@ -90,6 +90,19 @@ import Testing
     }
 
     /// Found by the fuzz pass: Int64(_:) takes a sign, and a total that is not a number was taken for "*".
+    /// The fields haul reads are found when the head is made: the first of each, whatever its case, past
+    /// any number of other headers; one beyond the 254th is looked up by name.
+    @Test func theFieldsHaulReadsAreTheFirstOfTheirName() {
+        let many = (0..<300).map { (name: "X-\($0)", value: "\($0)") }
+        let headers = [("etag", "\"a\""), ("ETAG", "\"b\""), ("Content-Type", "text/plain"), ("last-modified", "L")]
+            + many + [("Accept-Ranges", "bytes"), ("Retry-After", "5")]
+        let head = ResponseHead(status: 200, headers: headers, effectiveURL: "")
+        #expect(head[.eTag] == "\"a\"" && head[.contentType] == "text/plain" && head[.lastModified] == "L")
+        #expect(head[.acceptRanges] == "bytes" && head[.retryAfter] == "5")
+        #expect(head[.contentRange] == nil && head[.contentDisposition] == nil && head[.contentLength] == nil)
+        #expect(head["ETAG"] == "\"a\"" && head["X-299"] == "299")
+    }
+
     @Test(arguments: ["-3", "+5", "9223372036854775808", "", "1 0"])
     func contentLengthIsDigitsOnly(value: String) {
         #expect(ResponseHead(status: 200, headers: [("Content-Length", value)], effectiveURL: "").contentLength == nil)

@@ -155,7 +155,7 @@ struct DownloadStateMachine {
             // Nothing left to send: the part is already whole, if the size the server states is what is on disk.
             let resume = asked.resume
             if let size = head.unsatisfiedRangeTotal, size == asked.offset, resume?.total.map({ $0 == size }) ?? true,
-                head["ETag"].map({ $0 == resume?.etag }) ?? true
+                head[.eTag].map({ $0 == resume?.etag }) ?? true
             {
                 phase = .done
                 return .finish(received: carried, announce: announced == nil ? size : nil)
@@ -165,7 +165,7 @@ struct DownloadStateMachine {
         }
         try HTTPStatus.check(head)
         // The server may name the file differently from the URL: move the claim before writing anything.
-        if renamable, let suggested = head["Content-Disposition"].flatMap(FileNaming.filename(fromContentDisposition:)) {
+        if renamable, let suggested = head[.contentDisposition].flatMap(FileNaming.filename(fromContentDisposition:)) {
             let named = FileNaming.sanitize(suggested)
             if named != name && named != Self.baseOf(name) {
                 phase = .moving(asked, head)
@@ -271,7 +271,7 @@ struct DownloadStateMachine {
             of: head, asked: asked.request.range.map { ($0.first, $0.last) },
             knownTotal: asked.offset > 0 ? resume?.total : nil)
         // The answer names the version of the file it is (what If-Range pins a later request to).
-        let named = head["ETag"] != nil || head["Last-Modified"] != nil
+        let named = head[.eTag] != nil || head[.lastModified] != nil
         if asked.offset > 0, placement.isRange, let resume,
             ResponseCheck.otherVersion(of: head, etag: resume.etag, lastModified: resume.lastModified) != nil
         {
@@ -281,12 +281,12 @@ struct DownloadStateMachine {
                             request(from: nil))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
-        body.continuable = (placement.isRange || head["Accept-Ranges"]?.lowercased() == "bytes") && named
+        body.continuable = (placement.isRange || head[.acceptRanges]?.lowercased() == "bytes") && named
         if asked.offset > 0 && !placement.isRange {
             body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
         }
         if placement.start == 0 {
-            body.fresh = ResumeState(url: url, etag: head["ETag"], lastModified: head["Last-Modified"],
+            body.fresh = ResumeState(url: url, etag: head[.eTag], lastModified: head[.lastModified],
                                      total: placement.total)
         }
         // Once per file: a second request for the same file (the rest after a probe) is not news.
@@ -313,8 +313,8 @@ struct DownloadStateMachine {
 
     /// Why the server's answer to a resume request means starting over.
     static func refusal(head: ResponseHead, state: ResumeState?) -> ResumeRefusal {
-        let changed = (state?.etag != nil && head["ETag"] != nil && head["ETag"] != state?.etag)
-            || (state?.etag == nil && state?.lastModified != nil && head["Last-Modified"] != state?.lastModified)
+        let changed = (state?.etag != nil && head[.eTag] != nil && head[.eTag] != state?.etag)
+            || (state?.etag == nil && state?.lastModified != nil && head[.lastModified] != state?.lastModified)
         return changed ? .validatorsChanged : .rangeIgnored(status: head.status)
     }
 

@@ -180,7 +180,7 @@ package struct Downloader: Sendable {
                                                     notModified: true)))
             }
             // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
-            if (200..<300).contains(head.status) { claim.contentType = head["Content-Type"] }
+            if (200..<300).contains(head.status) { claim.contentType = head[.contentType] }
             return .next(try machine.headArrived(head))
 
         case .restart(let why, let request):

@@ -33,15 +33,21 @@ package enum FileNaming {
     /// the last `/`- or `\\`-separated part of `suggested` when it is printable ASCII that `sanitize` would
     /// return unchanged (not empty, at most `maxBytes`, no dot or space first, no space last); else nil.
     private static func plainASCII(_ suggested: String) -> String? {
-        let bytes = suggested.utf8
-        let start = bytes.lastIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") })
-            .map(bytes.index(after:)) ?? bytes.startIndex
-        let component = bytes[start...]
-        guard let first = component.first, let last = component.last, component.count <= maxBytes,
-            first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " "),
-            component.allSatisfy({ (0x20...0x7E).contains($0) })
-        else { return nil }
-        return String(Substring(component))
+        // On the contiguous bytes: the UTF8View's generic search and slicing took 1,700 instructions a name.
+        var copy = suggested
+        let start = copy.withUTF8 { bytes -> Int? in
+            var start = bytes.count
+            while start > 0, bytes[start - 1] != UInt8(ascii: "/"), bytes[start - 1] != UInt8(ascii: "\\") { start -= 1 }
+            let component = UnsafeBufferPointer(rebasing: bytes[start...])
+            guard let first = component.first, let last = component.last, component.count <= maxBytes,
+                first != UInt8(ascii: "."), first != UInt8(ascii: " "), last != UInt8(ascii: " "),
+                component.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E })
+            else { return nil }
+            return start
+        }
+        guard let start else { return nil }
+        // The name itself when it has no directory part (the usual case): no copy, no second validation.
+        return start == 0 ? suggested : String(suggested[suggested.utf8.index(suggested.startIndex, offsetBy: start)...])
     }
 
     /// Without white space at either end and without dots at the start (no hidden files, no `.` or `..`), both

@@ -16,7 +16,7 @@ enum HTTPStatus {
             throw HaulError(.protocol, "server answered \(describe(status))", httpStatus: status)
         case 400..<600:
             throw HaulError(.server, "server answered \(describe(status))", httpStatus: status,
-                            retryAfter: retryAfter(head["Retry-After"]))
+                            retryAfter: retryAfter(head[.retryAfter]))
         default:
             throw HaulError(.protocol, "unexpected answer \(describe(status))", httpStatus: status)
         }

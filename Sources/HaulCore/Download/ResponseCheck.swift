@@ -51,7 +51,7 @@ enum ResponseCheck {
             throw HaulError(.protocol, "the server answered 206 Partial Content to a request for the whole file")
         }
         let wanted = "bytes \(asked.first)-\(asked.last.map(String.init) ?? "")"
-        if let type = head["Content-Type"], type.lowercased().hasPrefix("multipart/byteranges") {
+        if let type = head[.contentType], type.lowercased().hasPrefix("multipart/byteranges") {
             throw HaulError(.protocol, "the server answered several ranges to a request for \(wanted)")
         }
         guard let range = head.contentRange else {
@@ -86,8 +86,8 @@ enum ResponseCheck {
     /// validators or with none, and that range spliced onto the old one's bytes would be a file that never
     /// existed.
     static func otherVersion(of head: ResponseHead, etag: String?, lastModified: String?) -> String? {
-        let nowTag = head["ETag"]
-        let nowDate = head["Last-Modified"]
+        let nowTag = head[.eTag]
+        let nowDate = head[.lastModified]
         if let etag {
             guard let nowTag else { return "no ETag where the part has \(etag)" }
             if nowTag != etag { return "ETag \(nowTag) where the part has \(etag)" }

@@ -41,7 +41,23 @@ package enum FilePath {
 
     /// Whether `text` ends with `suffix`, byte for byte.
     package static func hasSuffix(_ text: some StringProtocol, _ suffix: some StringProtocol) -> Bool {
-        text.utf8.count >= suffix.utf8.count && text.utf8.reversed().starts(with: suffix.utf8.reversed())
+        let (text, suffix) = (text.utf8, suffix.utf8)
+        guard text.count >= suffix.count else { return false }
+        return text[text.index(text.endIndex, offsetBy: -suffix.count)...].elementsEqual(suffix)
+    }
+
+    /// The same for two Strings, on their contiguous bytes (a name's end is checked for haul's own suffixes
+    /// at each download: the generic comparison took 1,500 instructions there).
+    package static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
+        let (count, tail) = (text.utf8.count, suffix.utf8.count)
+        guard count >= tail else { return false }
+        let inPlace = text.utf8.withContiguousStorageIfAvailable { text in
+            suffix.utf8.withContiguousStorageIfAvailable { suffix in
+                tail == 0 || memcmp(text.baseAddress! + (count - tail), suffix.baseAddress!, tail) == 0
+            }
+        }
+        if let inPlace, let inPlace { return inPlace }
+        return text.utf8.suffix(tail).elementsEqual(suffix.utf8)
     }
 
     /// Whether `text` is `other`, byte for byte (`==` on Strings also takes canonically equivalent ones).

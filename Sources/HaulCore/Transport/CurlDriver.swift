@@ -269,6 +269,9 @@ private final class CurlHandle {
     var pausedForConsumer = false
     /// The stall check aborted the transfer.
     var stalled = false
+    /// How long without bytes is a stall; nil: never (a timeout of 0, or a NaN that got this far). Made once:
+    /// the check runs at every progress callback.
+    let stallLimit: Duration?
     /// The head has been handed over (or failed); saves a lock per chunk.
     var headSeen = false
     /// The receive cap in force (0: none), and what keeps the transfer to it.
@@ -292,6 +295,8 @@ private final class CurlHandle {
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         lastActivity = core.activityClock.time(at: .now)
+        let limit = core.request.options.stallTimeout
+        stallLimit = limit > 0 ? .milliseconds(TransferOptions.milliseconds(limit)) : nil
     }
 
     /// Frees what curl no longer uses once the easy handle is cleaned up.
@@ -335,14 +340,12 @@ private final class CurlHandle {
     /// Called at least once a second (the progress callback); true aborts a transfer that received
     /// nothing for longer than its stall timeout.
     func isStalled() -> Bool {
-        let limit = core.request.options.stallTimeout
-        // `!(limit > 0)`: 0 means never, and so does a NaN that got this far.
         let now = core.activityClock.time(at: .now)
-        if pausedForConsumer || pacedUntil != nil || !(limit > 0) {
+        guard let stallLimit, !pausedForConsumer, pacedUntil == nil else {
             lastActivity = now
             return false
         }
-        stalled = now - lastActivity > .milliseconds(TransferOptions.milliseconds(limit))
+        stalled = now - lastActivity > stallLimit
         return stalled
     }
 

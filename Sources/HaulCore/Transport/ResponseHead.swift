@@ -15,10 +15,36 @@ package struct ResponseHead: Sendable, Equatable {
         let problem: String?
     }
 
+    /// Where each `Field` first appears in `headers`, a byte a field: its index + 1 (0: absent; 255: past the
+    /// first 254 headers, looked up by name).
+    private let found: UInt64
+
+    /// The fields haul reads. A download asks for them a dozen times; by name, each ask compared the names
+    /// of all the headers (some 60 comparisons, 2,000 instructions a download).
+    package enum Field: Int, Sendable {
+        case contentLength, contentRange, contentType, contentDisposition, eTag, lastModified, acceptRanges, retryAfter
+
+        package var name: String { spelling.description }
+
+        var spelling: StaticString {
+            switch self {
+            case .contentLength: "Content-Length"
+            case .contentRange: "Content-Range"
+            case .contentType: "Content-Type"
+            case .contentDisposition: "Content-Disposition"
+            case .eTag: "ETag"
+            case .lastModified: "Last-Modified"
+            case .acceptRanges: "Accept-Ranges"
+            case .retryAfter: "Retry-After"
+            }
+        }
+    }
+
     package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL
+        found = Self.fields(in: headers)
         let (length, problem) = Self.announcedLength(in: headers)
         announcedLength = AnnouncedLength(length: length, problem: problem)
     }
@@ -28,22 +54,76 @@ package struct ResponseHead: Sendable, Equatable {
         headers.first { Self.sameName($0.name, name) }?.value
     }
 
+    /// The first value of one of the fields haul reads: found when the head was made.
+    package subscript(_ field: Field) -> String? {
+        switch (found >> (UInt64(field.rawValue) * 8)) & 0xFF {
+        case 0: nil
+        case 0xFF: self[field.name]
+        case let slot: headers[Int(slot) - 1].value
+        }
+    }
+
+    /// One pass over the names, on their bytes: each compared only with the field of its length and first
+    /// letter, so one comparison for each field present.
+    private static func fields(in headers: [(name: String, value: String)]) -> UInt64 {
+        var found: UInt64 = 0
+        for (position, header) in headers.enumerated() {
+            // A name not stored as contiguous UTF-8 (never one the Builder makes): every field is left to the
+            // lookup by name.
+            guard let field = header.name.utf8.withContiguousStorageIfAvailable(field(named:)) else { return .max }
+            guard let field else { continue }
+            let shift = UInt64(field.rawValue) * 8
+            if (found >> shift) & 0xFF == 0 { found |= UInt64(Swift.min(position + 1, 0xFF)) << shift }
+        }
+        return found
+    }
+
+    /// The field `name` is, if haul reads it.
+    private static func field(named name: UnsafeBufferPointer<UInt8>) -> Field? {
+        let field: Field
+        switch (name.count, (name.first ?? 0) | 0x20) {
+        case (4, UInt8(ascii: "e")): field = .eTag
+        case (11, UInt8(ascii: "r")): field = .retryAfter
+        case (12, UInt8(ascii: "c")): field = .contentType
+        case (13, UInt8(ascii: "c")): field = .contentRange
+        case (13, UInt8(ascii: "l")): field = .lastModified
+        case (13, UInt8(ascii: "a")): field = .acceptRanges
+        case (14, UInt8(ascii: "c")): field = .contentLength
+        case (19, UInt8(ascii: "c")): field = .contentDisposition
+        default: return nil
+        }
+        return sameName(name, field.spelling) ? field : nil
+    }
+
+    /// `name` is `spelling` but for the case of ASCII letters.
+    private static func sameName(_ name: UnsafeBufferPointer<UInt8>, _ spelling: StaticString) -> Bool {
+        guard name.count == spelling.utf8CodeUnitCount else { return false }
+        let y = spelling.utf8Start
+        for i in 0..<name.count where name[i] != y[i] {
+            let folded = name[i] | 0x20
+            guard folded == y[i] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else { return false }
+        }
+        return true
+    }
+
     static func sameName(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
         // Over the strings' contiguous UTF-8 (header names are native strings): a plain loop, where zipping
-        // two UTF8Views went through their iterators (a download looks up some 60 names).
-        var a = a, b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                for i in 0..<x.count where x[i] != y[i] {
-                    let folded = x[i] | 0x20
-                    guard folded == y[i] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else {
-                        return false
-                    }
+        // two UTF8Views went through their iterators. Read in place: `withUTF8` needs a mutable copy of each.
+        func same(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+            for i in 0..<x.count where x[i] != y[i] {
+                let folded = x[i] | 0x20
+                guard folded == y[i] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else {
+                    return false
                 }
-                return true
             }
+            return true
         }
+        if let result = a.utf8.withContiguousStorageIfAvailable({ x in
+            b.utf8.withContiguousStorageIfAvailable { y in same(x, y) }
+        }), let result { return result }
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        return x.withUnsafeBufferPointer { x in y.withUnsafeBufferPointer { y in same(x, y) } }
     }
 
     /// Body length announced by `Content-Length`, if any: nil also when it cannot be read (`framingProblem`).
@@ -100,7 +180,7 @@ package struct ResponseHead: Sendable, Equatable {
     /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`). Nil unless
     /// FIRST <= LAST < TOTAL, and LAST < Int64.max so that the end, LAST + 1, is an Int64 too.
     package var contentRange: (first: Int64, last: Int64, total: Int64?)? {
-        guard let value = self["Content-Range"], value.utf8.count > 6,
+        guard let value = self[.contentRange], value.utf8.count > 6,
             Self.sameName(String(value.prefix(6)), "bytes ")
         else { return nil }
         let spec = value.dropFirst(6)
@@ -125,7 +205,7 @@ package struct ResponseHead: Sendable, Equatable {
 
     /// For a 416 answer, the size in `Content-Range: bytes */TOTAL`.
     var unsatisfiedRangeTotal: Int64? {
-        guard let value = self["Content-Range"], value.utf8.count > 8,
+        guard let value = self[.contentRange], value.utf8.count > 8,
             Self.sameName(String(value.prefix(8)), "bytes */")
         else { return nil }
         return Int64(value.dropFirst(8)).flatMap { $0 >= 0 ? $0 : nil }
@@ -147,7 +227,11 @@ package struct ResponseHead: Sendable, Equatable {
         }
 
         mutating func add(line bytes: UnsafeRawBufferPointer) {
-            if bytes.starts(with: "HTTP/".utf8) {
+            // Byte by byte: `starts(with: "HTTP/".utf8)` went through the generic sequence path (1,000
+            // instructions a response).
+            if bytes.count >= 5, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"),
+                bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"), bytes[4] == UInt8(ascii: "/")
+            {
                 lines.removeAll()  // a new response begins (redirect, 100 Continue)
                 return
             }
