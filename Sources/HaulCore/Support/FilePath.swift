@@ -91,7 +91,8 @@ package enum FilePath {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return path }
         let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return same(path, ".") ? cwd : join(cwd, hasPrefix(path, "./") ? String(path[path.utf8.index(path.startIndex, offsetBy: 2)...]) : path)
+        if same(path, ".") { return cwd }
+        return join(cwd, hasPrefix(path, "./") ? String(path[path.utf8.index(path.startIndex, offsetBy: 2)...]) : path)
     }
 
     /// Without the slashes at its end, but "/" stays "/". (`Substring.count` walked every Character at each
