@@ -176,7 +176,6 @@ struct InputOptions: Equatable {
         switch key {
         case "out":
             if let problem = FileNaming.problem(withPlainName: value) { throw HaulError(.usage, "out=\(value): \(problem)") }
-            if FilePath.hasSeparator(value) { throw HaulError(.usage, "out=\(value): a file name, not a path") }
             outputName = value
         case "dir":
             guard !value.isEmpty else { throw HaulError(.usage, "dir= needs a directory") }

@@ -39,15 +39,8 @@ package enum FilePath {
         text.utf8.starts(with: prefix.utf8)
     }
 
-    /// Whether `text` ends with `suffix`, byte for byte.
-    package static func hasSuffix(_ text: some StringProtocol, _ suffix: some StringProtocol) -> Bool {
-        let (text, suffix) = (text.utf8, suffix.utf8)
-        guard text.count >= suffix.count else { return false }
-        return text[text.index(text.endIndex, offsetBy: -suffix.count)...].elementsEqual(suffix)
-    }
-
-    /// The same for two Strings, on their contiguous bytes (a name's end is checked for haul's own suffixes
-    /// at each download: the generic comparison took 1,500 instructions there).
+    /// Whether `text` ends with `suffix`, byte for byte, on their contiguous bytes (a name's end is checked
+    /// for haul's own suffixes at each download: a generic comparison took 1,500 instructions there).
     package static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
         let (count, tail) = (text.utf8.count, suffix.utf8.count)
         guard count >= tail else { return false }

@@ -62,7 +62,7 @@ package enum PictureView {
     /// Never crashes: a truncated file shows what decodes; an unreadable one gives a caption saying why.
     package static func render(path: String, width: Int, height: Int, capability: ColorCapability,
                                drawing: PictureDrawing = .cells) -> PictureCells {
-        let name = baseName(path)
+        let name = FilePath.baseName(of: path)
         do {
             let image = try PictureImage(path: path)
             return render(image, name: name, width: width, height: height, capability: capability, drawing: drawing)
@@ -113,9 +113,5 @@ package enum PictureView {
         }
         // Every row came out, but not every scan: a progressive picture, whole and not yet sharp.
         return size + ", the whole picture decodes, not yet sharp"
-    }
-
-    private static func baseName(_ path: String) -> String {
-        FilePath.baseName(of: path)
     }
 }
