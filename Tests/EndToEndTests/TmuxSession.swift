@@ -121,7 +121,11 @@ final class TmuxSession: Sendable {
         var lines = try await capturedScreen()
         while !condition(lines) {
             guard ContinuousClock.now < deadline else {
-                throw ScreenProblem(description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
+                let problem = ScreenProblem(
+                    description: "timed out waiting for \(what); the screen was:\n" + lines.joined(separator: "\n"))
+                // Also straight to stderr: a sanitized CI run once reported such a failure without its text.
+                FileHandle.standardError.write(Data("haul-e2e: \(problem.description)\n".utf8))
+                throw problem
             }
             try await Task.sleep(for: interval)  // the poll interval of an observed terminal
             lines = try await capturedScreen()

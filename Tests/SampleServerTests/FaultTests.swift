@@ -126,6 +126,27 @@ struct FaultTests {
         }
     }
 
+    @Test func holdStopsTheBodyUntilReleased() async throws {
+        try await withServer { server in
+            var faults = SampleServerFaults()
+            faults.holdAt = [300, 700]
+            server.setFaults(faults)
+            async let response = RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"))
+            await server.waitUntilHeld(1)
+            #expect(server.stats.bodyBytesSent == 300)
+            server.release()
+            await server.waitUntilHeld(2)
+            #expect(server.stats.bodyBytesSent == 700)
+            server.release()
+            #expect(try await response.body == file("tiny.bin").bytes(offset: 0, count: 1_000))
+            // A range that starts past an offset does not hold there; the counters start over with new faults.
+            server.setFaults(faults)
+            let tail = try await RawHTTPClient.fetch(
+                from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=800-"])
+            #expect(tail.body == file("tiny.bin").bytes(offset: 800, count: 200))
+        }
+    }
+
     @Test func rateThrottlesEachResponse() async throws {
         let config = SampleServerConfiguration(port: 0, rate: 512 * 1_024, files: testFiles, jpegs: false)
         try await withServer(config) { server in

@@ -11,6 +11,8 @@ struct BodyPlan: Sendable {
     let stall: (after: Int, duration: Duration)?
     /// Cut the connection once this many body bytes have been sent.
     let dropAfter: Int?
+    /// Wait, when `after` body bytes have been sent, until the server was released `releases` times; in order.
+    var holds: [(after: Int, releases: Int)] = []
 }
 
 /// Streams a ``BodyPlan`` in chunks generated or read on the fly, so no file is ever held whole in memory.
@@ -39,6 +41,7 @@ struct BodyStreamer: Sendable {
             ?? Self.maximumChunk
         var bucket = plan.rate.map { TokenBucket(rate: $0, capacity: TokenBucket.capacity(forRate: $0, chunk: chunkLimit)) }
         var stall = plan.stall.flatMap { $0.after < total ? $0 : nil }
+        var holds = plan.holds[...]
         let clock = ContinuousClock()
         let start = clock.now
         var sent = 0
@@ -49,6 +52,12 @@ struct BodyStreamer: Sendable {
                 try await Task.sleep(for: pending.duration)
                 stall = nil
             }
+            while let hold = holds.first, hold.after == sent {
+                log.write("hold \(plan.file.name) after \(sent) bytes")
+                await controller.waitForRelease(hold.releases)
+                holds = holds.dropFirst()
+                try Task.checkCancellation()
+            }
             if plan.dropAfter == sent {
                 try await dropConnection(after: sent)
             }
@@ -58,6 +67,9 @@ struct BodyStreamer: Sendable {
             }
             if let dropAfter = plan.dropAfter {
                 count = Swift.min(count, dropAfter - sent)
+            }
+            if let hold = holds.first {
+                count = Swift.min(count, hold.after - sent)
             }
             if let wait = bucket?.reserve(count, at: (clock.now - start).seconds), wait > 0 {
                 controller.recordThrottleWait()

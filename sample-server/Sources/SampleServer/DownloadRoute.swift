@@ -84,7 +84,11 @@ struct DownloadRoute: Sendable {
             range: bytes,
             rate: rate,
             stall: faults.stallSeconds.map { (after: Swift.max(0, faults.stallAfterBytes), duration: .seconds($0)) },
-            dropAfter: controller.claimDrop(name: name, bodyLength: bytes.count))
+            dropAfter: controller.claimDrop(name: name, bodyLength: bytes.count),
+            holds: faults.holdAt.enumerated()
+                .filter { bytes.contains($0.element) }
+                .map { (after: $0.element - bytes.lowerBound, releases: $0.offset + 1) }
+                .sorted { $0.after < $1.after })
         let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log)
         return Response(status: status, headers: headers, body: streamer.responseBody())
     }

@@ -126,6 +126,17 @@ public final class SampleServer: Sendable {
         controller.setFaults(faults)
     }
 
+    /// Lets the bodies held at the next of ``SampleServerFaults/holdAt``'s offsets go on.
+    public func release() {
+        controller.release()
+    }
+
+    /// Returns once a body is held at the `n`th of ``SampleServerFaults/holdAt``'s offsets (counting from 1),
+    /// waiting for the `n`th ``release()``.
+    public func waitUntilHeld(_ n: Int = 1) async {
+        await controller.waitUntilHeld(needing: n)
+    }
+
     /// Counters since start or the last ``resetStats()``.
     public var stats: SampleServerStats {
         controller.stats

@@ -16,6 +16,11 @@ public struct SampleServerFaults: Sendable, Equatable {
     public var stallSeconds: Double?
     /// Where in each response body the stall happens.
     public var stallAfterBytes: Int
+    /// Offsets in the file where a body stops, sending nothing, until ``SampleServer/release()`` has been called
+    /// as often as the offset's place in this list (once for the first, twice for the second): a test pins a
+    /// download at known points for as long as it needs, with no timing. A body holds at an offset inside its
+    /// range only, before sending the byte there.
+    public var holdAt: [Int]
     /// Answer `200` with the whole file even when a `Range` is asked for (still advertising `Accept-Ranges: bytes`,
     /// like a misconfigured proxy).
     public var ignoreRange: Bool
@@ -46,6 +51,7 @@ public struct SampleServerFaults: Sendable, Equatable {
         retryAfterSeconds = 1
         stallSeconds = nil
         stallAfterBytes = 0
+        holdAt = []
         ignoreRange = false
         wrongRange = nil
         omitValidators = false

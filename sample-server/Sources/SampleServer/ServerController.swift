@@ -11,6 +11,13 @@ final class ServerController: Sendable {
         var rate: Int?
         /// Waiting for every body under way to end.
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// How often ``release()`` was called since the faults were set.
+        var releases = 0
+        /// Bodies held at a ``SampleServerFaults/holdAt`` offset, by key: the releases each needs.
+        var holds: [Int: (needed: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var nextHold = 0
+        /// Waiting for a body to be held until the release they name.
+        var heldWaiters: [(needed: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -31,6 +38,53 @@ final class ServerController: Sendable {
             $0.faults = faults
             $0.unavailableAnswered = 0
             $0.responsesDropped = 0
+            $0.releases = 0
+        }
+    }
+
+    /// Lets every body held at the next ``SampleServerFaults/holdAt`` offset go on.
+    func release() {
+        let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.releases += 1
+            let keys = state.holds.filter { $0.value.needed <= state.releases }.map(\.key)
+            return keys.compactMap { state.holds.removeValue(forKey: $0)?.continuation }
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Returns once a body is held waiting for release number `needed` (1 for the first offset).
+    func waitUntilHeld(needing needed: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let held = state.withLockedValue { state -> Bool in
+                if state.holds.values.contains(where: { $0.needed == needed }) { return true }
+                state.heldWaiters.append((needed, continuation))
+                return false
+            }
+            if held { continuation.resume() }
+        }
+    }
+
+    /// Returns once ``release()`` has been called `needed` times since the faults were set, or the task is
+    /// cancelled (the client went away).
+    func waitForRelease(_ needed: Int) async {
+        let key = state.withLockedValue { state -> Int in
+            defer { state.nextHold += 1 }
+            return state.nextHold
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (go, watchers) = state.withLockedValue { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if state.releases >= needed || Task.isCancelled { return (true, []) }
+                    state.holds[key] = (needed, continuation)
+                    let watchers = state.heldWaiters.filter { $0.needed == needed }.map(\.continuation)
+                    state.heldWaiters.removeAll { $0.needed == needed }
+                    return (false, watchers)
+                }
+                if go { continuation.resume() }
+                for watcher in watchers { watcher.resume() }
+            }
+        } onCancel: {
+            state.withLockedValue { $0.holds.removeValue(forKey: key) }?.continuation.resume()
         }
     }
 
