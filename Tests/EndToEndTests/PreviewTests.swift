@@ -7,12 +7,15 @@ import Testing
 
 /// Partial JPEG previews end to end: Cancel All in the TUI and `v`, and Ctrl-C in plain mode.
 @Suite(.serialized) struct PreviewTests {
-    /// Per connection: photo-large.jpg (about 6 MB) takes about 6 s, so a cancel lands mid-file.
-    static let server = SampleServerConfiguration(port: 0, rate: 1 << 20, jpegs: true)
+    /// The JPEGs, unthrottled: each test holds photo-large.jpg where it needs it (`SampleServerFaults.holdAt`).
+    static let server = SampleServerConfiguration(port: 0, jpegs: true)
+    /// At 1 MiB/s, so plain mode reports progress for a few seconds before the hold.
+    static let throttled = SampleServerConfiguration(port: 0, rate: 1 << 20, jpegs: true)
 
     @Test func cancelAllDuringTheLargeJPEGSavesAPreviewThatDecodesAndVShowsIt() async throws {
         let dir = TempDirectory()
         try await withSampleServer(Self.server) { server in
+            try Self.hold(server, at: 1, of: 2)  // the cancel lands mid-file however slow the machine
             let tmux = try await Self.downloadingThePhoto(server, in: dir)
             try await tmux.waitFor("a tenth of the picture") {
                 (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 10
@@ -46,12 +49,8 @@ import Testing
     /// to run could end before its first live picture was drawn).
     @Test func theLivePictureChangesAsTheDownloadAdvances() async throws {
         let dir = TempDirectory()
-        try await withSampleServer(SampleServerConfiguration(port: 0, jpegs: true)) { server in
-            let size = try #require(server.catalog.first { $0.name == "photo-large.jpg" }).size
-            var faults = SampleServerFaults()
-            faults.holdAt = [size * 3 / 10, size * 7 / 10]
-            faults.only = "photo-large.jpg"
-            server.setFaults(faults)
+        try await withSampleServer(Self.server) { server in
+            try Self.hold(server, at: 3, 7, of: 10)
             let tmux = try await Self.downloadingThePhoto(server, in: dir)
             try await tmux.waitFor("the download held at 30%") {
                 (TUITests.percent(TUITests.row($0, "photo-large.jpg")) ?? 0) >= 29
@@ -85,6 +84,15 @@ import Testing
         }
     }
 
+    /// Makes `server` hold photo-large.jpg's body at these fractions of the file until `release()`.
+    static func hold(_ server: SampleServer, at numerators: Int..., of denominator: Int) throws {
+        let size = try #require(server.catalog.first { $0.name == "photo-large.jpg" }).size
+        var faults = SampleServerFaults()
+        faults.holdAt = numerators.map { size * $0 / denominator }
+        faults.only = "photo-large.jpg"
+        server.setFaults(faults)
+    }
+
     /// The full screen on `server`'s files, with photo-large.jpg started from them, in the downloads view.
     static func downloadingThePhoto(_ server: SampleServer, in dir: TempDirectory) async throws -> TmuxSession {
         // A long stall timeout: under TSan at its busiest the in-process server once sent nothing for 15 s.
@@ -98,7 +106,8 @@ import Testing
 
     @Test func ctrlCInPlainModeSavesThePreviewAndSaysWhere() async throws {
         let dir = TempDirectory()
-        try await withSampleServer(Self.server) { server in
+        try await withSampleServer(Self.throttled) { server in
+            try Self.hold(server, at: 1, of: 2)
             let url = server.downloadURL("photo-large.jpg")
             let process = try HaulProcess(["--plain", url], in: dir.path)
             let started = try await within(20, "the download to start") {
