@@ -169,7 +169,7 @@ import Testing
 
     func take(_ path: String, _ policy: ExistingFilePolicy) throws -> Claim? {
         try Claim.take(FilePath.baseName(of: path), in: OutputDirectory(FilePath.parent(of: path)), policy: policy,
-                       url: "http://h/a.bin", resume: true, notice: { _ in })
+                       url: "http://h/a.bin", resume: true, notice: { _ in }).claim
     }
 
     @Test func renamePolicyPicksTheNextFreeNameAndLocksIt() throws {

@@ -321,7 +321,7 @@ extension StateFileTests {
             _ = FileManager.default.createFile(atPath: dir.file(name), contents: Data())
         }
         let claim = try #require(try Claim.take("a.bin", in: OutputDirectory(dir.path), policy: .rename,
-                                                url: "http://h/a.bin", resume: true, notice: { _ in }))
+                                                url: "http://h/a.bin", resume: true, notice: { _ in }).claim)
         #expect(claim.name == "a.bin")
         #expect(dir.listing() == ["a.bin.part", "a.bin.part.json.123456789.tmp", "a.bin.part.json.notes.tmp",
                                   "b.bin.part.json.1a2b3c4d.tmp"])
@@ -357,7 +357,7 @@ extension StateFileTests {
                     _ = flock(fd, LOCK_EX)
                     close(fd)
                 }
-            }, notice: { _ in }))
+            }, notice: { _ in }).claim)
         #expect(continued.name == "a.bin")
         #expect(waits.first == 1)
         continued.close()
@@ -365,7 +365,8 @@ extension StateFileTests {
         held = holdPart()
         defer { close(held) }
         let other = try #require(try Claim.take("a.bin", in: directory, policy: .rename, url: "http://h/a.bin",
-                                                resume: true, wait: { _ in Issue.record("waited") }, notice: { _ in }))
+                                                resume: true, wait: { _ in Issue.record("waited") },
+                                                notice: { _ in }).claim)
         #expect(other.name == "a.1.bin")
         other.close()
     }

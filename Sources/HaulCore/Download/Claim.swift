@@ -52,27 +52,44 @@ struct Claim {
     /// hook, a helper): the child holds a copy of the descriptor until it execs. So a busy `name` is then
     /// waited for (about a second at most, without the namespace lock) before it is passed over.
     static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
-                     resume: Bool, continuing: Bool = false, wait: (_ milliseconds: UInt32) -> Void = { usleep($0 * 1000) },
-                     notice: (DownloadFact) -> Void) throws(HaulError) -> Claim?
+                     resume: Bool, remoteTime: Bool = true, continuing: Bool = false,
+                     wait: (_ milliseconds: UInt32) -> Void = { usleep($0 * 1000) },
+                     notice: (DownloadFact) -> Void) throws(HaulError) -> Taking
     {
         var waits: [UInt32] = continuing ? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] : []
         while true {
             switch try takeLocked(name, in: directory, policy: policy, url: url, resume: resume,
-                                  waitIfBusy: !waits.isEmpty, notice: notice) {
-            case .taken(let claim): return claim
+                                  remoteTime: remoteTime, waitIfBusy: !waits.isEmpty, notice: notice) {
+            case .taken(let taking): return taking
             case .busy: wait(waits.removeFirst())
             }
         }
     }
 
+    /// What `take` came to.
+    enum Taking {
+        /// The name (or the next free one) is held.
+        case claim(Claim)
+        /// `--skip-existing`, and the file exists.
+        case skipped
+        /// The file at `name` is this URL's, whole: an earlier run was stopped after the file took its name
+        /// and before its state file went (`place` renames first). The state is gone now; nothing to fetch.
+        case finishedEarlier(name: String)
+
+        var claim: Claim? {
+            if case .claim(let claim) = self { claim } else { nil }
+        }
+    }
+
     private enum Taken {
-        case taken(Claim?)
+        case taken(Taking)
         /// `name` itself is held by another and the caller waits for it.
         case busy
     }
 
     private static func takeLocked(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy,
-                                   url: String, resume: Bool, waitIfBusy: Bool, notice: (DownloadFact) -> Void)
+                                   url: String, resume: Bool, remoteTime: Bool, waitIfBusy: Bool,
+                                   notice: (DownloadFact) -> Void)
         throws(HaulError) -> Taken
     {
         FileSystem.namespaceLock.lock()
@@ -82,8 +99,13 @@ struct Claim {
             // Made only for an error.
             var shown: String { directory.file(candidate) }
             if directory.exists(candidate) {
+                // Not with --overwrite, which fetches the file again whatever is there.
+                if policy != .overwrite,
+                   removeStateIfFinished(candidate, in: directory, url: url, remoteTime: remoteTime) {
+                    return .taken(.finishedEarlier(name: candidate))
+                }
                 switch policy {
-                case .skip: return .taken(nil)
+                case .skip: return .taken(.skipped)
                 // Unless this URL's part is there to resume (the name was taken since): it is resumed, and the
                 // file takes the next free name when it is done.
                 case .rename: if !directory.exists(candidate + ".part") { continue }
@@ -100,14 +122,17 @@ struct Claim {
             switch try directory.claimPart(partName) {
             case .created(let part):
                 // No part was there: a state file left alone has nothing to resume.
-                return .taken(try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
-                                        overwrite: true, notice: notice))
+                // (Created, so never nil.)
+                guard let claim = try Claim(directory: directory, name: candidate, part: part, url: url,
+                                            resume: resume, overwrite: true, notice: notice)
+                else { continue }
+                return .taken(.claim(claim))
             case .existing(let part):
                 // Held now: no one else writes its state, so temporaries of it are a crash's leftovers.
                 directory.removeTemporaries(of: ResumeState.path(forPart: candidate + ".part"))
                 let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
                                       overwrite: policy == .overwrite, notice: notice)
-                if let claim { return .taken(claim) }
+                if let claim { return .taken(.claim(claim)) }
                 try? part.close()
                 refusal = "is another URL's partial download"
             case .busy where n == 0 && waitIfBusy:
@@ -123,6 +148,29 @@ struct Claim {
             }
         }
         fatalError("unreachable: the candidates never run out")
+    }
+
+    /// Whether the file at `name` is this URL's, whole, left by an earlier run that was stopped (kill -9, a
+    /// power loss) after `place` gave the part its name and before it removed the state file: then the
+    /// leftovers (the state, its temporaries, the journal) are removed, the state last. Told by what such a
+    /// run leaves: no `NAME.part`; `NAME.part.json` of this URL, knowing the size; at `name` a regular file of
+    /// this user with one link and that size, and with the server's time when it was to have it.
+    private static func removeStateIfFinished(_ name: String, in directory: OutputDirectory, url: String,
+                                              remoteTime: Bool) -> Bool {
+        let partName = name + ".part"
+        let stateName = ResumeState.path(forPart: partName)
+        guard !directory.exists(partName), case .found(let state) = ResumeState.load(from: directory, name: stateName),
+              state.belongs(to: url), let total = state.total,
+              let file = directory.trustedFile(name), file.size == total
+        else { return false }
+        if remoteTime, let stamp = state.lastModified.flatMap(HTTPDate.parse),
+           file.modified != Int(stamp.timeIntervalSince1970) {
+            return false
+        }
+        directory.remove(partName + ".journal")
+        directory.removeTemporaries(of: stateName)
+        directory.remove(stateName)
+        return true
     }
 
     /// nil when the part belongs to another URL's download and `overwrite` is off: that one may still be

@@ -23,6 +23,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// After a crash, `bytes` that `part` should have held past its last checkpoint failed their check (a
     /// power loss leaves zeros or old bytes there): they are fetched again.
     case damagedRefetched(part: String, bytes: Int64)
+    /// `file` is whole already: an earlier run of this URL was stopped after it took its name and before its
+    /// state file went. The state is removed and nothing is fetched.
+    case finishedEarlier(file: String)
     /// A cancelled JPEG left the prefix it had received as a picture at `path`.
     case previewSaved(path: String)
     /// The download's own rate cap (all its connections together), nil for none: as it was added, or as
@@ -40,6 +43,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .split: "split"
         case .splitAgain: "split-again"
         case .damagedRefetched: "damaged-refetched"
+        case .finishedEarlier: "finished-earlier"
         case .previewSaved: "preview-saved"
         case .limited: "limit"
         }

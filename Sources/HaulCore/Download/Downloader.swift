@@ -99,10 +99,14 @@ package struct Downloader: Sendable {
             modifiedSince = HTTPDate.format(mtime)
             job.existingFile = .overwrite
         }
-        guard var claim = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
-                                         resume: job.resume, continuing: continuing && job.outputName != nil,
-                                         notice: { events(.fact($0)) })
-        else { return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true) }
+        var claim: Claim
+        switch try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url, resume: job.resume,
+                              remoteTime: job.remoteTime, continuing: continuing && job.outputName != nil,
+                              notice: { events(.fact($0)) }) {
+        case .claim(let taken): claim = taken
+        case .skipped: return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true)
+        case .finishedEarlier(let name): return Self.finishedEarlier(name, in: directory, events: events)
+        }
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
@@ -137,6 +141,13 @@ package struct Downloader: Sendable {
             case .end(let outcome): return try outcome.get()
             }
         }
+    }
+
+    /// The outcome of a download whose file an earlier run finished (`Claim.Taking.finishedEarlier`).
+    private static func finishedEarlier(_ name: String, in directory: OutputDirectory,
+                                        events: (DownloadEvent) -> Void) -> DownloadResult {
+        events(.fact(.finishedEarlier(file: name)))
+        return DownloadResult(file: name, path: directory.file(name), bytes: 0, skipped: false)
     }
 
     /// What carrying out an action leads to: the machine's next action, or the download's outcome.
@@ -190,10 +201,16 @@ package struct Downloader: Sendable {
 
         case .move(let name):
             claim.release()
-            guard let moved = try Claim.take(name, in: claim.directory, policy: job.existingFile, url: job.url,
-                                             resume: job.resume, notice: { events(.fact($0)) })
-            else { return .end(.success(DownloadResult(file: name, path: claim.directory.file(name), bytes: 0,
-                                                       skipped: true))) }
+            let moved: Claim
+            switch try Claim.take(name, in: claim.directory, policy: job.existingFile, url: job.url,
+                                  resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) }) {
+            case .claim(let taken): moved = taken
+            case .skipped:
+                return .end(.success(DownloadResult(file: name, path: claim.directory.file(name), bytes: 0,
+                                                    skipped: true)))
+            case .finishedEarlier(let name):
+                return .end(.success(Self.finishedEarlier(name, in: claim.directory, events: events)))
+            }
             let contentType = claim.contentType
             claim = moved
             claim.contentType = contentType

@@ -129,6 +129,14 @@ final class OutputDirectory: Sendable {
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
+    /// The size and modification time (whole seconds) of `name` when it is a file haul may write into (a
+    /// regular file of this user with one link, not through a link); nil otherwise.
+    func trustedFile(_ name: String) -> (size: Int64, modified: Int)? {
+        var info = stat()
+        guard status(of: name, &info), Self.untrustworthy(info) == nil else { return nil }
+        return (Int64(info.st_size), Int(info.st_mtim.tv_sec))
+    }
+
     /// What `claimPart` found at a part file's name.
     enum PartClaim {
         /// Nothing was there: a new, empty file, created by this call and locked.

@@ -25,6 +25,8 @@ extension DownloadFact {
             "the one connection slowed to \(ByteFormat.rate(rate)): fetching over \(connections) connections again"
         case .damagedRefetched(let part, let bytes):
             "\(ByteFormat.size(bytes)) of \(part) failed their check after a crash; fetching them again"
+        case .finishedEarlier:
+            "already whole: an earlier run was stopped after the file took its name; nothing to fetch"
         case .previewSaved(let path):
             "partial preview saved: \(path)"
         case .limited(let rate):
