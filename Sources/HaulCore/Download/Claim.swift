@@ -32,7 +32,8 @@ struct Claim {
     private var recorded: [ByteRange] = []
 
     var stateName: String { ResumeState.path(forPart: partName) }
-    var journalName: String { partName + ".journal" }
+    var journalName: String { Self.journalName(forPart: partName) }
+    static func journalName(forPart part: String) -> String { part + ".journal" }
     var partPath: String { directory.file(partName) }
 
     private static func names(of name: String, in directory: OutputDirectory) -> (part: String, path: String) {
@@ -98,9 +99,11 @@ struct Claim {
             let candidate = FileNaming.numbered(name, n)
             // Made only for an error.
             var shown: String { directory.file(candidate) }
+            let partName = candidate + ".part"
             if directory.exists(candidate) {
+                let partThere = directory.exists(partName)
                 // Not with --overwrite, which fetches the file again whatever is there.
-                if policy != .overwrite,
+                if policy != .overwrite, !partThere,
                    removeStateIfFinished(candidate, in: directory, url: url, remoteTime: remoteTime) {
                     return .taken(.finishedEarlier(name: candidate))
                 }
@@ -108,7 +111,7 @@ struct Claim {
                 case .skip: return .taken(.skipped)
                 // Unless this URL's part is there to resume (the name was taken since): it is resumed, and the
                 // file takes the next free name when it is done.
-                case .rename: if !directory.exists(candidate + ".part") { continue }
+                case .rename: if !partThere { continue }
                 case .overwrite:
                     // The finished file replaces a file or a link, never a directory: said now, not after the
                     // whole download (whose part, its state gone, the next run would only start over).
@@ -118,7 +121,6 @@ struct Claim {
                 }
             }
             let refusal: String
-            let partName = candidate + ".part"
             switch try directory.claimPart(partName) {
             case .created(let part):
                 // No part was there: a state file left alone has nothing to resume.
@@ -129,7 +131,7 @@ struct Claim {
                 return .taken(.claim(claim))
             case .existing(let part):
                 // Held now: no one else writes its state, so temporaries of it are a crash's leftovers.
-                directory.removeTemporaries(of: ResumeState.path(forPart: candidate + ".part"))
+                directory.removeTemporaries(of: ResumeState.path(forPart: partName))
                 let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
                                       overwrite: policy == .overwrite, notice: notice)
                 if let claim { return .taken(.claim(claim)) }
@@ -150,16 +152,16 @@ struct Claim {
         fatalError("unreachable: the candidates never run out")
     }
 
-    /// Whether the file at `name` is this URL's, whole, left by an earlier run that was stopped (kill -9, a
-    /// power loss) after `place` gave the part its name and before it removed the state file: then the
-    /// leftovers (the state, its temporaries, the journal) are removed, the state last. Told by what such a
-    /// run leaves: no `NAME.part`; `NAME.part.json` of this URL, knowing the size; at `name` a regular file of
-    /// this user with one link and that size, and with the server's time when it was to have it.
+    /// Whether the file at `name`, which has no `NAME.part`, is this URL's, whole, left by an earlier run that
+    /// was stopped (kill -9, a power loss) after `place` gave the part its name and before it removed the
+    /// state file: then the leftovers (the state, its temporaries, the journal) are removed, the state last.
+    /// Told by what such a run leaves: `NAME.part.json` of this URL, knowing the size; at `name` a regular
+    /// file of this user with one link and that size, and with the server's time when it was to have it.
     private static func removeStateIfFinished(_ name: String, in directory: OutputDirectory, url: String,
                                               remoteTime: Bool) -> Bool {
         let partName = name + ".part"
         let stateName = ResumeState.path(forPart: partName)
-        guard !directory.exists(partName), case .found(let state) = ResumeState.load(from: directory, name: stateName),
+        guard case .found(let state) = ResumeState.load(from: directory, name: stateName),
               state.belongs(to: url), let total = state.total,
               let file = directory.trustedFile(name), file.size == total
         else { return false }
@@ -167,7 +169,7 @@ struct Claim {
            file.modified != Int(stamp.timeIntervalSince1970) {
             return false
         }
-        directory.remove(partName + ".journal")
+        directory.remove(journalName(forPart: partName))
         directory.removeTemporaries(of: stateName)
         directory.remove(stateName)
         return true

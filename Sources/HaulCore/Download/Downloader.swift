@@ -99,14 +99,11 @@ package struct Downloader: Sendable {
             modifiedSince = HTTPDate.format(mtime)
             job.existingFile = .overwrite
         }
-        var claim: Claim
-        switch try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url, resume: job.resume,
-                              remoteTime: job.remoteTime, continuing: continuing && job.outputName != nil,
-                              notice: { events(.fact($0)) }) {
-        case .claim(let taken): claim = taken
-        case .skipped: return DownloadResult(file: guessed, path: directory.file(guessed), bytes: 0, skipped: true)
-        case .finishedEarlier(let name): return Self.finishedEarlier(name, in: directory, events: events)
-        }
+        let taking = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
+                                    resume: job.resume, remoteTime: job.remoteTime,
+                                    continuing: continuing && job.outputName != nil, notice: { events(.fact($0)) })
+        guard var claim = taking.claim
+        else { return Self.nothingToFetch(taking, asked: guessed, in: directory, events: events) }
         defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
@@ -143,11 +140,15 @@ package struct Downloader: Sendable {
         }
     }
 
-    /// The outcome of a download whose file an earlier run finished (`Claim.Taking.finishedEarlier`).
-    private static func finishedEarlier(_ name: String, in directory: OutputDirectory,
-                                        events: (DownloadEvent) -> Void) -> DownloadResult {
-        events(.fact(.finishedEarlier(file: name)))
-        return DownloadResult(file: name, path: directory.file(name), bytes: 0, skipped: false)
+    /// The outcome of a download that `Claim.take` held no name for: skipped (`--skip-existing`), or finished
+    /// by an earlier run (`Claim.Taking.finishedEarlier`).
+    private static func nothingToFetch(_ taking: Claim.Taking, asked name: String, in directory: OutputDirectory,
+                                       events: (DownloadEvent) -> Void) -> DownloadResult {
+        guard case .finishedEarlier(let file) = taking else {
+            return DownloadResult(file: name, path: directory.file(name), bytes: 0, skipped: true)
+        }
+        events(.fact(.finishedEarlier(file: file)))
+        return DownloadResult(file: file, path: directory.file(file), bytes: 0, skipped: false)
     }
 
     /// What carrying out an action leads to: the machine's next action, or the download's outcome.
@@ -201,16 +202,10 @@ package struct Downloader: Sendable {
 
         case .move(let name):
             claim.release()
-            let moved: Claim
-            switch try Claim.take(name, in: claim.directory, policy: job.existingFile, url: job.url,
-                                  resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) }) {
-            case .claim(let taken): moved = taken
-            case .skipped:
-                return .end(.success(DownloadResult(file: name, path: claim.directory.file(name), bytes: 0,
-                                                    skipped: true)))
-            case .finishedEarlier(let name):
-                return .end(.success(Self.finishedEarlier(name, in: claim.directory, events: events)))
-            }
+            let taking = try Claim.take(name, in: claim.directory, policy: job.existingFile, url: job.url,
+                                        resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) })
+            guard let moved = taking.claim
+            else { return .end(.success(Self.nothingToFetch(taking, asked: name, in: claim.directory, events: events))) }
             let contentType = claim.contentType
             claim = moved
             claim.contentType = contentType

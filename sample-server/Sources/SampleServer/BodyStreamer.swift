@@ -12,7 +12,7 @@ struct BodyPlan: Sendable {
     /// Cut the connection once this many body bytes have been sent.
     let dropAfter: Int?
     /// Wait, when `after` body bytes have been sent, until the server was released `releases` times; in order.
-    var holds: [(after: Int, releases: Int)] = []
+    let holds: [(after: Int, releases: Int)]
 }
 
 /// Streams a ``BodyPlan`` in chunks generated or read on the fly, so no file is ever held whole in memory.
