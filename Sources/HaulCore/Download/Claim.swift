@@ -121,20 +121,18 @@ struct Claim {
                 }
             }
             let refusal: String
-            switch try directory.claimPart(partName) {
-            case .created(let part):
-                // No part was there: a state file left alone has nothing to resume.
-                // (Created, so never nil.)
-                guard let claim = try Claim(directory: directory, name: candidate, part: part, url: url,
-                                            resume: resume, overwrite: true, notice: notice)
-                else { continue }
-                return .taken(.claim(claim))
-            case .existing(let part):
-                // Held now: no one else writes its state, so temporaries of it are a crash's leftovers.
-                directory.removeTemporaries(of: ResumeState.path(forPart: partName))
-                let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
-                                      overwrite: policy == .overwrite, notice: notice)
-                if let claim { return .taken(.claim(claim)) }
+            let claimed = try directory.claimPart(partName)
+            switch claimed {
+            case .created(let part), .existing(let part):
+                // A part created now has nothing to resume: a state file left beside it is replaced, whoever's
+                // it is. One held from an earlier run: no one else writes its state, so temporaries of it are a
+                // crash's leftovers, and another URL's is left for that download.
+                let created = if case .created = claimed { true } else { false }
+                if !created { directory.removeTemporaries(of: ResumeState.path(forPart: partName)) }
+                if let claim = try Claim(directory: directory, name: candidate, part: part, url: url, resume: resume,
+                                         overwrite: created || policy == .overwrite, notice: notice) {
+                    return .taken(.claim(claim))
+                }
                 try? part.close()
                 refusal = "is another URL's partial download"
             case .busy where n == 0 && waitIfBusy:
