@@ -38,5 +38,11 @@ import Testing
                 == .protocol)
         #expect(HaulError(curlCode: CURLE_RECV_ERROR, detail: "Recv failure: Connection reset by peer").category
                 == .network)
+        // A header line past libcurl's cap, which it reports as out of memory (`WrongRangeTests` has the answers).
+        for (code, detail) in [(CURLE_OUT_OF_MEMORY, ""), (CURLE_RECV_ERROR, "Out of memory in chunked-encoding")] {
+            let error = HaulError(curlCode: code, detail: detail)
+            #expect(error.category == .protocol, "\(detail)")
+            #expect(error.message.hasPrefix("the answer has a header line too long to read"), "\(error)")
+        }
     }
 }

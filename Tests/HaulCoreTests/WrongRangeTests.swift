@@ -155,6 +155,35 @@ import Testing
         }
     }
 
+    /// A header line longer than libcurl reads (100 KiB), in the answer, in a redirect or in a chunked body's
+    /// trailer: libcurl gives up with "out of memory" and no more words. That is the server's answer, not this
+    /// machine's memory: a protocol error (exit 7, no retry: it would be the same answer) that says what
+    /// came, and no file named.
+    @Test func aHeaderLineTooLongToReadIsAProtocolErrorNotOutOfMemory() async throws {
+        let long = String(repeating: "a", count: 300 * 1024)
+        let answers: [(String, [UInt8])] = [
+            ("HTTP/1.1 200 OK\r\nX-Long: \(long)\r\nContent-Length: 100\r\nConnection: close\r\n\r\n",
+             [UInt8](repeating: 7, count: 100)),
+            ("HTTP/1.1 302 Found\r\nLocation: /other\(long)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", []),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+             Array("64\r\n\(String(repeating: "b", count: 100))\r\n0\r\nX-Trailer: \(long)\r\n\r\n".utf8)),
+        ]
+        for (head, body) in answers {
+            let dir = TempDirectory()
+            let server = try ScriptedAnswerServer(head, body: body)
+            defer { server.stop() }
+            var job = DownloadJob(url: server.url, outputDirectory: dir.path)
+            job.retries = 3
+            let (result, facts) = await runQuickly(job)
+            let error = try #require(result.failure, "\(head.prefix(20))")
+            #expect(error.category == .protocol, "\(head.prefix(20)): \(error)")
+            #expect(error.message.hasPrefix("the answer has a header line too long to read"),
+                    "\(head.prefix(20)): \(error)")
+            #expect(facts.isEmpty, "\(head.prefix(20)): no retry: \(facts)")
+            #expect(!dir.listing().contains("data.bin"), "\(head.prefix(20)): \(dir.listing())")
+        }
+    }
+
     @Test func aCompletePartAnswered416IsFinishedWithoutDownloadingAgain() async throws {
         let dir = TempDirectory()
         try await withSampleServer { (server) async throws in

@@ -3,8 +3,22 @@ import CCurl
 extension HaulError {
     /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message.
     init(curlCode code: CURLcode, detail: String) {
+        if Self.headerLineTooLong(code, detail) {
+            self.init(.protocol, "the answer has a header line too long to read (libcurl says \"out of memory\")")
+            return
+        }
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         self.init(Self.malformed(code, detail) ? .protocol : Self.category(of: code), Self.lowercasingFirstWord(text))
+    }
+
+    /// How libcurl 7 gives up on a header line longer than it reads (100 KiB in a head, a redirect's
+    /// included; 4 KiB in a chunked body's trailer): "out of memory", with no words of its own for the head
+    /// (`CURLE_OUT_OF_MEMORY`, an empty error buffer) and "Out of memory in chunked-encoding" for the trailer.
+    /// Neither is this machine's memory: libcurl's small allocations do not fail on Linux, its size caps
+    /// do. It is the server's answer, malformed: exit 7, and no retry (it would be the same answer).
+    static func headerLineTooLong(_ code: CURLcode, _ detail: String) -> Bool {
+        (code == CURLE_OUT_OF_MEMORY && detail.isEmpty)
+            || (code == CURLE_RECV_ERROR && detail == "Out of memory in chunked-encoding")
     }
 
     /// An answer libcurl could not read, which it reports as a failed receive (`CURLE_RECV_ERROR`, the
