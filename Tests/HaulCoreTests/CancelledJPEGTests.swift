@@ -169,4 +169,50 @@ import Testing
             #expect(dir.listing() == ["photo-medium.jpg", "photo-medium.partial.jpg"])
         }
     }
+
+    /// A cancel that lands while a download waits to retry ends it as any cancel does: a JPEG leaves the
+    /// preview of what came before the failure, and a part that never got a byte goes (the retry's wait
+    /// returned "cancelled" by itself before, leaving the empty part behind and no preview). On a clock that
+    /// never moves, the wait lasts until the cancel.
+    @Test(arguments: [false, true])
+    func aCancelWhileWaitingToRetryEndsLikeAnyCancel(jpeg: Bool) async throws {
+        try await withSampleServer(Self.jpegServer) { server in
+            let dir = TempDirectory()
+            var faults = SampleServerFaults()
+            if jpeg {
+                faults.dropAfterBytes = 300_000  // every answer: the first attempt fails with a part to keep
+            } else {
+                faults.unavailableCount = 1_000  // 503 to every request: nothing ever arrives
+            }
+            server.setFaults(faults)
+            let name = jpeg ? "photo-large.jpg" : "small.bin"
+            let manager = DownloadManager(downloader: Downloader(clock: ManualClock()), concurrency: 1)
+            let id = await manager.add(DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path))
+            let facts = try await within(.seconds(30), "the retry, then the end") {
+                var facts: [DownloadFact] = []
+                for await event in manager.events {
+                    switch event {
+                    case .fact(id, let fact):
+                        facts.append(fact)
+                        if fact.retry != nil { await manager.cancel(id) }
+                    case .state(id, let state) where state.isFinished:
+                        await manager.waitUntilIdle()
+                        await manager.finishEvents()
+                    default:
+                        break
+                    }
+                }
+                return facts
+            }
+            #expect(facts.contains { $0.retry != nil }, "\(facts)")
+            #expect(await manager.state(of: id) == .cancelled)
+            if jpeg {
+                #expect(facts.contains(.previewSaved(path: dir.file("photo-large.partial.jpg"))), "\(facts)")
+                #expect(dir.listing() == ["photo-large.jpg.part", "photo-large.jpg.part.json",
+                                          "photo-large.partial.jpg"])
+            } else {
+                #expect(dir.listing().isEmpty, "\(dir.listing())")
+            }
+        }
+    }
 }

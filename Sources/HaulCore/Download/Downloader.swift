@@ -243,7 +243,12 @@ package struct Downloader: Sendable {
 
         case .retry(let delay, let fact):
             events(.fact(fact))
-            do { try await clock.sleep(for: delay) } catch { return .end(.failure(HaulError(.cancelled, "cancelled"))) }
+            do {
+                try await clock.sleep(for: delay)
+            } catch {
+                // Cancelled while waiting: ended as any cancel (an empty part goes, a JPEG's preview is saved).
+                return .next(machine.failed(HaulError(.cancelled, "cancelled"), cancelled: true, resume: claim.state))
+            }
             return .next(machine.begin(resume: claim.state))
 
         case .finish(let received, let announce):
