@@ -12,10 +12,16 @@ import Testing
         ("HTTP/2 stream 1 was not closed cleanly", "HTTP/2 stream 1 was not closed cleanly"),
         ("Could not resolve host: nowhere", "could not resolve host: nowhere"),
         ("Failed to connect to 127.0.0.1 port 1", "failed to connect to 127.0.0.1 port 1"),
+        // A name with capitals inside it keeps its first one too (TLS libraries name themselves first).
+        ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number",
+         "OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number"),
+        ("GnuTLS recv error (-110): The TLS connection was non-properly terminated.",
+         "GnuTLS recv error (-110): The TLS connection was non-properly terminated."),
+        ("Received HTTP/0.9 when not allowed", "received HTTP/0.9 when not allowed"),
         ("A b", "a b"),
         ("É", "é"),
     ])
-    func theFirstLetterIsLoweredUnlessTheFirstWordIsAnAcronym(detail: String, message: String) {
+    func theFirstLetterIsLoweredUnlessTheFirstWordIsAnAcronymOrAName(detail: String, message: String) {
         #expect(HaulError(curlCode: CURLE_COULDNT_CONNECT, detail: detail).message == message)
     }
 

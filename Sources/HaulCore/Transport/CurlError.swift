@@ -31,11 +31,12 @@ extension HaulError {
     }
 
     /// curl's sentences start with a capital ("Could not resolve host"), ours in lower case; an acronym
-    /// ("SSL certificate problem", "URL using bad/illegal format") keeps its capitals. A first word is taken
-    /// as an acronym when its second character is upper case too.
+    /// ("SSL certificate problem", "URL using bad/illegal format") or a name with capitals inside it
+    /// ("OpenSSL/3.0.19: error:...", "GnuTLS recv error") keeps its capitals. A first word is taken as one of
+    /// those when a letter after its first is upper case too.
     static func lowercasingFirstWord(_ text: String) -> String {
         guard let first = text.first else { return text }
-        if let second = text.dropFirst().first, second.isUppercase { return text }
+        if text.dropFirst().prefix(while: { !$0.isWhitespace }).contains(where: \.isUppercase) { return text }
         return first.lowercased() + text.dropFirst()
     }
 
