@@ -246,7 +246,7 @@ import Testing
 }
 
 @Suite struct URLCheckTests {
-    @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/"])
+    @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/", "http://h:65535/", "http://h:1"])
     func accepted(url: String) {
         #expect(URLCheck.problem(with: url) == nil)
     }
@@ -254,6 +254,10 @@ import Testing
     @Test(arguments: [
         ("ftp://h/x", "unsupported URL scheme \"ftp\""), ("not a url", "URL contains spaces or control characters"),
         ("http://", "URL has no host"), ("", "empty URL"), ("example.com/x", "not a valid URL"),
+        // libcurl refuses these as "URL using bad/illegal format", which from a redirect is the server's
+        // fault (exit 7); given by the user, they are the user's to fix (exit 2), said so before a connection.
+        ("http://h:99999/x", "port 99999 is not from 1 to 65535"), ("http://h:0/", "port 0 is not from 1 to 65535"),
+        ("https://[::1]:65536/", "port 65536 is not from 1 to 65535"),
     ])
     func refused(url: String, reason: String) {
         #expect(URLCheck.problem(with: url) == reason)
@@ -274,7 +278,7 @@ import Testing
         let schemes = ["http://", "https://", "HtTp://", "httpx://", "http:/", "http:", "ftp://", "", "https:///"]
         let hosts = ["h", "127.0.0.1", "", "[::1]", "[::1", "u@h", "u:p@h", "b\u{FC}cher", "a b", "h%41", "h.", "-h",
                      "h_h", "h~", "h!$&'()*+,;=", "h<", "h\\", "h^"]
-        let ports = ["", ":", ":80", ":8x", "::80", ":65536"]
+        let ports = ["", ":", ":80", ":8x", "::80", ":65535", ":65536", ":0", ":99999999999999999999"]
         let rests = ["", "/", "/a/b.bin", "?q=1", "#f", "#f#g", "/a%20b", "/a b", "/a<b", "/\u{E4}", "/a?b#c/d?e",
                      "/[x]", "/a|b", "/a\"b", "/a`b", "/a{b}", "/a^b", "/\u{7F}", "/@:", "//x", "/a#"]
         var generator = SplitMix64(seed: 15)
@@ -289,7 +293,7 @@ import Testing
             }
             #expect(URLCheck.problem(with: url) == URLCheck.problemByParsing(url), "\(url)")
         }
-        #expect(glanced > 150)
+        #expect(glanced > 100)
     }
 }
 

@@ -25,12 +25,15 @@ package enum URLCheck {
         // As written (`encodedHost`): `host` would decode an IDNA name through ICU for every download only
         // to see that it is not empty.
         guard let host = components.encodedHost, !host.isEmpty else { return "URL has no host" }
+        // libcurl refuses a port past 16 bits as "URL using bad/illegal format" and one of 0 cannot connect:
+        // said here, the user's URL is a usage error, not the protocol error a redirect to it would be.
+        if let port = components.port, !(1...65535).contains(port) { return "port \(port) is not from 1 to 65535" }
         return nil
     }
 
     /// Whether `text` is, byte for byte, an RFC 3986 URI that `problemByParsing` accepts: `http://` or
     /// `https://` (the scheme in any case), a host of unreserved and sub-delimiter characters that is not empty,
-    /// a port of digits or none, then a path, query and fragment of their allowed characters. False for
+    /// a port of digits from 1 to 65535 or none, then a path, query and fragment of their allowed characters. False for
     /// everything else, which may still be valid (a user name, a percent sign, an IPv6 address, a name that is
     /// not ASCII): the parse decides those.
     static func isPlainlyValid(_ text: String) -> Bool {
@@ -51,6 +54,7 @@ package enum URLCheck {
             // The authority: a host, then maybe `:` and a port.
             let hostStart = at
             var colon: Int?
+            var port = 0
             while at < bytes.count {
                 let byte = bytes[at]
                 if byte == ascii("/") || byte == ascii("?") || byte == ascii("#") { break }
@@ -59,6 +63,8 @@ package enum URLCheck {
                     colon = at
                 } else if let colon, at > colon {
                     guard byte >= ascii("0"), byte <= ascii("9") else { return false }
+                    port = port * 10 + Int(byte - ascii("0"))
+                    guard port <= 65535 else { return false }
                 } else {
                     guard isUnreservedOrSubDelimiter(byte) else { return false }
                 }
@@ -66,7 +72,7 @@ package enum URLCheck {
             }
             let hostEnd = colon ?? at
             guard hostEnd > hostStart else { return false }
-            if let colon, colon + 1 == at { return false }
+            if let colon, colon + 1 == at || port == 0 { return false }
             // The path, the query and at most one fragment.
             var fragment = false
             while at < bytes.count {
