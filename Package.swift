@@ -222,7 +222,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "SampleServer",
-                "CJPEG", "COpenSSL",
+                "CJPEG", "CLinux", "COpenSSL",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"),

@@ -17,6 +17,9 @@ package enum Entry {
         // haul at that write, with no message and the terminal in the full screen's modes. (Programs haul
         // starts get the default back: `ChildProcess.resetSignals`.)
         signal(SIGXFSZ, SIG_IGN)
+        // Downloads (and the runtime) need more descriptors than the usual soft limit of 1024 allows at
+        // `-j 64 -s 16`: raised to the hard limit (`OpenFilesLimit`).
+        OpenFilesLimit.raise()
         ServerSide.install(server)
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -70,6 +71,9 @@ public final class HaulProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
+        // Nothing else of this process's: the descriptors other tests have open right now (their pipes and
+        // sockets, many not close-on-exec) would otherwise count against haul's open-files limit.
+        _ = haul_spawn_close_from(&actions, 3)
         // coreutils' env changes directory and execs haul, so the pid is haul's own.
         let launcher = (rssPath.map { ["/usr/bin/time", "-f", "%M", "-o", $0] } ?? []) + wrapper
         let argv = (launcher + ["/usr/bin/env", "-C", directory, binary] + arguments).map { strdup($0) } + [nil]

@@ -117,6 +117,8 @@ package actor DownloadManager {
         let limit: ReceiveLimit
         /// A run of it claimed `job.outputName`'s part: the next run continues that one.
         var claimedBefore = false
+        /// The descriptors its running task is counted for (`descriptorBudget`); 0 when none runs.
+        var descriptors = 0
 
         init(job: DownloadJob, state: DownloadState = .queued, file: String) {
             self.job = job
@@ -141,6 +143,12 @@ package actor DownloadManager {
     /// Running downloads whose bytes have all come, now writing, syncing and naming their files: they hold no
     /// slot (at most `finishingLimit` of them at once; one past that keeps its slot until it can join them).
     private var finishing: Set<DownloadID> = []
+    /// Descriptors the running downloads may hold together (`OpenFilesLimit.downloadBudget`), and what the
+    /// running ones hold by that count: a download that would take the process past its open-files limit
+    /// waits for one to end, as for a slot (past the limit downloads fail with "Too many open files", and the
+    /// runtime's libdispatch ends the process). Binds only under a low `ulimit -n`.
+    private let descriptorBudget = OpenFilesLimit.downloadBudget()
+    private var descriptorsHeld = 0
     private var nextID = 1
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
     /// that put a user's stop right there (`setBeforeDownloadingState`).
@@ -439,6 +447,10 @@ package actor DownloadManager {
     private func startWaiting() {
         while running.count - finishing.count < concurrency, waitingHead < waiting.count {
             let id = waiting[waitingHead]
+            if !running.isEmpty, let entry = entries[id], entry.state == .queued, running[id] == nil,
+               descriptorsHeld + OpenFilesLimit.descriptors(segments: entry.job.segments) > descriptorBudget {
+                break
+            }
             waitingHead += 1
             guard entries[id]?.state == .queued, running[id] == nil else { continue }
             start(id)
@@ -468,7 +480,14 @@ package actor DownloadManager {
 
     private func start(_ id: DownloadID) {
         guard let entry = entries[id] else { return }
-        let job = entry.job
+        var fitted = entry.job
+        // Alone and still past the budget: with as many connections as the limit leaves room for.
+        if OpenFilesLimit.descriptors(segments: fitted.segments) > descriptorBudget {
+            fitted.segments = Swift.max(1, descriptorBudget - OpenFilesLimit.perDownload)
+        }
+        let job = fitted
+        entry.descriptors = OpenFilesLimit.descriptors(segments: job.segments)
+        descriptorsHeld += entry.descriptors
         setState(entry, id, .connecting)
         let downloader = self.downloader
         let continuation = self.continuation
@@ -583,6 +602,8 @@ package actor DownloadManager {
         finishing.remove(id)
         guard let entry = entries[id] else { return }
         entry.gate = nil
+        descriptorsHeld -= entry.descriptors
+        entry.descriptors = 0
         // A resume or retry continues this very file, whatever the server calls it by then.
         if let path {
             entry.job.outputName = FilePath.baseName(of: path)
