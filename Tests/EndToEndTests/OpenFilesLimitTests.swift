@@ -39,9 +39,9 @@ import Testing
             #expect(dir.listing().filter { !$0.contains(".part") }.count == 40, "\(dir.listing())")
 
             let one = TempDirectory()
-            let segmented = try await HaulProcess.run(["--plain", "-q", "--retries", "0", "-s", "16",
-                                                       server.downloadURL("medium.bin")],
-                                                      in: one.path, wrapper: ["/usr/bin/prlimit", "--nofile=24:24", "--"])
+            let segmented = try await HaulProcess.run(
+                ["--plain", "-q", "--retries", "0", "-s", "16", server.downloadURL("medium.bin")],
+                in: one.path, wrapper: ["/usr/bin/prlimit", "--nofile=24:24", "--"])
             #expect(segmented.status == 0, "\(segmented)")
             #expect(try FileDigest.hex(of: one.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
