@@ -205,6 +205,71 @@ import Testing
         #expect(try allocated() >= window, "reserved again after the cut")
     }
 
+    /// What a stopped segmented download gives back: the blocks reserved ahead that no write reached and no
+    /// resume state vouches for. Written bytes stay whatever the state says (a journal may vouch for them).
+    @Test func unwrittenReservationsGoBackWrittenBytesStay() throws {
+        let dir = TempDirectory()
+        let path = dir.file("data.part")
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        try #require(fd >= 0)
+        var claimed = stat()
+        try #require(fstat(fd, &claimed) == 0)
+        let file = PartFile(descriptor: fd, path: path, claimed: claimed)
+        defer { try? file.close() }
+        let window = PartFile.reserveWindow
+        file.reserveAhead(of: 64 << 30)
+        func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
+        try file.write(ByteBatch([UInt8](repeating: 7, count: 5000)), at: 0)
+        try file.write(ByteBatch([UInt8](repeating: 8, count: 4096)), at: 32 << 30)
+        guard try allocated() >= 2 * window else { return }  // a file system that cannot reserve
+        // A range the state vouches for (from an earlier run) inside a reservation stays too.
+        let vouched = ByteRange(1 << 20, 2 << 20)
+        let released = file.releaseUnwrittenReservations(keeping: [vouched])
+        #expect(released == 2 * window - 5000 - 4096 - vouched.count)
+        let left = try allocated()
+        #expect(left <= vouched.count + 4 * 4096, "\(left) bytes on disk")
+        #expect(try file.size() == (32 << 30) + window, "the size stays")
+        var back = [UInt8](repeating: 0, count: 5000)
+        #expect(pread(fd, &back, 5000, 0) == 5000 && back.allSatisfy { $0 == 7 })
+        #expect(pread(fd, &back, 4096, 32 << 30) == 4096 && back.prefix(4096).allSatisfy { $0 == 8 })
+        // Released ranges are reserved again when written again.
+        try file.write(ByteBatch([UInt8](repeating: 9, count: 4096)), at: 16 << 20)
+        #expect(try allocated() >= window)
+    }
+
+    /// A segmented download cancelled early holds about what it fetched, not a window ahead of each of its
+    /// connections, and resumes to the same file.
+    @Test func aCancelledSegmentedDownloadGivesItsReservationsBack() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 1 << 20) { (server) async throws in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(DownloadJob.sample(server, "large.bin", dir, segments: 4))
+            try await within(.seconds(60), "the cancel, then the end") {
+                var cancelled = false
+                for await event in manager.events {
+                    switch event {
+                    case .progress(id, let progress) where !cancelled && progress.completed >= 2 << 20:
+                        cancelled = true
+                        await manager.cancel(id)
+                    case .state(id, let state) where state.isFinished:
+                        await manager.waitUntilIdle()
+                        await manager.finishEvents()
+                    default:
+                        break
+                    }
+                }
+            }
+            #expect(await manager.state(of: id) == .cancelled)
+            var info = stat()
+            try #require(stat(dir.file("large.bin.part"), &info) == 0)
+            #expect(Int64(info.st_blocks) * 512 < PartFile.reserveWindow, "\(info.st_blocks * 512) bytes on disk")
+            server.setRate(nil)
+            let (result, _) = await runQuickly(DownloadJob.sample(server, "large.bin", dir, segments: 4))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try FileDigest.hex(of: dir.file("large.bin")) == expectedSHA256("large.bin"))
+        }
+    }
+
     @Test func droppedSegmentsResumeAndTheFileIsIdentical() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 16 << 20) { (server) async throws in

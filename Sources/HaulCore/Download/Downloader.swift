@@ -405,6 +405,8 @@ package struct Downloader: Sendable {
             return machine.segmentRefused(status: refused.status, resume: claim.state)
         } catch {
             claim.lastCheckpoint(adding: nil)
+            // Stopped (a failure, a cancel, a pause): the windows reserved ahead of the connections go back.
+            claim.part.releaseUnwrittenReservations(keeping: claim.state?.completed ?? [])
             throw HaulError.from(error)
         }
         return machine.segmentsEnded()

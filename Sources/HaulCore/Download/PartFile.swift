@@ -38,6 +38,9 @@ package final class PartFile: @unchecked Sendable {
         var reserved = false
         /// Set by `reserveAhead`: the file's size, and the ranges reserved so far.
         var reservation: (total: Int64, reserved: [ByteRange])?
+        /// The ranges written (or tried) since `reserveAhead`, merged: never given back by
+        /// `releaseUnwrittenReservations`.
+        var reservedWrites: [ByteRange] = []
     }
 
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
@@ -188,6 +191,27 @@ package final class PartFile: @unchecked Sendable {
         }
     }
 
+    /// Gives back the blocks reserved ahead of the writes (`reserveAhead`) that no write reached and that
+    /// `kept` (what the resume state vouches for) does not cover: a stopped segmented download holds its
+    /// bytes, not a window of up to `reserveWindow` ahead of each connection (64 downloads of `-s 16`
+    /// stopped with 1.6 GB fetched held 20 GB of disk). Only once no write runs (its segments have ended).
+    /// Returns the bytes given back.
+    @discardableResult
+    func releaseUnwrittenReservations(keeping kept: [ByteRange]) -> Int64 {
+        let unwritten = shared.withLockedValue { shared -> [ByteRange] in
+            guard let current = shared.reservation else { return [] }
+            let taken = ByteRange.merged(shared.reservedWrites + kept)
+            let free = current.reserved.flatMap { ByteRange.subtract(taken, from: $0) }
+            shared.reservation = (current.total, ByteRange.merged(current.reserved.flatMap {
+                ByteRange.subtract(free, from: $0)
+            }))
+            return free
+        }
+        var released: Int64 = 0
+        for range in unwritten where release(range) { released += range.count }
+        return released
+    }
+
     /// Gives the blocks of `range` back to the file system (the range reads as zeros, the size stays): on a
     /// full disk, room for the state file that makes the rest resumable. False where it cannot.
     @discardableResult
@@ -239,7 +263,13 @@ package final class PartFile: @unchecked Sendable {
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
         if !alone { try reserve(at: offset, count: bytes.count) }
-        shared.withLockedValue { $0.written = true }
+        shared.withLockedValue { shared in
+            shared.written = true
+            if shared.reservation != nil {
+                let range = ByteRange(offset, offset + Int64(bytes.count))
+                shared.reservedWrites = ByteRange.merged(shared.reservedWrites + [range])
+            }
+        }
         try writeData(bytes, at: offset, switching: alone && completing)
         journal?.record(bytes, at: offset, completing: completing)
         digest.withLockedValue { $0?.feed(bytes, at: offset) }
