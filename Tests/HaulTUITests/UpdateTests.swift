@@ -35,6 +35,49 @@ import Testing
         #expect(state.rows[0].state == .downloading)
     }
 
+    /// The loop tells whether a manager event changed the state by its own row, the row count and the rest
+    /// (`StateChange`), not by a copy of every row: that holds as long as no manager event changes another
+    /// download's row. Every kind of event, for every row and an unknown id, over screens with no overlay,
+    /// a download's details, a live picture and `q`'s question: the watch agrees with the whole comparison.
+    @Test func aManagerEventChangesOnlyItsOwnRow() {
+        let result = DownloadResult(file: "x.bin", path: "/d/x.bin", bytes: 5, skipped: false)
+        let progress = DownloadProgress(completed: 7, batchBytes: 7, total: 100, bytesPerSecond: 1)
+        let reason = HaulError(.network, "reset")
+        func events(_ id: DownloadID) -> [ManagerEvent] {
+            [.added(id: id, url: "http://a/\(id)", file: "f\(id)"), .state(id: id, .downloading),
+             .state(id: id, .done), .state(id: id, .failed(reason)), .state(id: id, .cancelled),
+             .state(id: id, .paused), .state(id: id, .queued), .started(id: id, file: "g", path: "/d/g", total: 9),
+             .progress(id: id, progress), .fact(id: id, .limited(bytesPerSecond: 1024)),
+             .fact(id: id, .retrying(attempt: 1, of: 5, delaySeconds: 1, resumeAt: 3, reason: reason)),
+             .fact(id: id, .previewSaved(path: "/d/p.jpg")), .finished(id: id, result, seconds: 2),
+             .removed(id: id)]
+        }
+        var screens: [AppState] = [Fixtures.mixed(size)]
+        for overlay: AppState.Overlay in [.details(1), .details(9), .confirmDetach, .confirmQuit] {
+            var screen = Fixtures.mixed(size)
+            screen.overlay = overlay
+            screens.append(screen)
+        }
+        var live = Fixtures.mixed(size)
+        live.overlay = .picture(path: "/d/photo-large.partial.jpg")
+        live.livePicture = 8
+        screens.append(live)
+        for screen in screens {
+            for id in screen.rows.map(\.id) + [99] {
+                for event in events(id) {
+                    var state = screen
+                    let watch = StateChange(state, .manager(event))
+                    _ = update(&state, .manager(event))
+                    #expect(watch.changed(state) == (state != screen),
+                            "\(event) over \(String(describing: screen.overlay))")
+                    if case .added = event { continue }
+                    if case .removed = event { continue }
+                    #expect(state.rows.filter { $0.id != id } == screen.rows.filter { $0.id != id }, "\(event)")
+                }
+            }
+        }
+    }
+
     @Test func withoutAServerNothingIsLoaded() {
         var state = AppState(size: size)
         #expect(update(&state, .started(urls: [])) == [])
