@@ -86,6 +86,32 @@ import TestSupport
         #expect(roster.snapshot().first == .added(id: 1, url: "http://h/a.bin", file: "a.bin"))
     }
 
+    /// The count of active downloads is kept as events come (the service asks it at each one): over a
+    /// random run of inserts, re-inserts, state changes, changes and removals it is what a count finds.
+    @Test func theActiveCountIsKeptAsEventsCome() {
+        var roster = Roster()
+        var generator = SplitMix64(seed: 60)
+        let states: [DownloadState] = [.queued, .connecting, .downloading, .paused, .done, .cancelled,
+                                       .failed(HaulError(.network, "reset"))]
+        for _ in 0..<5000 {
+            let id = Int.random(in: 1...40, using: &generator)
+            let state = states.randomElement(using: &generator)!
+            switch Int.random(in: 0..<10, using: &generator) {
+            case 0:
+                roster.insert(Roster.Entry(id: id, url: "http://h/\(id)", directory: "/d", name: "\(id)",
+                                           state: state, added: Date(), gid: String(format: "%016x", id)))
+            case 1:
+                roster.apply(.removed(id: id))
+            case 2:
+                roster.modify(id) { $0.state = state }
+            default:
+                roster.apply(.state(id: id, state))
+            }
+            let counted = roster.list().filter { !(DownloadState(name: $0.state)?.isFinished ?? true) }.count
+            #expect(roster.active == counted)
+        }
+    }
+
     @Test func theRosterSnapshotRebuildsWhatItHolds() {
         var roster = Roster()
         let added = Date(timeIntervalSince1970: 1_800_000_000)

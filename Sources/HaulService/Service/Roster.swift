@@ -41,10 +41,19 @@ struct Roster: Sendable {
 
     var count: Int { entries.count }
 
-    /// Queued or running.
-    var active: Int { entries.values.reduce(0) { $0 + ($1.state.isFinished ? 0 : 1) } }
+    /// Queued or running. Kept as entries come, change state and go: the service asks at each state event
+    /// whether it is idle, and counting then walked (and copied) every entry, 2000 downloads' worth of
+    /// entries for each of their thousands of events.
+    private(set) var active = 0
+
+    /// What `entry` adds to `active`.
+    private static func activeCount(_ entry: Entry?) -> Int {
+        guard let entry else { return 0 }
+        return entry.state.isFinished ? 0 : 1
+    }
 
     mutating func insert(_ entry: Entry) {
+        active += Self.activeCount(entry) - Self.activeCount(entries[entry.id])
         ids[entry.gid] = entry.id
         if entry.state == .queued || entry.state == .paused, !waiting.contains(entry.id) { waiting.append(entry.id) }
         if entries[entry.id] == nil {
@@ -68,7 +77,8 @@ struct Roster: Sendable {
             // Inserted by the service with what the event does not carry (directory, time); now told.
             entries[id]?.announced = true
         case .state(let id, let state):
-            guard entries[id] != nil else { return }
+            guard let entry = entries[id] else { return }
+            active += (state.isFinished ? 0 : 1) - Self.activeCount(entry)
             entries[id]?.state = state
             if state == .queued || state == .paused {
                 if !waiting.contains(id) { waiting.append(id) }
@@ -102,6 +112,7 @@ struct Roster: Sendable {
             entries[id]?.seconds = seconds
         case .removed(let id):
             if let gid = entries[id]?.gid { ids[gid] = nil }
+            active -= Self.activeCount(entries[id])
             entries[id] = nil
             order.removeAll { $0 == id }
             waiting.removeAll { $0 == id }
@@ -111,7 +122,9 @@ struct Roster: Sendable {
     /// Changes what the roster knows of one download (its directory or name, after `changeOption`).
     mutating func modify(_ id: DownloadID, _ change: (inout Entry) -> Void) {
         guard var entry = entries[id] else { return }
+        let before = Self.activeCount(entry)
         change(&entry)
+        active += Self.activeCount(entry) - before
         entries[id] = entry
     }
 
