@@ -109,6 +109,25 @@ import TestSupport
             }
             let counted = roster.list().filter { !(DownloadState(name: $0.state)?.isFinished ?? true) }.count
             #expect(roster.active == counted)
+            #expect(Set(roster.waiting).count == roster.waiting.count, "no download waits twice")
+            #expect(roster.waiting.allSatisfy(roster.contains), "no removed download waits")
+        }
+    }
+
+    /// aria2's waiting list holds each queued or paused download once, kept as state events come.
+    @Test func theWaitingListFollowsTheStates() {
+        var roster = Roster()
+        var generator = SplitMix64(seed: 61)
+        let states: [DownloadState] = [.queued, .connecting, .downloading, .paused, .done, .cancelled]
+        for id in 1...30 {
+            roster.insert(Roster.Entry(id: id, url: "http://h/\(id)", directory: "/d", name: "\(id)", added: Date(),
+                                       gid: String(format: "%016x", id)))
+        }
+        for _ in 0..<3000 {
+            let id = Int.random(in: 1...30, using: &generator)
+            roster.apply(.state(id: id, states.randomElement(using: &generator)!))
+            let expected = Set((1...30).filter { [.queued, .paused].contains(roster[$0]?.state) })
+            #expect(Set(roster.waiting) == expected && roster.waiting.count == expected.count)
         }
     }
 

@@ -38,6 +38,19 @@ struct Roster: Sendable {
     /// aria2's waiting list: the queued and paused downloads, in the order a client arranged them
     /// (`changePosition`), new ones last.
     private(set) var waiting: [DownloadID] = []
+    /// The ids in `waiting`: asked at every state event, which with thousands queued made each a walk of
+    /// the list.
+    private var waitingIDs: Set<DownloadID> = []
+
+    private mutating func wait(_ id: DownloadID) {
+        if waitingIDs.insert(id).inserted { waiting.append(id) }
+    }
+
+    /// Takes `id` off the waiting list; downloads leave it mostly from its front, where the search ends.
+    private mutating func stopWaiting(_ id: DownloadID) {
+        guard waitingIDs.remove(id) != nil, let index = waiting.firstIndex(of: id) else { return }
+        waiting.remove(at: index)
+    }
 
     var count: Int { entries.count }
 
@@ -55,7 +68,7 @@ struct Roster: Sendable {
     mutating func insert(_ entry: Entry) {
         active += Self.activeCount(entry) - Self.activeCount(entries[entry.id])
         ids[entry.gid] = entry.id
-        if entry.state == .queued || entry.state == .paused, !waiting.contains(entry.id) { waiting.append(entry.id) }
+        if entry.state == .queued || entry.state == .paused { wait(entry.id) }
         if entries[entry.id] == nil {
             // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
             if let last = order.last, last > entry.id {
@@ -81,9 +94,9 @@ struct Roster: Sendable {
             active += (state.isFinished ? 0 : 1) - Self.activeCount(entry)
             entries[id]?.state = state
             if state == .queued || state == .paused {
-                if !waiting.contains(id) { waiting.append(id) }
+                wait(id)
             } else {
-                waiting.removeAll { $0 == id }
+                stopWaiting(id)
             }
             if state.isFinished || state == .queued || state == .connecting { entries[id]?.rate = 0 }
             if state == .queued || state == .connecting { entries[id]?.seconds = nil }
@@ -115,7 +128,7 @@ struct Roster: Sendable {
             active -= Self.activeCount(entries[id])
             entries[id] = nil
             order.removeAll { $0 == id }
-            waiting.removeAll { $0 == id }
+            stopWaiting(id)
         }
     }
 
