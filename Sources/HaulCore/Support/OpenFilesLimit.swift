@@ -2,7 +2,7 @@ import Glibc
 
 /// The limit on open files (RLIMIT_NOFILE). Most systems start programs with a soft limit of 1024 under a hard
 /// limit hundreds of times that (systemd: 1024 and 524288), a default meant for programs that still use
-/// `select`. A download holds about four descriptors and one per connection, so `-j 64 -s 16` needs more
+/// `select`. A download holds about five descriptors and one per connection, so `-j 64 -s 16` needs more
 /// than 1024; and past the limit it is not only downloads that fail ("Too many open files"): libdispatch,
 /// under Swift's runtime, ends the process (SIGILL) when it cannot open the file of /proc it reads to watch
 /// its threads. So haul raises its soft limit to the hard one when it starts, as Go programs do. What it
