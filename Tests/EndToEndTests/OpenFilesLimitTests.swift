@@ -11,17 +11,25 @@ import Testing
 /// not fail its downloads with "Too many open files", or end it: Swift's runtime (libdispatch) stops the
 /// process with SIGILL when it cannot open a file of /proc it reads now and then.
 @Suite struct OpenFilesLimitTests {
+    /// haul ARGS under `prlimit --nofile=LIMIT` (soft:hard, or soft: for the soft limit alone).
+    func run(_ arguments: [String], limit: String, in dir: TempDirectory) async throws -> HaulProcess.Exit {
+        try await HaulProcess.run(["--plain", "-q", "--retries", "0"] + arguments, in: dir.path,
+                                  wrapper: ["/usr/bin/prlimit", "--nofile=\(limit)", "--"])
+    }
+
+    /// 40 copies of one small file at `-j 16`: all of them, exit 0, nothing said.
+    func expectFortyDone(limit: String, _ server: SampleServer) async throws {
+        let dir = TempDirectory()
+        let exit = try await run(["-j", "16"] + Array(repeating: server.downloadURL("small.bin"), count: 40),
+                                 limit: limit, in: dir)
+        #expect(exit.status == 0, "\(exit)")
+        #expect(exit.stderr.isEmpty, "\(exit.stderr)")
+        #expect(dir.listing().filter { !$0.contains(".part") }.count == 40, "\(dir.listing())")
+    }
+
     /// 24 descriptors allowed, the hard limit left as it is: 16 downloads at once need about 100.
     @Test func aLowSoftLimitIsRaisedToTheHardOne() async throws {
-        let dir = TempDirectory()
-        try await withSampleServer { server in
-            let urls = Array(repeating: server.downloadURL("small.bin"), count: 40)
-            let exit = try await HaulProcess.run(["--plain", "-q", "--retries", "0", "-j", "16"] + urls,
-                                                 in: dir.path, wrapper: ["/usr/bin/prlimit", "--nofile=24:", "--"])
-            #expect(exit.status == 0, "\(exit)")
-            #expect(exit.stderr.isEmpty, "\(exit.stderr)")
-            #expect(dir.listing().filter { !$0.contains(".part") }.count == 40, "\(dir.listing())")
-        }
+        try await withSampleServer { server in try await expectFortyDone(limit: "24:", server) }
     }
 
     /// A hard limit too low for `-j 16` (24 descriptors: about one download's worth beside what haul holds
@@ -29,19 +37,10 @@ import Testing
     /// (it was, with SIGILL, in two of three runs before). A single download asking for more connections than
     /// the limit leaves room for gets fewer.
     @Test func aLowHardLimitMakesDownloadsTakeTurns() async throws {
-        let dir = TempDirectory()
         try await withSampleServer { server in
-            let urls = Array(repeating: server.downloadURL("small.bin"), count: 40)
-            let exit = try await HaulProcess.run(["--plain", "-q", "--retries", "0", "-j", "16"] + urls,
-                                                 in: dir.path, wrapper: ["/usr/bin/prlimit", "--nofile=24:24", "--"])
-            #expect(exit.status == 0, "\(exit)")
-            #expect(exit.stderr.isEmpty, "\(exit.stderr)")
-            #expect(dir.listing().filter { !$0.contains(".part") }.count == 40, "\(dir.listing())")
-
+            try await expectFortyDone(limit: "24:24", server)
             let one = TempDirectory()
-            let segmented = try await HaulProcess.run(
-                ["--plain", "-q", "--retries", "0", "-s", "16", server.downloadURL("medium.bin")],
-                in: one.path, wrapper: ["/usr/bin/prlimit", "--nofile=24:24", "--"])
+            let segmented = try await run(["-s", "16", server.downloadURL("medium.bin")], limit: "24:24", in: one)
             #expect(segmented.status == 0, "\(segmented)")
             #expect(try FileDigest.hex(of: one.file("medium.bin")) == expectedSHA256("medium.bin"))
         }

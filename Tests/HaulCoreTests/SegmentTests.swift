@@ -171,18 +171,23 @@ import Testing
     /// A segment's write reserves the blocks from its offset to a window ahead, within the file's size: never
     /// the whole size a server announced before its bytes come (one that claims 64 GiB and sends a page costs
     /// the disk a window, not 64 GiB). A write inside a reservation reserves nothing more.
-    @Test func segmentWritesReserveAWindowAheadNotTheAnnouncedSize() throws {
-        let dir = TempDirectory()
+    /// A part as a download claims it (opened, then its fstat taken), reserving ahead within `total` bytes.
+    private func reservingPart(in dir: TempDirectory, total: Int64) throws -> (file: PartFile, fd: Int32) {
         let path = dir.file("data.part")
-        // As a download claims its part: opened, then its fstat taken.
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         try #require(fd >= 0)
         var claimed = stat()
         try #require(fstat(fd, &claimed) == 0)
         let file = PartFile(descriptor: fd, path: path, claimed: claimed)
+        file.reserveAhead(of: total)
+        return (file, fd)
+    }
+
+    @Test func segmentWritesReserveAWindowAheadNotTheAnnouncedSize() throws {
+        let dir = TempDirectory()
+        let (file, _) = try reservingPart(in: dir, total: 64 << 30)
         defer { try? file.close() }
         let window = PartFile.reserveWindow
-        file.reserveAhead(of: 64 << 30)
         func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
 
         try file.write(ByteBatch([UInt8](repeating: 7, count: 4096)), at: 32 << 30)
@@ -209,15 +214,9 @@ import Testing
     /// resume state vouches for. Written bytes stay whatever the state says (a journal may vouch for them).
     @Test func unwrittenReservationsGoBackWrittenBytesStay() throws {
         let dir = TempDirectory()
-        let path = dir.file("data.part")
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        try #require(fd >= 0)
-        var claimed = stat()
-        try #require(fstat(fd, &claimed) == 0)
-        let file = PartFile(descriptor: fd, path: path, claimed: claimed)
+        let (file, fd) = try reservingPart(in: dir, total: 64 << 30)
         defer { try? file.close() }
         let window = PartFile.reserveWindow
-        file.reserveAhead(of: 64 << 30)
         func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
         try file.write(ByteBatch([UInt8](repeating: 7, count: 5000)), at: 0)
         try file.write(ByteBatch([UInt8](repeating: 8, count: 4096)), at: 32 << 30)

@@ -154,14 +154,18 @@ struct Claim {
     /// was stopped (kill -9, a power loss) after `place` gave the part its name and before it removed the
     /// state file: then the leftovers (the state, its temporaries, the journal) are removed, the state last.
     /// Told by what such a run leaves: `NAME.part.json` of this URL, knowing the size; at `name` a regular
-    /// file of this user with one link and that size, and with the server's time when it was to have it.
+    /// file of this user with one link and that size, and with the server's time when it was to have it; and
+    /// no download holding that file (a running one of the same URL is in that window for a moment).
     private static func removeStateIfFinished(_ name: String, in directory: OutputDirectory, url: String,
                                               remoteTime: Bool) -> Bool {
         let partName = name + ".part"
         let stateName = ResumeState.path(forPart: partName)
         guard case .found(let state) = ResumeState.load(from: directory, name: stateName),
               state.belongs(to: url), let total = state.total,
-              let file = directory.trustedFile(name), file.size == total
+              let file = directory.trustedFile(name), file.size == total,
+              // Not a download of the same URL running now, between its rename and its state's removal: the
+              // file is that one's, and this download takes the next name.
+              !directory.isHeld(name)
         else { return false }
         if remoteTime, let stamp = state.lastModified.flatMap(HTTPDate.parse),
            file.modified != Int(stamp.timeIntervalSince1970) {

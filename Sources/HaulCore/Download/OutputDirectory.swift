@@ -131,6 +131,15 @@ final class OutputDirectory: Sendable {
 
     /// The size and modification time (whole seconds) of `name` when it is a file haul may write into (a
     /// regular file of this user with one link, not through a link); nil otherwise.
+    /// Whether a download (in this process or another) holds `name` locked: one that has given its part this
+    /// name and not yet let go of it (it removes its state file first). False when nothing is there.
+    func isHeld(_ name: String) -> Bool {
+        let fd = Self.openAt(name, in: descriptor, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        return flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
+    }
+
     func trustedFile(_ name: String) -> (size: Int64, modified: Int)? {
         var info = stat()
         guard status(of: name, &info), Self.untrustworthy(info) == nil else { return nil }
