@@ -114,6 +114,19 @@ import TestSupport
         }
     }
 
+    /// `ls` says what a download waiting to retry keeps in its part, never less than it said.
+    @Test func aRetryShowsWhatThePartKeeps() {
+        var roster = Roster()
+        roster.insert(Roster.Entry(id: 1, url: "http://h/a.bin", directory: "/d", name: "a.bin", added: Date(),
+                                   gid: "00000000000000a1"))
+        let reason = HaulError(.network, "reset")
+        roster.apply(.fact(id: 1, .retrying(attempt: 1, of: 5, delaySeconds: 1, resumeAt: 4096, reason: reason)))
+        #expect(roster.list().first?.completed == 4096)
+        roster.apply(.progress(id: 1, DownloadProgress(completed: 9000, batchBytes: 10, total: 20000, bytesPerSecond: 1)))
+        roster.apply(.fact(id: 1, .retrying(attempt: 2, of: 5, delaySeconds: 1, resumeAt: 8192, reason: reason)))
+        #expect(roster.list().first?.completed == 9000)
+    }
+
     /// aria2's waiting list holds each queued or paused download once, kept as state events come.
     @Test func theWaitingListFollowsTheStates() {
         var roster = Roster()

@@ -78,6 +78,20 @@ import Testing
         }
     }
 
+    /// A retry says what the part keeps: an attempt that failed before its first progress event showed
+    /// 0 B while its part held the bytes. Never less than shown (segments keep more than the prefix).
+    @Test func aRetryShowsWhatThePartKeeps() {
+        var state = AppState(size: size)
+        _ = event(&state, .added(id: 1, url: "http://a/x.bin", file: "x.bin"))
+        let reason = HaulError(.network, "reset")
+        _ = event(&state, .fact(id: 1, .retrying(attempt: 1, of: 5, delaySeconds: 1, resumeAt: 4096, reason: reason)))
+        #expect(state.rows[0].completed == 4096)
+        _ = event(&state, .progress(id: 1, DownloadProgress(completed: 9000, batchBytes: 10, total: 20000,
+                                                            bytesPerSecond: 1)))
+        _ = event(&state, .fact(id: 1, .retrying(attempt: 2, of: 5, delaySeconds: 1, resumeAt: 8192, reason: reason)))
+        #expect(state.rows[0].completed == 9000)
+    }
+
     @Test func withoutAServerNothingIsLoaded() {
         var state = AppState(size: size)
         #expect(update(&state, .started(urls: [])) == [])

@@ -113,6 +113,10 @@ struct Roster: Sendable {
             entries[id]?.limit = rate
         case .fact(let id, let fact):
             entries[id]?.fact = fact
+            // What the part keeps, which an attempt that failed before its first progress never showed.
+            if case .retrying(_, _, _, let resumeAt, _) = fact, let entry = entries[id], resumeAt > entry.completed {
+                entries[id]?.completed = resumeAt
+            }
         case .finished(let id, let result, let seconds):
             entries[id]?.name = result.file
             entries[id]?.path = result.path

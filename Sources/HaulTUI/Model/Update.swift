@@ -178,8 +178,10 @@ private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
     case .fact(_, let fact):
         row.lastFact = fact
         switch fact {
-        case .retrying(let attempt, let of, _, _, let reason):
+        case .retrying(let attempt, let of, _, let resumeAt, let reason):
             row.retrying = DownloadRow.Retry(attempt: attempt, of: of, reason: reason.message)
+            // What the part keeps, which an attempt that failed before its first progress never showed.
+            row.completed = Swift.max(row.completed, resumeAt)
         case .previewSaved(let path):
             row.previewPath = path
         default:
