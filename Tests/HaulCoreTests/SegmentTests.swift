@@ -183,31 +183,33 @@ import Testing
         return (file, fd)
     }
 
+    /// Bytes the file system holds for `file`.
+    private func allocated(_ file: PartFile) throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
+
     @Test func segmentWritesReserveAWindowAheadNotTheAnnouncedSize() throws {
         let dir = TempDirectory()
         let (file, _) = try reservingPart(in: dir, total: 64 << 30)
         defer { try? file.close() }
         let window = PartFile.reserveWindow
-        func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
 
         try file.write(ByteBatch([UInt8](repeating: 7, count: 4096)), at: 32 << 30)
-        guard try allocated() >= window else { return }  // a file system that cannot reserve
-        #expect(try allocated() < 2 * window, "one window, not the 64 GiB announced")
+        guard try allocated(file) >= window else { return }  // a file system that cannot reserve
+        #expect(try allocated(file) < 2 * window, "one window, not the 64 GiB announced")
         #expect(try file.size() == (32 << 30) + window)
         #expect(!file.holdsOnlyReservation, "a byte written")
 
         try file.write(ByteBatch([UInt8](repeating: 8, count: 4096)), at: 0)
-        #expect(try allocated() >= 2 * window && allocated() < 3 * window, "a window at each place written")
+        #expect(try allocated(file) >= 2 * window && allocated(file) < 3 * window, "a window at each place written")
         try file.write(ByteBatch([UInt8](repeating: 9, count: 4096)), at: 4096)
-        #expect(try allocated() < 3 * window, "inside a reservation: nothing more")
+        #expect(try allocated(file) < 3 * window, "inside a reservation: nothing more")
         // The last window stops at the file's size.
         try file.write(ByteBatch([UInt8](repeating: 1, count: 4096)), at: (64 << 30) - 8192)
         #expect(try file.size() == 64 << 30)
         // A cut takes the reservations past it along: a write there reserves again.
         try file.truncate(to: 0)
-        #expect(try allocated() == 0)
+        #expect(try allocated(file) == 0)
         try file.write(ByteBatch([UInt8](repeating: 2, count: 4096)), at: 4096)
-        #expect(try allocated() >= window, "reserved again after the cut")
+        #expect(try allocated(file) >= window, "reserved again after the cut")
     }
 
     /// What a stopped segmented download gives back: the blocks reserved ahead that no write reached and no
@@ -217,15 +219,14 @@ import Testing
         let (file, fd) = try reservingPart(in: dir, total: 64 << 30)
         defer { try? file.close() }
         let window = PartFile.reserveWindow
-        func allocated() throws -> Int64 { Int64(try file.status().st_blocks) * 512 }
         try file.write(ByteBatch([UInt8](repeating: 7, count: 5000)), at: 0)
         try file.write(ByteBatch([UInt8](repeating: 8, count: 4096)), at: 32 << 30)
-        guard try allocated() >= 2 * window else { return }  // a file system that cannot reserve
+        guard try allocated(file) >= 2 * window else { return }  // a file system that cannot reserve
         // A range the state vouches for (from an earlier run) inside a reservation stays too.
         let vouched = ByteRange(1 << 20, 2 << 20)
         let released = file.releaseUnwrittenReservations(keeping: [vouched])
         #expect(released == 2 * window - 5000 - 4096 - vouched.count)
-        let left = try allocated()
+        let left = try allocated(file)
         #expect(left <= vouched.count + 4 * 4096, "\(left) bytes on disk")
         #expect(try file.size() == (32 << 30) + window, "the size stays")
         var back = [UInt8](repeating: 0, count: 5000)
@@ -233,7 +234,7 @@ import Testing
         #expect(pread(fd, &back, 4096, 32 << 30) == 4096 && back.prefix(4096).allSatisfy { $0 == 8 })
         // Released ranges are reserved again when written again.
         try file.write(ByteBatch([UInt8](repeating: 9, count: 4096)), at: 16 << 20)
-        #expect(try allocated() >= window)
+        #expect(try allocated(file) >= window)
     }
 
     /// A segmented download cancelled early holds about what it fetched, not a window ahead of each of its

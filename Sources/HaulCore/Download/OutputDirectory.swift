@@ -129,8 +129,6 @@ final class OutputDirectory: Sendable {
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
-    /// The size and modification time (whole seconds) of `name` when it is a file haul may write into (a
-    /// regular file of this user with one link, not through a link); nil otherwise.
     /// Whether a download (in this process or another) holds `name` locked: one that has given its part this
     /// name and not yet let go of it (it removes its state file first). False when nothing is there.
     func isHeld(_ name: String) -> Bool {
@@ -140,6 +138,8 @@ final class OutputDirectory: Sendable {
         return flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
+    /// The size and modification time (whole seconds) of `name` when it is a file haul may write into (a
+    /// regular file of this user with one link, not through a link); nil otherwise.
     func trustedFile(_ name: String) -> (size: Int64, modified: Int)? {
         var info = stat()
         guard status(of: name, &info), Self.untrustworthy(info) == nil else { return nil }

@@ -8,19 +8,15 @@ import Glibc
 /// its threads. So haul raises its soft limit to the hard one when it starts, as Go programs do. What it
 /// starts (hooks, the service) inherits the raised limit.
 package enum OpenFilesLimit {
-    /// Raises the soft limit to the hard one (at most 2^20, the kernel's usual ceiling); returns the soft limit
-    /// in force after, nil when it cannot be read.
-    @discardableResult
-    package static func raise() -> UInt64? {
+    /// Raises the soft limit to the hard one (at most 2^20, the kernel's usual ceiling); where it cannot, the
+    /// limit stays as it was.
+    package static func raise() {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
         let wanted = min(limit.rlim_max, 1 << 20)
-        if limit.rlim_cur < wanted {
-            var raised = limit
-            raised.rlim_cur = wanted
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return UInt64(wanted) }
-        }
-        return UInt64(limit.rlim_cur)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = wanted
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// The soft limit in force (2^20 when it cannot be read or is larger).

@@ -59,14 +59,14 @@ struct Roster: Sendable {
     /// entries for each of their thousands of events.
     private(set) var active = 0
 
-    /// What `entry` adds to `active`.
-    private static func activeCount(_ entry: Entry?) -> Int {
-        guard let entry else { return 0 }
-        return entry.state.isFinished ? 0 : 1
+    /// What a download in `state` (none: nil) adds to `active`.
+    private static func activeCount(_ state: DownloadState?) -> Int {
+        guard let state else { return 0 }
+        return state.isFinished ? 0 : 1
     }
 
     mutating func insert(_ entry: Entry) {
-        active += Self.activeCount(entry) - Self.activeCount(entries[entry.id])
+        active += Self.activeCount(entry.state) - Self.activeCount(entries[entry.id]?.state)
         ids[entry.gid] = entry.id
         if entry.state == .queued || entry.state == .paused { wait(entry.id) }
         if entries[entry.id] == nil {
@@ -90,8 +90,8 @@ struct Roster: Sendable {
             // Inserted by the service with what the event does not carry (directory, time); now told.
             entries[id]?.announced = true
         case .state(let id, let state):
-            guard let entry = entries[id] else { return }
-            active += (state.isFinished ? 0 : 1) - Self.activeCount(entry)
+            guard let before = entries[id]?.state else { return }
+            active += Self.activeCount(state) - Self.activeCount(before)
             entries[id]?.state = state
             if state == .queued || state == .paused {
                 wait(id)
@@ -129,7 +129,7 @@ struct Roster: Sendable {
             entries[id]?.seconds = seconds
         case .removed(let id):
             if let gid = entries[id]?.gid { ids[gid] = nil }
-            active -= Self.activeCount(entries[id])
+            active -= Self.activeCount(entries[id]?.state)
             entries[id] = nil
             order.removeAll { $0 == id }
             stopWaiting(id)
@@ -139,9 +139,9 @@ struct Roster: Sendable {
     /// Changes what the roster knows of one download (its directory or name, after `changeOption`).
     mutating func modify(_ id: DownloadID, _ change: (inout Entry) -> Void) {
         guard var entry = entries[id] else { return }
-        let before = Self.activeCount(entry)
+        let before = entry.state
         change(&entry)
-        active += Self.activeCount(entry) - before
+        active += Self.activeCount(entry.state) - Self.activeCount(before)
         entries[id] = entry
     }
 

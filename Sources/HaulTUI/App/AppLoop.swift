@@ -242,28 +242,29 @@ struct FramePacer<Instant: InstantProtocol> where Instant.Duration == Duration {
 /// whole state per event made `update`'s write to one row copy all of them, and the comparison walk them
 /// all: with 2000 downloads the screen took 3 s of CPU for what the service took 3 s to download.
 struct StateChange {
-    private let whole: AppState?
-    private let rest: AppState
-    private let rowCount: Int
-    private let row: (index: Int, value: DownloadRow)?
+    private enum Kept {
+        case whole(AppState)
+        case manager(rest: AppState, rowCount: Int, row: (index: Int, value: DownloadRow)?)
+    }
+    private let kept: Kept
 
     init(_ state: AppState, _ message: Message) {
-        rowCount = state.rows.count
         guard case .manager(let event) = message else {
-            whole = state
-            rest = state
-            row = nil
+            kept = .whole(state)
             return
         }
-        whole = nil
-        rest = state.withoutRows
-        row = event.downloadID.flatMap { id in state.index(of: id).map { ($0, state.rows[$0]) } }
+        let row = event.downloadID.flatMap { id in state.index(of: id).map { ($0, state.rows[$0]) } }
+        kept = .manager(rest: state.withoutRows, rowCount: state.rows.count, row: row)
     }
 
     func changed(_ state: AppState) -> Bool {
-        if let whole { return state != whole }
-        if state.rows.count != rowCount { return true }
-        if let row, state.rows[row.index] != row.value { return true }
-        return state.withoutRows != rest
+        switch kept {
+        case .whole(let before):
+            return state != before
+        case .manager(let rest, let rowCount, let row):
+            if state.rows.count != rowCount { return true }
+            if let row, state.rows[row.index] != row.value { return true }
+            return state.withoutRows != rest
+        }
     }
 }
