@@ -7,10 +7,10 @@ import NIOConcurrencyHelpers
 final class EventProgress: Sendable {
     private let state = NIOLockedValueBox((handled: 0, waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)]()))
 
-    /// One more event handled, in order.
-    func advance() {
+    /// `count` more events handled, in order.
+    func advance(by count: Int) {
         let ready = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            state.handled += 1
+            state.handled += count
             let handled = state.handled
             let ready = state.waiters.filter { $0.count <= handled }.map(\.continuation)
             state.waiters.removeAll { $0.count <= handled }

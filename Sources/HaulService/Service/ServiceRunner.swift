@@ -108,13 +108,21 @@ package enum ServiceRunner {
 
         await withTaskGroup(of: Void.self) { tasks in
             // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
-            // store, which a client never waits for. The store's writes block: on the I/O executor's threads
+            // store, in transactions of whatever came while the last one was written (`EventBacklog`). An
+            // event is handled once both have it. The store's writes block: on the I/O executor's threads
             // (default actors run on the task's preferred executor), never on the two cooperative ones.
+            let backlog = EventBacklog()
             tasks.addTask(executorPreference: IOExecutor.shared) {
                 for await event in manager.events {
                     await service.apply(event)
-                    await recorder.record(event)
-                    service.handled.advance()
+                    backlog.append(event)
+                }
+                backlog.finish()
+            }
+            tasks.addTask(executorPreference: IOExecutor.shared) {
+                while let events = await backlog.next() {
+                    await recorder.record(events)
+                    service.handled.advance(by: events.count)
                 }
                 await recorder.close()
                 service.handled.finish()
@@ -196,8 +204,8 @@ actor Recorder {
         self.writer = writer
     }
 
-    func record(_ event: ManagerEvent) {
-        do { try writer.record([event]) } catch { ServiceRunner.log("haul service: \(error.message)") }
+    func record(_ events: [ManagerEvent]) {
+        do { try writer.record(events) } catch { ServiceRunner.log("haul service: \(error.message)") }
         scheduleFlush()
     }
 
