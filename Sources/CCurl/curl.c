@@ -30,13 +30,16 @@
       (m, extra, count, timeout, ready)) \
     X(CURLMcode, curl_multi_wakeup, (CURLM *m), (m)) \
     X(CURLMsg *, curl_multi_info_read, (CURLM *m, int *left), (m, left)) \
-    X(const char *, curl_multi_strerror, (CURLMcode code), (code))
+    X(const char *, curl_multi_strerror, (CURLMcode code), (code)) \
+    X(CURLSH *, curl_share_init, (void), ()) \
+    X(CURLSHcode, curl_share_cleanup, (CURLSH *s), (s))
 
 // The variadic ones, called through the typed wrappers of shim.h.
 #define HAUL_CURL_VARIADIC(X) \
     X(CURLcode, curl_easy_setopt, (CURL *h, CURLoption o, ...)) \
     X(CURLcode, curl_easy_getinfo, (CURL *h, CURLINFO i, ...)) \
-    X(CURLMcode, curl_multi_setopt, (CURLM *m, CURLMoption o, ...))
+    X(CURLMcode, curl_multi_setopt, (CURLM *m, CURLMoption o, ...)) \
+    X(CURLSHcode, curl_share_setopt, (CURLSH *s, CURLSHoption o, ...))
 
 static struct {
 #define FIELD(type, name, parameters, arguments) type (*name) parameters;
@@ -114,3 +117,4 @@ CURLcode haul_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { need(); retur
 CURLcode haul_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { need(); return curl.curl_easy_getinfo(h, i, v); }
 
 CURLMcode haul_multi_setopt_long(CURLM *m, CURLMoption o, long v) { need(); return curl.curl_multi_setopt(m, o, v); }
+CURLSHcode haul_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { need(); return curl.curl_share_setopt(s, o, v); }

@@ -108,6 +108,46 @@ extension HTTP2Tests {
     }
 }
 
+extension HTTP2Tests {
+    /// Transfers that never multiplex (`-s N`'s segments: HTTP/1.1, a connection each) beside ones that share
+    /// an HTTP/2 connection, all to one host: libcurl 7.88 put some of the small files' requests on the
+    /// segments' busy HTTP/1.1 connections, where each transfer read whichever answer came first (small files
+    /// of one size swapped contents and were named as done; others failed "received HTTP/0.9"). Every file
+    /// must hold its own bytes.
+    @Test func smallFilesBesideSegmentsOfTheirHostKeepTheirOwnBytes() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let smalls = 160
+        let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
+            try Data(GeneratedFile(name: "big.bin", size: 12 << 20).bytes(offset: 0, count: 12 << 20))
+                .write(to: URL(fileURLWithPath: root + "/big.bin"))
+            for n in 0..<smalls {
+                try Data(GeneratedFile(name: "m\(n).bin", size: 16 << 10).bytes(offset: 0, count: 16 << 10))
+                    .write(to: URL(fileURLWithPath: root + "/m\(n).bin"))
+            }
+        }
+        defer { nginx.stop() }
+        let dir = TempDirectory()
+        let list = [nginx.url("big.bin"), "  segments=4"] + (0..<smalls).map { nginx.url("m\($0).bin") }
+        try Data((list.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: dir.file("urls.txt")))
+
+        let result = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-j", "16",
+                                                "--retries", "0", "-o", "out", "-i", "urls.txt"], in: dir.path)
+        #expect(result.status == 0, "\(result.stderr)")
+        var wrong: [String] = []
+        for name in ["big.bin"] + (0..<smalls).map({ "m\($0).bin" }) {
+            let got = try? FileDigest.hex(of: dir.file("out/" + name))
+            if got != (try FileDigest.hex(of: nginx.root + "/" + name)) { wrong.append(name) }
+        }
+        #expect(wrong.isEmpty, "files not holding their own bytes: \(wrong)")
+        // The small files still share HTTP/2 connections, and the segments are HTTP/1.1 each.
+        let requests = nginx.requests()
+        #expect(requests.filter { $0.path.hasPrefix("/m") }.allSatisfy { $0.protocolVersion == "HTTP/2.0" },
+                "\(requests)")
+        #expect(requests.filter { $0.path == "/big.bin" }.allSatisfy { $0.protocolVersion == "HTTP/1.1" },
+                "\(requests)")
+    }
+}
+
 /// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
 /// logging each request with the number of the connection that carried it.
 final class Nginx: Sendable {

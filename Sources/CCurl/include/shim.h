@@ -32,6 +32,7 @@ CURLcode haul_easy_getinfo_string(CURL *h, CURLINFO i, char **v);
 CURLcode haul_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v);
 
 CURLMcode haul_multi_setopt_long(CURLM *m, CURLMoption o, long v);
+CURLSHcode haul_share_setopt_long(CURLSH *s, CURLSHoption o, long v);
 
 // OpenSSL (libcurl's TLS) frees its global locks and tables in an atexit handler. The curl thread is not
 // stopped before exit, so a handshake under way there (a CA file being read) would use them after they are

@@ -388,9 +388,38 @@ private final class DriverLoop {
     /// of their own beside an opened one.
     var waitingForAhead: [String: [(core: TransferCore, since: ContinuousClock.Instant)]] = [:]
 
+    /// The connections of the transfers that never multiplex, in a pool of their own (a curl share of
+    /// connections), apart from the multi handle's, which holds those that may: libcurl 7.88 (Debian 12's)
+    /// lets a transfer that may multiplex take a busy HTTP/1.1 connection of its host once another connection
+    /// to that host has spoken HTTP/2 (`ConnectionExists` checks the host's state, not the connection's:
+    /// fixed in curl 8.5.0). Two requests then ride one HTTP/1.1 connection and each transfer reads whichever
+    /// answer comes first: files of one size swapped their contents and were named as done, others failed
+    /// with "received HTTP/0.9". HTTP/1.1 and HTTP/2 transfers to one host run side by side wherever a
+    /// download alone on its host (HTTP/1.1), `-s N`'s segments, or a `--http1.1` job meets others that share
+    /// an HTTP/2 connection: the service and the full-screen interface, where downloads come and go, met it
+    /// in most runs of a thousand small files. A transfer that never multiplexes never looks in the other
+    /// pool, and one that may never meets an HTTP/1.1 connection kept for another.
+    let soloPool: UnsafeMutableRawPointer
+
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
         self.driver = driver
+        guard let share = curl_share_init() else { fatalError("curl_share_init failed: out of memory") }
+        // Used by the curl thread alone: no lock functions.
+        haul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
+        soloPool = share
+    }
+
+    /// Whether a transfer's connection may carry other transfers' streams: HTTP/2, as HTTPS negotiates it
+    /// for a transfer that shares its connection, or as `--http2` asks. The others speak HTTP/1.1: a
+    /// transfer on a connection of its own (a download alone on its host, a segment, a HEAD opening one
+    /// ahead) unless `--http2`, `--http1.1`, and plain `http://`.
+    static func mayMultiplex(_ request: HTTPRequest) -> Bool {
+        switch request.options.httpVersion {
+        case .http1_1: false
+        case .http2: true
+        case nil: !request.ownConnection && request.url.prefix(6).lowercased() == "https:"
+        }
     }
 
     func run() {
@@ -405,6 +434,8 @@ private final class DriverLoop {
                 for handle in handles.values { close(handle, error: HaulError(.cancelled, "the transfer engine stopped")) }
                 for easy in spareEasy { curl_easy_cleanup(easy) }
                 spareEasy = []
+                // Every easy handle is gone: the pool closes its connections.
+                curl_share_cleanup(soloPool)
                 break
             }
             startOverdue()
@@ -569,6 +600,9 @@ private final class DriverLoop {
             // HTTP/1.1 connections are never shared by two transfers at once; an HTTP/2 one would be.
             if request.ownConnection { haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)) }
         }
+        // Set at each use: a spare handle keeps the pool it last had (`curl_easy_reset` leaves it).
+        haul_easy_setopt_ptr(easy, CURLOPT_SHARE,
+                             Self.mayMultiplex(request) ? nil : soloPool)
         // Several downloads from one HTTPS host: streams of one HTTP/2 connection (when the server speaks
         // it) instead of a TLS handshake each.
         if !request.ownConnection, request.url.prefix(6).lowercased() == "https:" {
