@@ -23,8 +23,8 @@ package struct RemoteControl: DownloadControl {
         }
     }
 
-    package func submit(_ job: DownloadJob) async {
-        _ = try? await client.add([job])
+    package func submit(_ jobs: [DownloadJob]) async {
+        _ = try? await client.add(jobs)
     }
 
     package func cancel(_ id: DownloadID) async { await send("cancel", Wire.Selection(ids: [id])) }

@@ -19,8 +19,8 @@ import Testing
         state.files.server = "http://127.0.0.1:9"
         state.defaultSegments = 2
         let effects = update(&state, .started(urls: ["http://a/1", "http://a/2"]))
-        #expect(effects == [.download(url: "http://a/1", segments: 2), .download(url: "http://a/2", segments: 2),
-                            .loadFiles])
+        // One request for them all.
+        #expect(effects == [.download(urls: ["http://a/1", "http://a/2"], segments: 2), .loadFiles])
         #expect(state.files.listing == .loading)
     }
 
@@ -247,7 +247,7 @@ import Testing
         _ = send(&state, .character("h"), .character("x"), .backspace, .character("t"))
         #expect(state.overlay == .prompt("ht"))
         for c in "tp://h/f" { _ = send(&state, .character(c)) }
-        #expect(send(&state, .enter) == [.download(url: "http://h/f", segments: 1)])
+        #expect(send(&state, .enter) == [.download(urls: ["http://h/f"], segments: 1)])
         #expect(state.overlay == nil)
         _ = send(&state, .character("a"), .character("x"), .escape)
         #expect(state.overlay == nil)
@@ -349,8 +349,8 @@ import Testing
         _ = send(&state, .escape)
         var files = Fixtures.files(size)
         files.multiPartSegments = 6
-        #expect(send(&files, .enter) == [.download(url: "http://127.0.0.1:8080/files/download?medium.bin", segments: 1)])
-        #expect(send(&files, .character("m")) == [.download(url: "http://127.0.0.1:8080/files/download?medium.bin", segments: 6)])
+        #expect(send(&files, .enter) == [.download(urls: ["http://127.0.0.1:8080/files/download?medium.bin"], segments: 1)])
+        #expect(send(&files, .character("m")) == [.download(urls: ["http://127.0.0.1:8080/files/download?medium.bin"], segments: 6)])
         _ = send(&files, .up)
         #expect(files.files.selection == 1)
         #expect(send(&files, .character("r")) == [.loadFiles])

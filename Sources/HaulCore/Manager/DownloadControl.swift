@@ -3,8 +3,8 @@
 package protocol DownloadControl: Sendable {
     /// The events, once: the snapshot of what there is (attached to a service), then each as it happens.
     func eventStream() -> AsyncStream<ManagerEvent>
-    /// Adds a download to the queue.
-    func submit(_ job: DownloadJob) async
+    /// Adds downloads to the queue, together (to a service, in one request).
+    func submit(_ jobs: [DownloadJob]) async
     func cancel(_ id: DownloadID) async
     func cancelAll() async
     func pause(_ id: DownloadID) async
@@ -31,8 +31,8 @@ package protocol DownloadControl: Sendable {
 extension DownloadManager: DownloadControl {
     package nonisolated func eventStream() -> AsyncStream<ManagerEvent> { events }
 
-    package func submit(_ job: DownloadJob) async {
-        add(job)
+    package func submit(_ jobs: [DownloadJob]) async {
+        _ = add(jobs)
     }
 
     package func setOverallLimit(_ bytesPerSecond: Int64?) async {

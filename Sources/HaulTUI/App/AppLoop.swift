@@ -91,7 +91,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
 
             func perform(_ effect: Effect) async {
                 switch effect {
-                case .download(let url, let segments): await manager.submit(makeJob(url, segments))
+                case .download(let urls, let segments): await manager.submit(urls.map { makeJob($0, segments) })
                 case .cancel(let id): await manager.cancel(id)
                 case .cancelAll: await manager.cancelAll()
                 case .pause(let id): await manager.pause(id)

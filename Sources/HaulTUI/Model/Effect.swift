@@ -3,8 +3,9 @@ import HaulCore
 /// What `update` asks the app loop to do; the loop carries it out against the manager, the clock task and
 /// the network.
 enum Effect: Sendable, Equatable {
-    /// Start a download of `url` over `segments` connections, with the command line's options.
-    case download(url: String, segments: Int)
+    /// Start downloads of `urls`, each over `segments` connections, with the command line's options: queued
+    /// together (one request to the service), as `haul add -i` queues them.
+    case download(urls: [String], segments: Int)
     case cancel(DownloadID)
     case cancelAll
     case pause(DownloadID)

@@ -10,7 +10,9 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     var effects: [Effect]
     switch message {
     case .started(let urls):
-        effects = urls.map { .download(url: $0, segments: state.defaultSegments) }
+        // One effect for them all: a thousand URLs are one request to the service, not a thousand (each
+        // answered once stored), and each download sees the others of its host queued beside it.
+        effects = urls.isEmpty ? [] : [.download(urls: urls, segments: state.defaultSegments)]
         if state.files.server != nil {
             state.files.listing = .loading
             effects.append(.loadFiles)
@@ -264,7 +266,7 @@ private func perform(_ command: Command, in state: inout AppState) -> [Effect] {
             return []
         }
         let segments = command == .download ? 1 : state.multiPartSegments
-        return [.download(url: FilesAddress.download(server: server, name: file.name), segments: segments)]
+        return [.download(urls: [FilesAddress.download(server: server, name: file.name)], segments: segments)]
     case .reload:
         guard state.files.server != nil else { return [] }
         state.files.listing = .loading
@@ -438,7 +440,7 @@ private func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppSt
             state.overlay = nil
             let url = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
             guard !url.isEmpty else { return [] }
-            return [.download(url: url, segments: state.defaultSegments)]
+            return [.download(urls: [url], segments: state.defaultSegments)]
         case .escape:
             state.overlay = nil
         case .backspace, .delete:
