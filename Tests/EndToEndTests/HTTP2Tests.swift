@@ -148,6 +148,34 @@ extension HTTP2Tests {
     }
 }
 
+extension HTTP2Tests {
+    /// On a terminal the command line's URLs go to the service together, as `--plain` queues them: small
+    /// files of one host are streams of HTTP/2 connections, none asking HTTP/1.1 as a download alone on its
+    /// host (sent one request each, the first was alone and the rest were not, a mix libcurl 7.88 got wrong).
+    @Test func onATerminalTheURLsOfOneHostAreQueuedTogether() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let count = 24
+        let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
+            for n in 0..<count {
+                try Data(repeating: UInt8(n), count: 32 << 10).write(to: URL(fileURLWithPath: root + "/t\(n).bin"))
+            }
+        }
+        defer { nginx.stop() }
+        let dir = TempDirectory()
+        let tmux = try TmuxSession(["--cacert", ca.caCertificate, "-j", "4", "-o", "out"]
+                                   + (0..<count).map { nginx.url("t\($0).bin") }, in: dir.path)
+        try await tmux.waitFor("every download done") { $0.first?.contains("\(count) of \(count) done") == true }
+        try tmux.send("q")
+        _ = try await tmux.waitForExit()
+        for n in 0..<count {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("out/t\(n).bin")))
+                    == Data(repeating: UInt8(n), count: 32 << 10), "t\(n).bin")
+        }
+        let requests = nginx.requests().filter { $0.path.hasPrefix("/t") }
+        #expect(requests.count == count && requests.allSatisfy { $0.protocolVersion == "HTTP/2.0" }, "\(requests)")
+    }
+}
+
 /// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
 /// logging each request with the number of the connection that carried it.
 final class Nginx: Sendable {
