@@ -89,6 +89,8 @@ enum SessionCommands {
         do {
             let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.jobs))
             let added = try await client.add(command.downloads(extra: urls, absolute: true))
+            // --limit-rate caps what the service's downloads share, as the full-screen interface sets it.
+            if let rate = command.overallRate { try await client.setLimit(rate) }
             if command.json {
                 TextOutput.standard.out(String(decoding: Wire.encode(added), as: UTF8.self))
             } else if !command.quiet {

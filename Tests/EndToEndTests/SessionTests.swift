@@ -87,6 +87,21 @@ import TestSupport
         }
     }
 
+    /// `haul add --limit-rate` caps what the service's downloads share, as the screen's does (it was read and
+    /// dropped: the download ran at full speed).
+    @Test func addWithLimitRateCapsTheService() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer(rate: Self.rate) { server in
+            let add = try await Self.haul(["add", "--limit-rate", "300K", "-o", "out", server.downloadURL("small.bin")],
+                                          home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let fields = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            #expect(fields?["limit"] as? Int == 300 << 10, "\(status.stdout)")
+        }
+    }
+
     @Test func killNineMidDownloadLosesNothing() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()
