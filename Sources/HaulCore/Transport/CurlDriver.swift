@@ -388,37 +388,49 @@ private final class DriverLoop {
     /// of their own beside an opened one.
     var waitingForAhead: [String: [(core: TransferCore, since: ContinuousClock.Instant)]] = [:]
 
-    /// The connections of the transfers that never multiplex, in a pool of their own (a curl share of
-    /// connections), apart from the multi handle's, which holds those that may: libcurl 7.88 (Debian 12's)
-    /// lets a transfer that may multiplex take a busy HTTP/1.1 connection of its host once another connection
-    /// to that host has spoken HTTP/2 (`ConnectionExists` checks the host's state, not the connection's:
-    /// fixed in curl 8.5.0). Two requests then ride one HTTP/1.1 connection and each transfer reads whichever
-    /// answer comes first: files of one size swapped their contents and were named as done, others failed
-    /// with "received HTTP/0.9". HTTP/1.1 and HTTP/2 transfers to one host run side by side wherever a
-    /// download alone on its host (HTTP/1.1), `-s N`'s segments, or a `--http1.1` job meets others that share
-    /// an HTTP/2 connection: the service and the full-screen interface, where downloads come and go, met it
-    /// in most runs of a thousand small files. A transfer that never multiplexes never looks in the other
-    /// pool, and one that may never meets an HTTP/1.1 connection kept for another.
+    /// Connections in three pools, by what they carry, so that no transfer ever looks at a connection of
+    /// another kind: libcurl 7.88 (Debian 12's) lets a transfer that may multiplex take a busy HTTP/1.1
+    /// connection of its host once another connection to that host has spoken HTTP/2 (`ConnectionExists`
+    /// checks the host's state, not the connection's: fixed in curl 8.5.0). Two requests then rode one
+    /// HTTP/1.1 connection and each transfer read whichever answer came first: files of one size swapped
+    /// their contents and were named as done, others failed "received HTTP/0.9". HTTP/1.1 and HTTP/2
+    /// transfers to one host run side by side wherever a download alone on its host (HTTP/1.1), `-s N`'s
+    /// segments or a `--http1.1` job meets downloads sharing an HTTP/2 connection: the service, where
+    /// downloads come and go, met it in most runs of a thousand small files.
+    ///
+    /// - `soloPool` (a curl share of connections): transfers on HTTP/1.1 by haul's choice (`Pool.solo`);
+    ///   none of them may multiplex, so none takes a busy connection.
+    /// - `cleartextPool`: `--http2` on `http://` (h2c), whose connections may multiplex where plain
+    ///   `http://` ones never do.
+    /// - the multi handle's own: the rest, which take what the server negotiates (HTTP/2 over TLS where
+    ///   offered, HTTP/1.1 otherwise: one host's connections are then all of one kind).
     let soloPool: UnsafeMutableRawPointer
+    let cleartextPool: UnsafeMutableRawPointer
+
+    enum Pool: Equatable {
+        case shared, solo, cleartextHTTP2
+    }
 
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
         self.driver = driver
-        guard let share = curl_share_init() else { fatalError("curl_share_init failed: out of memory") }
-        // Used by the curl thread alone: no lock functions.
-        haul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
-        soloPool = share
+        func pool() -> UnsafeMutableRawPointer {
+            guard let share = curl_share_init() else { fatalError("curl_share_init failed: out of memory") }
+            // Used by the curl thread alone: no lock functions.
+            haul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
+            return share
+        }
+        soloPool = pool()
+        cleartextPool = pool()
     }
 
-    /// Whether a transfer's connection may carry other transfers' streams: HTTP/2, as HTTPS negotiates it
-    /// for a transfer that shares its connection, or as `--http2` asks. The others speak HTTP/1.1: a
-    /// transfer on a connection of its own (a download alone on its host, a segment, a HEAD opening one
-    /// ahead) unless `--http2`, `--http1.1`, and plain `http://`.
-    static func mayMultiplex(_ request: HTTPRequest) -> Bool {
+    /// The pool of a transfer's connections (see `soloPool`).
+    static func pool(for request: HTTPRequest) -> Pool {
         switch request.options.httpVersion {
-        case .http1_1: false
-        case .http2: true
-        case nil: !request.ownConnection && request.url.prefix(6).lowercased() == "https:"
+        case .http1_1: .solo
+        case .http2: request.url.prefix(5).lowercased() == "http:" ? .cleartextHTTP2 : .shared
+        // A connection of its own asks HTTP/1.1 (`add`).
+        case nil: request.ownConnection ? .solo : .shared
         }
     }
 
@@ -436,6 +448,7 @@ private final class DriverLoop {
                 spareEasy = []
                 // Every easy handle is gone: the pool closes its connections.
                 curl_share_cleanup(soloPool)
+                curl_share_cleanup(cleartextPool)
                 break
             }
             startOverdue()
@@ -601,8 +614,12 @@ private final class DriverLoop {
             if request.ownConnection { haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)) }
         }
         // Set at each use: a spare handle keeps the pool it last had (`curl_easy_reset` leaves it).
-        haul_easy_setopt_ptr(easy, CURLOPT_SHARE,
-                             Self.mayMultiplex(request) ? nil : soloPool)
+        let pool: UnsafeMutableRawPointer? = switch Self.pool(for: request) {
+        case .shared: nil
+        case .solo: soloPool
+        case .cleartextHTTP2: cleartextPool
+        }
+        haul_easy_setopt_ptr(easy, CURLOPT_SHARE, pool)
         // Several downloads from one HTTPS host: streams of one HTTP/2 connection (when the server speaks
         // it) instead of a TLS handshake each.
         if !request.ownConnection, request.url.prefix(6).lowercased() == "https:" {
