@@ -176,6 +176,51 @@ extension HTTP2Tests {
     }
 }
 
+extension HTTP2Tests {
+    /// A download held by its cap has a chunk waiting in its curl handle. Cancelled while another download
+    /// still used its HTTP/2 connection, libcurl 7.88 left that chunk in the handle, which haul then reset
+    /// and gave to the next transfer: when that one's own cap let it go on, it got the cancelled download's
+    /// bytes first ("the server sent more than the ... bytes it announced", or, in a segment, a range
+    /// shifted and named done).
+    @Test func aCancelledCappedDownloadsBytesNeverReachTheNextOne() async throws {
+        let ca = try await NetworkOptionsTests.TestCA.make()
+        let nginx = try await Nginx.start(certificate: (ca.serverCertificate, ca.serverKey)) { root in
+            for (name, size) in [("big.bin", 12 << 20), ("a.bin", 4 << 20), ("c.bin", 48 << 10)] {
+                try Data(GeneratedFile(name: name, size: size).bytes(offset: 0, count: size))
+                    .write(to: URL(fileURLWithPath: root + "/" + name))
+            }
+        }
+        defer { nginx.stop() }
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        let add = { (lines: [String]) async throws in
+            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: dir.file("urls.txt")))
+            let added = try await SessionTests.haul(["add", "-q", "--cacert", ca.caCertificate, "-o", "out",
+                                                     "-i", "urls.txt"], home, in: dir)
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        // Together, so that both are streams of one HTTP/2 connection; big.bin is slow (nginx: 2 MiB/s).
+        try await add([nginx.url("big.bin"), nginx.url("a.bin"), "  limit-rate=64K"])
+        try await SessionTests.waitFor("a.bin held by its cap", home) { ($0[2]?.completed ?? 0) > 0 }
+        let cancel = try await SessionTests.haul(["cancel", "2"], home, in: dir)
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+        try await SessionTests.waitFor("a.bin cancelled", home) { $0[2]?.state == .cancelled }
+
+        try await add([nginx.url("c.bin"), "  limit-rate=32K"])
+        try await SessionTests.waitFor("c.bin ended", home) { seen in
+            switch seen[3]?.state {
+            case .done?, .failed?: true
+            default: false
+            }
+        }
+        let listed = try await SessionTests.list(home, in: dir)
+        let c = try #require(listed.first { $0["id"] as? Int == 3 })
+        #expect(c["state"] as? String == "done", "\(c)")
+        #expect(try FileDigest.hex(of: dir.file("out/c.bin")) == FileDigest.hex(of: nginx.root + "/c.bin"))
+        _ = try await SessionTests.haul(["cancel", "--all"], home, in: dir)
+    }
+}
+
 /// nginx from Debian in the foreground on a free loopback port, serving a directory over TLS with HTTP/2,
 /// logging each request with the number of the connection that carried it.
 final class Nginx: Sendable {

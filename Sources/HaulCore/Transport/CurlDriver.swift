@@ -267,6 +267,10 @@ private final class CurlHandle {
     var lastActivity: Duration
     /// Paused because the consumer is behind: not the network's fault, so not a stall.
     var pausedForConsumer = false
+    /// The write callback has refused a chunk at least once (the pacer or the consumer): curl holds such a
+    /// chunk in the easy handle until the transfer goes on, and libcurl 7.88 does not always let go of it
+    /// (see `close`).
+    var everPaused = false
     /// The stall check aborted the transfer.
     var stalled = false
     /// How long without bytes is a stall; nil: never (a timeout of 0, or a NaN that got this far). Made once:
@@ -323,6 +327,7 @@ private final class CurlHandle {
         deliverHeadIfPending()
         if !bytes.isEmpty, case .wait(let until)? = pacer?.admit(bytes.count, at: now) {
             pacedUntil = until
+            everPaused = true
             return Int(haul_writefunc_pause())
         }
         switch core.receive(bytes, now: now) {
@@ -330,6 +335,7 @@ private final class CurlHandle {
             return bytes.count
         case .pause:
             pausedForConsumer = true
+            everPaused = true
             observer?(ObjectIdentifier(core), .paused(count: core.pauseCount))
             return Int(haul_writefunc_pause())
         case .abort:
@@ -792,7 +798,14 @@ private final class DriverLoop {
         if error == nil { handle.deliverHeadIfPending() }
         curl_multi_remove_handle(multi, handle.easy)
         let options = handle.core.request.options
-        if options.cookieFile == nil, options.cookieJar == nil, spareEasy.count < Self.sparesKept {
+        // Kept for the next transfer only when this one ended whole and was never paused: a transfer
+        // removed while another still used its HTTP/2 connection left in the handle (libcurl 7.88,
+        // `multi_done` returning early while the connection is in use) the chunk it held while paused, and
+        // `curl_easy_reset` does not clear it, so the handle's next transfer got those bytes when its own
+        // pause ended: a cancelled download's bytes at the start of the next one's (a file failed "sent more
+        // than it announced", a segment's range shifted and named done).
+        if error == nil, !handle.everPaused, options.cookieFile == nil, options.cookieJar == nil,
+           spareEasy.count < Self.sparesKept {
             curl_easy_reset(handle.easy)
             spareEasy.append(handle.easy)
         } else {
