@@ -447,12 +447,16 @@ package actor DownloadManager {
     private func startWaiting() {
         while running.count - finishing.count < concurrency, waitingHead < waiting.count {
             let id = waiting[waitingHead]
-            if !running.isEmpty, let entry = entries[id], entry.state == .queued, running[id] == nil,
+            guard let entry = entries[id], entry.state == .queued, running[id] == nil else {
+                waitingHead += 1
+                continue
+            }
+            // Past the open-files budget: it waits (at the head) for a running one to end.
+            if !running.isEmpty,
                descriptorsHeld + OpenFilesLimit.descriptors(segments: entry.job.segments) > descriptorBudget {
                 break
             }
             waitingHead += 1
-            guard entries[id]?.state == .queued, running[id] == nil else { continue }
             start(id)
             mostTransferring = Swift.max(mostTransferring, running.count - finishing.count)
         }

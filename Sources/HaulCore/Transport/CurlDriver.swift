@@ -404,18 +404,14 @@ private final class DriverLoop {
     /// segments or a `--http1.1` job meets downloads sharing an HTTP/2 connection: the service, where
     /// downloads come and go, met it in most runs of a thousand small files.
     ///
-    /// - `soloPool` (a curl share of connections): transfers on HTTP/1.1 by haul's choice (`Pool.solo`);
-    ///   none of them may multiplex, so none takes a busy connection.
+    /// - `soloPool` (a curl share of connections): transfers on HTTP/1.1 by haul's choice; none of them may
+    ///   multiplex, so none takes a busy connection.
     /// - `cleartextPool`: `--http2` on `http://` (h2c), whose connections may multiplex where plain
     ///   `http://` ones never do.
     /// - the multi handle's own: the rest, which take what the server negotiates (HTTP/2 over TLS where
     ///   offered, HTTP/1.1 otherwise: one host's connections are then all of one kind).
     let soloPool: UnsafeMutableRawPointer
     let cleartextPool: UnsafeMutableRawPointer
-
-    enum Pool: Equatable {
-        case shared, solo, cleartextHTTP2
-    }
 
     init(multi: UnsafeMutableRawPointer, driver: CurlDriver) {
         self.multi = multi
@@ -430,13 +426,13 @@ private final class DriverLoop {
         cleartextPool = pool()
     }
 
-    /// The pool of a transfer's connections (see `soloPool`).
-    static func pool(for request: HTTPRequest) -> Pool {
+    /// The pool of a transfer's connections (see `soloPool`): a share, or nil for the multi handle's own.
+    func pool(for request: HTTPRequest) -> UnsafeMutableRawPointer? {
         switch request.options.httpVersion {
-        case .http1_1: .solo
-        case .http2: request.url.prefix(5).lowercased() == "http:" ? .cleartextHTTP2 : .shared
+        case .http1_1: soloPool
+        case .http2: request.isHTTPS ? nil : cleartextPool
         // A connection of its own asks HTTP/1.1 (`add`).
-        case nil: request.ownConnection ? .solo : .shared
+        case nil: request.ownConnection ? soloPool : nil
         }
     }
 
@@ -620,15 +616,10 @@ private final class DriverLoop {
             if request.ownConnection { haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)) }
         }
         // Set at each use: a spare handle keeps the pool it last had (`curl_easy_reset` leaves it).
-        let pool: UnsafeMutableRawPointer? = switch Self.pool(for: request) {
-        case .shared: nil
-        case .solo: soloPool
-        case .cleartextHTTP2: cleartextPool
-        }
-        haul_easy_setopt_ptr(easy, CURLOPT_SHARE, pool)
+        haul_easy_setopt_ptr(easy, CURLOPT_SHARE, pool(for: request))
         // Several downloads from one HTTPS host: streams of one HTTP/2 connection (when the server speaks
         // it) instead of a TLS handshake each.
-        if !request.ownConnection, request.url.prefix(6).lowercased() == "https:" {
+        if !request.ownConnection, request.isHTTPS {
             haul_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         }
         if let user = options.user {

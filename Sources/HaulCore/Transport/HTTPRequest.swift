@@ -23,6 +23,9 @@ package struct HTTPRequest: Sendable, Equatable {
     package var ownConnection = false
     package var options = TransferOptions()
 
+    /// Over TLS (`https://`, the scheme in any case); haul asks for `http://` and `https://` only.
+    var isHTTPS: Bool { url.prefix(6).lowercased() == "https:" }
+
     private var rangeStart: Int64?
     private var rangeEnd: Int64?
 
