@@ -309,7 +309,7 @@ package enum Wire {
         }
     }
 
-    static func encoder() -> JSONEncoder {
+    package static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
@@ -317,8 +317,13 @@ package enum Wire {
 
     /// One JSON document, compact.
     package static func encode<T: Encodable>(_ value: T) -> Data {
+        encode(value, with: encoder())
+    }
+
+    /// The same with an `encoder()` made once for many documents (a stream of events).
+    package static func encode<T: Encodable>(_ value: T, with encoder: JSONEncoder) -> Data {
         // Encoding these plain documents cannot fail (no non-finite number is ever put in one).
-        (try? encoder().encode(value)) ?? Data("null".utf8)
+        (try? encoder.encode(value)) ?? Data("null".utf8)
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {

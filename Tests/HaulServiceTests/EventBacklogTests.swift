@@ -60,4 +60,38 @@ import Testing
         #expect(seen == (0..<count).map(Self.event))
         #expect(batches >= 1 && batches <= count)
     }
+
+    /// A client's backlog (`Service.subscribe`): one that stopped reading is let go once its events would
+    /// pass the bound, instead of being held in memory without end.
+    @Test func aBoundedBacklogRefusesWhatWouldPassItsBoundAndFinishes() async {
+        let backlog = EventBacklog(capacity: 3)
+        #expect(backlog.append(contentsOf: [Self.event(0), Self.event(1)]))
+        #expect(backlog.append(Self.event(2)))
+        #expect(!backlog.append(Self.event(3)))
+        #expect(!backlog.append(Self.event(4)))
+        #expect(await backlog.next() == [Self.event(0), Self.event(1), Self.event(2)])
+        #expect(await backlog.next() == nil)
+    }
+
+    /// The bound counts what waits, not what passed: a reader that keeps up is never let go.
+    @Test func aReaderThatKeepsUpIsNeverLetGo() async {
+        let backlog = EventBacklog(capacity: 2)
+        for n in 0..<100 {
+            #expect(backlog.append(contentsOf: [Self.event(2 * n), Self.event(2 * n + 1)]))
+            #expect(await backlog.next() == [Self.event(2 * n), Self.event(2 * n + 1)])
+        }
+    }
+
+    /// A reader waiting when its task is cancelled (the response's task, a connection torn down) gets nil.
+    @Test func aCancelledReaderGetsNil() async {
+        let backlog = EventBacklog()
+        let waiting = Task { await backlog.next() }
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await backlog.next()
+        }
+        #expect(await cancelledFirst.value == nil)
+    }
 }

@@ -95,29 +95,17 @@ enum ControlAPI {
             }
         }
         v1.get("events") { _, context in
-            let (events, subscription, snapshot) = await service.subscribe()
+            let subscription = await service.subscribe()
             // A client that goes (q, a closed terminal) is let go at once, not at the next event: the
             // service's idle exit counts the clients attached.
-            context.channel.closeFuture.whenComplete { _ in subscription.finish() }
+            context.channel.closeFuture.whenComplete { _ in Task { await service.unsubscribe(subscription) } }
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                var sent = 0
-                // The snapshot goes out in large writes; after it, a comment (`: live`) says that what follows
-                // happens now, and each event is written as it comes.
-                var buffer = ByteBuffer()
-                if snapshot == 0 { buffer.writeString(": live\n\n") }
-                for await event in events {
-                    buffer.writeString("data: ")
-                    buffer.writeBytes(Wire.encode(Wire.Event(event)))
-                    buffer.writeString("\n\n")
-                    sent += 1
-                    if sent == snapshot { buffer.writeString(": live\n\n") }
-                    if sent >= snapshot || buffer.readableBytes >= 1 << 16 {
-                        try await writer.write(buffer)
-                        buffer.clear()
-                    }
+                var frames = EventStreamFrames(snapshot: subscription.snapshot)
+                while let batch = await subscription.events.next() {
+                    for write in frames.writes(for: batch) { try await writer.write(write) }
                 }
                 try await writer.finish(nil)
             })
@@ -159,5 +147,41 @@ enum ControlAPI {
 
     static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
         json(Wire.Failure(error: message), status: status)
+    }
+}
+
+/// The bytes of `GET /v1/events` (docs/protocol.md): each event a server-sent event (`data: JSON` and a blank
+/// line), the snapshot's end marked by the comment `: live`. Cut into writes: each batch of events (what
+/// came while the last write was under way) in one write, and a long one (the snapshot of a big queue) in
+/// writes of about `writeSize`.
+struct EventStreamFrames {
+    static let writeSize = 1 << 16
+    /// How many of the first events are the snapshot.
+    let snapshot: Int
+    private var sent = 0
+    private let encoder = Wire.encoder()
+
+    init(snapshot: Int) {
+        self.snapshot = snapshot
+    }
+
+    /// What to write for `events`, the next ones of the stream, in order.
+    mutating func writes(for events: [ManagerEvent]) -> [ByteBuffer] {
+        var writes: [ByteBuffer] = []
+        var buffer = ByteBuffer()
+        if sent == 0 && snapshot == 0 { buffer.writeString(": live\n\n") }
+        for event in events {
+            buffer.writeString("data: ")
+            buffer.writeBytes(Wire.encode(Wire.Event(event), with: encoder))
+            buffer.writeString("\n\n")
+            sent += 1
+            if sent == snapshot { buffer.writeString(": live\n\n") }
+            if buffer.readableBytes >= Self.writeSize {
+                writes.append(buffer)
+                buffer = ByteBuffer()
+            }
+        }
+        if buffer.readableBytes > 0 { writes.append(buffer) }
+        return writes
     }
 }

@@ -1,13 +1,21 @@
 import HaulCore
 import NIOConcurrencyHelpers
 
-/// The manager's events between the roster, which takes each as it comes, and the store, which writes
-/// whatever came while its last transaction was being written in the next one: a group commit. One
-/// transaction an event made 1000 small downloads cost the service about 4000 transactions, 39 `fcntl`
-/// locks a download and twice the CPU of the downloads themselves; under load a transaction now holds
-/// as many events as arrive during one, and an idle service still writes each event at once.
+/// The manager's events between the one who appends them and one reader, who takes whatever came
+/// while it was busy in one batch. Two users:
 ///
-/// One producer (`append`, `finish`) and one consumer (`next`).
+/// - The store (`ServiceRunner`): the roster takes each event as it comes and the store writes whatever
+///   came while its last transaction was being written in the next one, a group commit. One transaction an
+///   event made 1000 small downloads cost the service about 4000 transactions, 39 `fcntl` locks a download
+///   and twice the CPU of the downloads themselves; under load a transaction now holds as many events as
+///   arrive during one, and an idle service still writes each event at once.
+/// - Each attached client's event stream (`Service.subscribe`): what came while the last write to the
+///   socket was under way goes out in the next one. One write an event was 7000 `writev`s for 1000 small
+///   files, and as many wake-ups of the client's reader.
+///
+/// Bounded (`capacity`): an append beyond it is refused and the backlog finished, for a client that stopped
+/// reading (it is let go rather than held in memory). One producer (`append`, `finish`) and one consumer
+/// (`next`); a consumer whose task is cancelled gets nil.
 final class EventBacklog: Sendable {
     private struct State {
         var events: [ManagerEvent] = []
@@ -15,18 +23,38 @@ final class EventBacklog: Sendable {
         var finished = false
     }
     private let state = NIOLockedValueBox(State())
+    /// The most events that may wait; nil: no bound.
+    let capacity: Int?
 
-    func append(_ event: ManagerEvent) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<[ManagerEvent]?, Never>? in
-            precondition(!state.finished, "an event after the backlog was finished")
-            guard let waiter = state.waiter else {
-                state.events.append(event)
-                return nil
+    init(capacity: Int? = nil) {
+        self.capacity = capacity
+    }
+
+    /// Adds `event`; false when it was not taken: the backlog is finished, or was full (and is finished now).
+    @discardableResult
+    func append(_ event: ManagerEvent) -> Bool {
+        append(contentsOf: CollectionOfOne(event))
+    }
+
+    /// Adds `events` in order; false when they were not all taken (as `append`).
+    @discardableResult
+    func append(contentsOf events: some Collection<ManagerEvent>) -> Bool {
+        guard !events.isEmpty else { return true }
+        let (taken, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<[ManagerEvent]?, Never>?) in
+            if state.finished { return (false, nil) }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return (true, waiter)
             }
-            state.waiter = nil
-            return waiter
+            if let capacity, state.events.count + events.count > capacity {
+                state.finished = true
+                return (false, nil)
+            }
+            state.events.append(contentsOf: events)
+            return (true, nil)
         }
-        waiter?.resume(returning: [event])
+        waiter?.resume(returning: Array(events))
+        return taken
     }
 
     /// No more events: `next` returns what is left, then nil.
@@ -40,20 +68,29 @@ final class EventBacklog: Sendable {
     }
 
     /// Every event appended since the last call, in order, waiting for one when there is none; nil once
-    /// the backlog is finished and empty.
+    /// the backlog is finished and empty, or the caller's task is cancelled.
     func next() async -> [ManagerEvent]? {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLockedValue { state -> [ManagerEvent]?? in
-                precondition(state.waiter == nil, "two readers of one backlog")
-                if !state.events.isEmpty {
-                    defer { state.events = [] }
-                    return .some(state.events)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLockedValue { state -> [ManagerEvent]?? in
+                    precondition(state.waiter == nil, "two readers of one backlog")
+                    if !state.events.isEmpty {
+                        defer { state.events = [] }
+                        return .some(state.events)
+                    }
+                    if state.finished || Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return .none
                 }
-                if state.finished { return .some(nil) }
-                state.waiter = continuation
-                return .none
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            // The waiter, if it waits, goes with nil; what was not taken stays for no one.
+            let waiter = state.withLockedValue { state -> CheckedContinuation<[ManagerEvent]?, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
         }
     }
 }

@@ -39,7 +39,7 @@ actor Service {
     }
     /// aria2's `getSessionInfo`: new for each service process.
     let sessionID = (0..<5).map { _ in GID.random() }.joined().prefix(40).description
-    private var subscribers: [Int: AsyncStream<ManagerEvent>.Continuation] = [:]
+    private var subscribers: [Int: EventBacklog] = [:]
     private var nextSubscriber = 0
     private var idleTimer: Task<Void, Never>?
     /// Why the service ends.
@@ -199,12 +199,10 @@ actor Service {
             let message = JSONRPC.notification(method, gid: gid)
             for listener in aria2Listeners.values { listener.yield(message) }
         }
-        for (key, subscriber) in subscribers {
-            if case .dropped = subscriber.yield(event) {
-                // A client that stopped reading: it is let go rather than held in memory; it may attach again.
-                subscriber.finish()
-                subscribers[key] = nil
-            }
+        for (key, subscriber) in subscribers where !subscriber.append(event) {
+            // A client that stopped reading (its backlog is full, and finished now): it is let go rather than
+            // held in memory; it may attach again.
+            subscribers[key] = nil
         }
         switch event {
         case .state, .removed: checkIdle()
@@ -212,28 +210,31 @@ actor Service {
         }
     }
 
-    /// A client attaches: the snapshot of every download, then the live events, until it goes. Finishing
-    /// the continuation (its connection closed) lets it go.
-    /// `snapshot` says how many of the first events are the snapshot.
-    func subscribe() -> (stream: AsyncStream<ManagerEvent>, continuation: AsyncStream<ManagerEvent>.Continuation,
-                         snapshot: Int) {
+    /// A client attaches: the snapshot of every download, then the live events, until it goes
+    /// (`unsubscribe`, or the service's end). `snapshot` says how many of the first events are the snapshot;
+    /// room is kept for it and as many live events again.
+    func subscribe() -> Subscription {
         let events = roster.snapshot()
-        // Room for the snapshot and as many live events again.
-        let (stream, continuation) = AsyncStream.makeStream(of: ManagerEvent.self,
-                                                            bufferingPolicy: .bufferingOldest(events.count + (1 << 16)))
-        for event in events { continuation.yield(event) }
+        let backlog = EventBacklog(capacity: events.count + (1 << 16))
+        backlog.append(contentsOf: events)
         let key = nextSubscriber
         nextSubscriber += 1
-        subscribers[key] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(key) }
-        }
+        subscribers[key] = backlog
         checkIdle()
-        return (stream, continuation, events.count)
+        return Subscription(key: key, events: backlog, snapshot: events.count)
     }
 
-    private func unsubscribe(_ key: Int) {
-        subscribers[key] = nil
+    /// One attached client's stream: `events` in batches (whatever came while the last was being sent).
+    struct Subscription: Sendable {
+        let key: Int
+        let events: EventBacklog
+        let snapshot: Int
+    }
+
+    /// The client went: its stream ends, and it no longer counts as attached.
+    func unsubscribe(_ subscription: Subscription) {
+        subscription.events.finish()
+        subscribers[subscription.key] = nil
         checkIdle()
     }
 

@@ -39,14 +39,19 @@ struct WithheldJob: Equatable {
     }
 
     /// The JSON of the `job` column. Keys sorted, so one job always gives the same text.
-    func encoded() throws(StoreError) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    /// `encoder` comes from `encoder()`, made once for many jobs (a long `-i` list).
+    func encoded(with encoder: JSONEncoder) throws(StoreError) -> String {
         do {
             return String(decoding: try encoder.encode(job), as: UTF8.self)
         } catch {
             throw StoreError(.other, "cannot store the download: its options do not encode (\(error))")
         }
+    }
+
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 
     /// The job of a `job` column.
