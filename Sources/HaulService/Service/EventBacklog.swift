@@ -67,6 +67,14 @@ final class EventBacklog: Sendable {
         waiter?.resume(returning: nil)
     }
 
+    /// Every event appended since the last call, in order, without waiting (empty when there is none).
+    func takeWaiting() -> [ManagerEvent] {
+        state.withLockedValue { state in
+            defer { state.events = [] }
+            return state.events
+        }
+    }
+
     /// Every event appended since the last call, in order, waiting for one when there is none; nil once
     /// the backlog is finished and empty, or the caller's task is cancelled.
     func next() async -> [ManagerEvent]? {

@@ -108,7 +108,8 @@ package enum ServiceRunner {
 
         await withTaskGroup(of: Void.self) { tasks in
             // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
-            // store, in transactions of whatever came while the last one was written (`EventBacklog`). An
+            // store, in transactions of whatever came while the last one was written (`EventBacklog`), and
+            // while events keep coming, of what comes in the next 2 ms too (`StoreCommits`). An
             // event is handled once both have it. The store's writes block: on the I/O executor's threads
             // (default actors run on the task's preferred executor), never on the two cooperative ones.
             let backlog = EventBacklog()
@@ -120,7 +121,7 @@ package enum ServiceRunner {
                 backlog.finish()
             }
             tasks.addTask(executorPreference: IOExecutor.shared) {
-                while let events = await backlog.next() {
+                await StoreCommits(backlog: backlog, clock: ContinuousClock()).run { events in
                     await recorder.record(events)
                     service.handled.advance(by: events.count)
                 }
