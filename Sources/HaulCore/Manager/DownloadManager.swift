@@ -129,6 +129,8 @@ package actor DownloadManager {
     }
 
     package nonisolated let events: AsyncStream<ManagerEvent>
+    /// With `batched`, the events instead of `events`, in the same order and counted the same way.
+    package nonisolated let batches: EventBacklog?
     private let hooks = HookRunner()
     private let continuation: EventSink
     private let downloader: Downloader
@@ -162,21 +164,25 @@ package actor DownloadManager {
     /// - Parameter observer: takes every event where it happens, on the thread that makes it, instead of
     ///   `events` (which then ends at once): for a front end that only prints lines, so that no task has to
     ///   wake for each event (a thousand small files make five thousand of them).
+    /// - Parameter batched: the events go to `batches` instead of `events` (which then ends at once): for a
+    ///   consumer that takes whatever came while it was busy at once (the service), rather than waking for
+    ///   each event.
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency,
-                 observer: (@Sendable (ManagerEvent) -> Void)? = nil) {
+                 observer: (@Sendable (ManagerEvent) -> Void)? = nil, batched: Bool = false) {
         self.downloader = downloader
         self.concurrency = max(1, concurrency)
         let stream: AsyncStream<ManagerEvent>.Continuation
         (events, stream) = AsyncStream.makeStream(of: ManagerEvent.self)
-        if observer != nil { stream.finish() }
-        continuation = EventSink(stream: stream, observer: observer)
+        batches = batched && observer == nil ? EventBacklog() : nil
+        if observer != nil || batches != nil { stream.finish() }
+        continuation = EventSink(stream: stream, batches: batches, observer: observer)
     }
 
     deinit {
         continuation.finish()
     }
 
-    /// How many events `events` has been given so far. A consumer that counts the events it has handled
+    /// How many events `events` (or `batches`) has been given so far. A consumer that counts the events it has handled
     /// knows, once its count reaches this, that it has handled every event of the commands made before
     /// (the service answers a client only then: what it acknowledged is stored).
     package nonisolated var eventsYielded: Int {
@@ -723,8 +729,10 @@ final class StopGate: Sendable {
 /// Where the manager's events go: the `events` stream, or an observer called in place.
 struct EventSink: Sendable {
     let stream: AsyncStream<ManagerEvent>.Continuation
+    let batches: EventBacklog?
     let observer: (@Sendable (ManagerEvent) -> Void)?
-    /// Events put in `stream` so far, counted in the stream's own order (under the lock, with the yield).
+    /// Events put in `stream` (or `batches`) so far, counted in their own order (under the lock, with the
+    /// yield).
     let yielded = NIOLockedValueBox(0)
 
     func yield(_ event: ManagerEvent) {
@@ -732,7 +740,7 @@ struct EventSink: Sendable {
             observer(event)
         } else {
             yielded.withLockedValue { count in
-                stream.yield(event)
+                if let batches { batches.append(event) } else { stream.yield(event) }
                 count += 1
             }
         }
@@ -740,5 +748,6 @@ struct EventSink: Sendable {
 
     func finish() {
         stream.finish()
+        batches?.finish()
     }
 }

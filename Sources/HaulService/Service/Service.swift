@@ -59,7 +59,7 @@ actor Service {
     init(configuration: Configuration, store: Store) {
         self.configuration = configuration
         self.store = store
-        manager = DownloadManager(concurrency: configuration.concurrency)
+        manager = DownloadManager(concurrency: configuration.concurrency, batched: true)
         aria2Globals.concurrency = configuration.concurrency
     }
 
@@ -189,25 +189,30 @@ actor Service {
 
     // MARK: events
 
-    /// Called for each manager event, in order, by the one task that reads them (after it stored it).
-    func apply(_ event: ManagerEvent) {
-        let before: DownloadState? = if case .state(let id, _) = event { roster[id]?.state } else { nil }
-        roster.apply(event)
-        if !aria2Listeners.isEmpty, case .state(let id, let state) = event, let gid = roster[id]?.gid,
-            let method = Aria2Status.notification(from: before, to: state)
-        {
-            let message = JSONRPC.notification(method, gid: gid)
-            for listener in aria2Listeners.values { listener.yield(message) }
+    /// Called with the manager's events, in order and in batches (whatever came while the last batch was
+    /// applied), by the one task that reads them, before the store has them.
+    func apply(_ events: [ManagerEvent]) {
+        var stateChanged = false
+        for event in events {
+            let before: DownloadState? = if case .state(let id, _) = event { roster[id]?.state } else { nil }
+            roster.apply(event)
+            if !aria2Listeners.isEmpty, case .state(let id, let state) = event, let gid = roster[id]?.gid,
+                let method = Aria2Status.notification(from: before, to: state)
+            {
+                let message = JSONRPC.notification(method, gid: gid)
+                for listener in aria2Listeners.values { listener.yield(message) }
+            }
+            switch event {
+            case .state, .removed: stateChanged = true
+            default: break
+            }
         }
-        for (key, subscriber) in subscribers where !subscriber.append(event) {
+        for (key, subscriber) in subscribers where !subscriber.append(contentsOf: events) {
             // A client that stopped reading (its backlog is full, and finished now): it is let go rather than
             // held in memory; it may attach again.
             subscribers[key] = nil
         }
-        switch event {
-        case .state, .removed: checkIdle()
-        default: break
-        }
+        if stateChanged { checkIdle() }
     }
 
     /// A client attaches: the snapshot of every download, then the live events, until it goes

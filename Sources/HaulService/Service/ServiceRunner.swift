@@ -114,9 +114,10 @@ package enum ServiceRunner {
             // (default actors run on the task's preferred executor), never on the two cooperative ones.
             let backlog = EventBacklog()
             tasks.addTask(executorPreference: IOExecutor.shared) {
-                for await event in manager.events {
-                    await service.apply(event)
-                    backlog.append(event)
+                guard let batches = manager.batches else { preconditionFailure("the service's manager batches its events") }
+                while let events = await batches.next() {
+                    await service.apply(events)
+                    backlog.append(contentsOf: events)
                 }
                 backlog.finish()
             }

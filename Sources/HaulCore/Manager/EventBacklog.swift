@@ -1,9 +1,11 @@
-import HaulCore
 import NIOConcurrencyHelpers
 
 /// The manager's events between the one who appends them and one reader, who takes whatever came
-/// while it was busy in one batch. Two users:
+/// while it was busy in one batch. Three users, all in the service:
 ///
+/// - The manager itself, when made with `.batches` (`DownloadManager.Delivery`): the task that applies
+///   events to the roster takes them in batches, one hop onto the service's actor a batch, instead of a
+///   wake-up and a hop for each event.
 /// - The store (`ServiceRunner`): the roster takes each event as it comes and the store writes whatever
 ///   came while its last transaction was being written in the next one, a group commit. One transaction an
 ///   event made 1000 small downloads cost the service about 4000 transactions, 39 `fcntl` locks a download
@@ -14,9 +16,10 @@ import NIOConcurrencyHelpers
 ///   files, and as many wake-ups of the client's reader.
 ///
 /// Bounded (`capacity`): an append beyond it is refused and the backlog finished, for a client that stopped
-/// reading (it is let go rather than held in memory). One producer (`append`, `finish`) and one consumer
-/// (`next`); a consumer whose task is cancelled gets nil.
-final class EventBacklog: Sendable {
+/// reading (it is let go rather than held in memory). Appends from any thread (the manager's are made in
+/// the order it counts its events, under its lock); one consumer (`next`), which gets nil when its task is
+/// cancelled.
+package final class EventBacklog: Sendable {
     private struct State {
         var events: [ManagerEvent] = []
         var waiter: CheckedContinuation<[ManagerEvent]?, Never>?
@@ -24,21 +27,21 @@ final class EventBacklog: Sendable {
     }
     private let state = NIOLockedValueBox(State())
     /// The most events that may wait; nil: no bound.
-    let capacity: Int?
+    package let capacity: Int?
 
-    init(capacity: Int? = nil) {
+    package init(capacity: Int? = nil) {
         self.capacity = capacity
     }
 
     /// Adds `event`; false when it was not taken: the backlog is finished, or was full (and is finished now).
     @discardableResult
-    func append(_ event: ManagerEvent) -> Bool {
+    package func append(_ event: ManagerEvent) -> Bool {
         append(contentsOf: CollectionOfOne(event))
     }
 
     /// Adds `events` in order; false when they were not all taken (as `append`).
     @discardableResult
-    func append(contentsOf events: some Collection<ManagerEvent>) -> Bool {
+    package func append(contentsOf events: some Collection<ManagerEvent>) -> Bool {
         guard !events.isEmpty else { return true }
         let (taken, waiter) = state.withLockedValue { state -> (Bool, CheckedContinuation<[ManagerEvent]?, Never>?) in
             if state.finished { return (false, nil) }
@@ -58,7 +61,7 @@ final class EventBacklog: Sendable {
     }
 
     /// No more events: `next` returns what is left, then nil.
-    func finish() {
+    package func finish() {
         let waiter = state.withLockedValue { state -> CheckedContinuation<[ManagerEvent]?, Never>? in
             state.finished = true
             defer { state.waiter = nil }
@@ -68,7 +71,7 @@ final class EventBacklog: Sendable {
     }
 
     /// Every event appended since the last call, in order, without waiting (empty when there is none).
-    func takeWaiting() -> [ManagerEvent] {
+    package func takeWaiting() -> [ManagerEvent] {
         state.withLockedValue { state in
             defer { state.events = [] }
             return state.events
@@ -77,7 +80,7 @@ final class EventBacklog: Sendable {
 
     /// Every event appended since the last call, in order, waiting for one when there is none; nil once
     /// the backlog is finished and empty, or the caller's task is cancelled.
-    func next() async -> [ManagerEvent]? {
+    package func next() async -> [ManagerEvent]? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = state.withLockedValue { state -> [ManagerEvent]?? in
