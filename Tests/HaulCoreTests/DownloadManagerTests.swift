@@ -47,6 +47,48 @@ import Testing
         }
     }
 
+    /// The service's manager (`batched`): every event in `batches`, in order, none in `events`, and counted
+    /// as the stream's are (the service answers a command once it has handled `eventsYielded` of them).
+    @Test func aBatchedManagerGivesEveryEventInBatchesInOrderAndCountsThem() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let manager = DownloadManager(concurrency: 2, batched: true)
+            let batches = try #require(manager.batches)
+            var added: [DownloadID] = []
+            for _ in 0..<6 { added.append(await manager.add(job(server, "small.bin", in: dir))) }
+            let ids = added
+            let seen = try await within(30, "batches") {
+                var seen: [ManagerEvent] = []
+                var doneCount = 0
+                while doneCount < ids.count, let batch = await batches.next() {
+                    #expect(!batch.isEmpty)
+                    seen += batch
+                    doneCount = seen.filter { if case .state(_, .done) = $0 { true } else { false } }.count
+                }
+                return seen
+            }
+            var none = manager.events.makeAsyncIterator()
+            #expect(await none.next() == nil)
+            #expect(manager.eventsYielded == seen.count + batches.takeWaiting().count)
+            func owner(of event: ManagerEvent) -> DownloadID {
+                switch event {
+                case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
+                     .fact(let id, _), .finished(let id, _, _), .removed(let id): id
+                }
+            }
+            for id in ids {
+                let own = seen.filter { owner(of: $0) == id }
+                #expect({ if case .added(id, _, _)? = own.first { true } else { false } }())
+                #expect(own.last == .state(id: id, .done))
+                let connecting = own.firstIndex(of: .state(id: id, .connecting))
+                let finished = own.firstIndex { if case .finished = $0 { true } else { false } }
+                #expect(connecting != nil && finished != nil && connecting! < finished!)
+            }
+            await manager.finishEvents()
+            #expect(await batches.next() == nil)
+        }
+    }
+
     /// The order of one download's finish and the next one's start, at one download at once; both fetch `file`.
     private func finishAndNextStart(sync: Bool, file: GeneratedFile) async throws
         -> (finished: Int, nextConnecting: Int)
