@@ -111,9 +111,10 @@ package struct ServiceClient: Sendable {
                         throw HaulError(.other, "the service refused the event stream (\(head.status))")
                     }
                     var lines = ServerSentEvents()
+                    let decoder = JSONDecoder()
                     for try await batch in transfer.bytes {
                         for data in lines.feed(batch) {
-                            guard let wire = try? Wire.decode(Wire.Event.self, from: data),
+                            guard let wire = try? decoder.decode(Wire.Event.self, from: data),
                                 let event = wire.managerEvent
                             else { continue }
                             continuation.yield(event)
@@ -211,7 +212,7 @@ struct ServerSentEvents {
             if line.isEmpty {
                 if !data.isEmpty { events.append(Data(data)) }
                 data.removeAll(keepingCapacity: true)
-            } else if line.starts(with: Array("data:".utf8)) {
+            } else if line.starts(with: "data:".utf8) {
                 var value = line.dropFirst(5)
                 if value.first == 0x20 { value = value.dropFirst() }
                 if !data.isEmpty { data.append(0x0A) }
