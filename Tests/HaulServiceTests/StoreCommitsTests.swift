@@ -6,9 +6,7 @@ import TestSupport
 /// The store's group commit with a wait, on a manual clock: a lone event at once, a stream of them in one
 /// transaction per wait.
 @Suite struct StoreCommitsTests {
-    static func event(_ n: Int) -> ManagerEvent {
-        .progress(id: n, DownloadProgress(completed: Int64(n), batchBytes: 1, total: nil, bytesPerSecond: 0))
-    }
+    static func event(_ n: Int) -> ManagerEvent { EventBacklogTests.event(n) }
 
     @Test func whileEventsKeepComingOneTransactionTakesWhatCameDuringTheWait() async {
         let clock = ManualClock()
