@@ -156,7 +156,7 @@ package enum Entry {
             ? JSONReporter() : PlainReporter(quiet: command.quiet)
         // The first of SIGINT, SIGTERM, SIGHUP to arrive: it decides the failure lines and the exit code.
         let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
-        let run = DownloadRun(concurrency: command.jobs, reporter: reporter,
+        let run = DownloadRun(concurrency: command.concurrency, reporter: reporter,
                               interrupted: { stoppedBy.withLockedValue { $0 } })
         let jobs = command.downloads(extra: extra)
 

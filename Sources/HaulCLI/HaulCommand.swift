@@ -37,8 +37,12 @@ struct HaulCommand: ParsableCommand {
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments; '-' reads stdin.")
     var inputFile: String?
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Downloads at once, \(Limits.jobs).")
-    var jobs = DownloadManager.defaultConcurrency
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp(
+        "Downloads at once, \(Limits.jobs) (default \(DownloadManager.defaultConcurrency)); given to a service that runs already, its own from now on."))
+    var jobs: Int?
+
+    /// `--jobs`, or the default when not given.
+    var concurrency: Int { jobs ?? DownloadManager.defaultConcurrency }
 
     /// `haul` alone or `haul attach`: the TUI on the service's queue, nothing added.
     @Flag(help: .hidden)
@@ -206,7 +210,7 @@ struct HaulCommand: ParsableCommand {
         if output != nil && urls.count + (inputFile == nil ? 0 : 2) > 1 {
             throw ValidationError("--output takes a single URL")
         }
-        try Limits.check("--jobs", jobs, Limits.jobs)
+        if let jobs { try Limits.check("--jobs", jobs, Limits.jobs) }
         try Limits.check("--segments", segments, Limits.segments)
         try Limits.check("--retries", retries, Limits.retries)
         try Limits.check("--max-redirs", maxRedirects, Limits.redirects)
@@ -374,7 +378,7 @@ struct HaulCommand: ParsableCommand {
 
 /// The ranges of the command line's numbers, shown in the help and checked by `HaulCommand.validate`.
 enum Limits {
-    static let jobs = 1...64
+    static let jobs = DownloadManager.concurrencyRange
     static let segments = 1...16
     static let retries = 0...1000
     static let redirects = 0...1000

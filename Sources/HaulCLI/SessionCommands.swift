@@ -87,7 +87,9 @@ enum SessionCommands {
         case .failure(let code): return code
         }
         do {
-            let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.jobs))
+            let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.concurrency))
+            // A service that was running already takes -j from now on (one that this started has it already).
+            if let jobs = command.jobs { try await client.setJobs(jobs) }
             let added = try await client.add(command.downloads(extra: urls, absolute: true))
             // --limit-rate caps what the service's downloads share, as the full-screen interface sets it.
             if let rate = command.overallRate { try await client.setLimit(rate) }
@@ -388,7 +390,7 @@ struct ServiceStop: SessionVerb {
 
 struct ServiceStatus: SessionVerb {
     static let configuration = CommandConfiguration(commandName: "status", abstract: "Whether the service runs, and its queue.")
-    @Flag(help: "One JSON object: running, pid, socket, downloads, active.") var json = false
+    @Flag(help: "One JSON object: running, pid, socket, downloads, active, jobs.") var json = false
 
     func execute() async throws(HaulError) -> Int32 {
         let directory = SessionCommands.directory
@@ -405,7 +407,8 @@ struct ServiceStatus: SessionVerb {
             TextOutput.standard.out(String(decoding: Wire.encode(status), as: UTF8.self))
         } else if status.running {
             TextOutput.standard.out("haul service: running, pid \(status.pid.map(String.init) ?? "?"), \(status.socket); "
-                                    + "\(status.downloads) download(s), \(status.active) queued or running")
+                                    + "\(status.downloads) download(s), \(status.active) queued or running"
+                                    + (status.jobs.map { ", \($0) at once" } ?? ""))
             if let rpc = status.rpc {
                 TextOutput.standard.out("aria2 JSON-RPC: \(rpc.url) (secret in \(rpc.secretFile))")
             }

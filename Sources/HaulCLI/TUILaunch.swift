@@ -42,11 +42,13 @@ enum TUILaunch {
         // The demo runs in this process and leaves the user's queue alone; everything else is the service's.
         let control: any DownloadControl
         if demo != nil {
-            control = DownloadManager(concurrency: command.jobs)
+            control = DownloadManager(concurrency: command.concurrency)
         } else {
             do {
                 let client = try await ServiceClient.connect(SessionCommands.directory,
-                                                             starting: ServiceSettings.starting(jobs: command.jobs))
+                                                             starting: ServiceSettings.starting(jobs: command.concurrency))
+                // A service that was running already takes a -j given here from now on, as it takes --limit-rate.
+                if let jobs = command.jobs { try await client.setJobs(jobs) }
                 control = RemoteControl(client: client)
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")

@@ -90,6 +90,11 @@ package struct ServiceClient: Sendable {
         let _: Wire.Limit = try await call(.post, "/v1/limit", body: Wire.Limit(overall: overall))
     }
 
+    /// Downloads at once, from now on (`-j` given to a client of a service that runs already).
+    package func setJobs(_ jobs: Int) async throws(HaulError) {
+        let _: Wire.Jobs = try await call(.post, "/v1/jobs", body: Wire.Jobs(jobs: jobs))
+    }
+
     /// Asks the service to stop, and returns once it has (its downloads paused and checkpointed).
     package func stop() async throws(HaulError) {
         let _: Wire.Applied = try await call(.post, "/v1/service/stop", body: Wire.Selection(ids: []))

@@ -160,6 +160,8 @@ package enum Wire {
         package var rpc: RPC?
         /// The overall receive cap in bytes per second, when there is one.
         package var limit: Int64?
+        /// Downloads at once (`-j`), while a service runs.
+        package var jobs: Int?
 
         /// What to give an aria2 front end: the URL, and the file that holds the secret (never the secret).
         package struct RPC: Codable, Sendable, Equatable {
@@ -173,7 +175,7 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case running, pid, socket, downloads, active, attached, version, rpc, limit
+            case running, pid, socket, downloads, active, attached, version, rpc, limit, jobs
         }
 
         /// Every key; `pid` is `null` when no service runs.
@@ -188,6 +190,7 @@ package enum Wire {
             try container.encode(version, forKey: .version)
             try container.encodeIfPresent(rpc, forKey: .rpc)
             try container.encodeIfPresent(limit, forKey: .limit)
+            try container.encodeIfPresent(jobs, forKey: .jobs)
         }
 
         package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,
@@ -214,6 +217,15 @@ package enum Wire {
     }
 
     /// `POST /v1/limit`: the overall receive cap, bytes per second; `null` lifts it.
+    /// `POST /v1/jobs`: downloads at once, from now on.
+    package struct Jobs: Codable, Sendable, Equatable {
+        package var jobs: Int
+
+        package init(jobs: Int) {
+            self.jobs = jobs
+        }
+    }
+
     package struct Limit: Codable, Sendable, Equatable {
         package var overall: Int64?
 

@@ -102,6 +102,38 @@ import TestSupport
         }
     }
 
+    /// `-j` given to `haul add` while the service runs is the service's from then on (it was only a start
+    /// setting, silently ignored by a running service); `haul add` without it leaves it be.
+    @Test func addWithJobsSetsARunningServicesDownloadsAtOnce() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        func jobs() async throws -> Int? {
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            return (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["jobs"] as? Int
+        }
+        // 1 MiB/s per connection: medium.bin (20 MiB) runs long enough to count who runs at once.
+        try await withSampleServer(rate: 1 << 20) { server in
+            #expect(try await Self.haul(["service", "start", "-j", "2"], home, in: dir).status == 0)
+            #expect(try await jobs() == 2)
+            let urls = (0..<3).map { _ in server.downloadURL("medium.bin") }
+            let add = try await Self.haul(["add", "-j", "3", "-o", "out"] + urls, home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            #expect(try await jobs() == 3)
+            // Three at once: the third did not wait for a place (before, the service kept its -j 2).
+            try await Self.waitFor("three downloading at once", home) { seen in
+                seen.values.filter { $0.state == .downloading }.count == 3
+            }
+            #expect(try await Self.haul(["cancel", "--all"], home, in: dir).status == 0)
+            #expect(try await Self.haul(["add", "-j", "5", "-o", "out", server.downloadURL("small.bin")], home, in: dir).status == 0)
+            #expect(try await jobs() == 5)
+            #expect(try await Self.haul(["add", "-o", "out", server.downloadURL("small.bin")], home, in: dir).status == 0)
+            #expect(try await jobs() == 5)
+            let refused = try await Self.haul(["add", "-j", "65", "-o", "out", server.downloadURL("small.bin")], home, in: dir)
+            #expect(refused.status == 2 && refused.stderr.contains("--jobs"), "\(refused.stderr)")
+            #expect(try await jobs() == 5)
+        }
+    }
+
     @Test func killNineMidDownloadLosesNothing() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()

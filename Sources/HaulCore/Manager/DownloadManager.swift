@@ -160,6 +160,9 @@ package actor DownloadManager {
 
     /// Downloads at once unless told (`--jobs`).
     package static let defaultConcurrency = 4
+    /// What `--jobs` may be, wherever it is set (the command line, the control API, aria2's
+    /// `max-concurrent-downloads`).
+    package static let concurrencyRange = 1...64
 
     /// - Parameter observer: takes every event where it happens, on the thread that makes it, instead of
     ///   `events` (which then ends at once): for a front end that only prints lines, so that no task has to

@@ -119,6 +119,18 @@ enum ControlAPI {
             await service.setOverallLimit(body.overall)
             return json(body)
         }
+        v1.post("jobs") { request, context in
+            let body: Wire.Jobs
+            do { body = try await request.decode(as: Wire.Jobs.self, context: context) } catch {
+                return failure(.badRequest, "the body is not {\"jobs\": N}")
+            }
+            let range = DownloadManager.concurrencyRange
+            guard range.contains(body.jobs) else {
+                return failure(.badRequest, "jobs must be from \(range.lowerBound) to \(range.upperBound), not \(body.jobs)")
+            }
+            await service.setConcurrency(body.jobs)
+            return json(body)
+        }
         v1.post("service/stop") { _, _ in
             // Answered first, stopped after: asked before the answer was written, the stop could close the
             // listener and this connection with the answer unsent (a quick start then stop failed about one

@@ -362,9 +362,10 @@ extension Service {
                 case "max-download-limit":
                     globals.downloadLimit = try Aria2Options.rate(key, value)
                 case "max-concurrent-downloads":
-                    // The range of the command line's -j (1...64).
-                    guard let count = value.integer, count >= 1, count <= 64 else {
-                        throw .aria2("max-concurrent-downloads must be from 1 to 64")
+                    // The range of the command line's -j.
+                    let range = DownloadManager.concurrencyRange
+                    guard let count = value.integer, range.contains(Int(clamping: count)) else {
+                        throw .aria2("max-concurrent-downloads must be from \(range.lowerBound) to \(range.upperBound)")
                     }
                     globals.concurrency = Int(count)
                 case "split", "max-connection-per-server":

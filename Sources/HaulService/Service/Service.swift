@@ -357,6 +357,7 @@ actor Service {
             status.rpc = Wire.Status.RPC(url: rpcURL, secretFile: rpc.secretFile)
         }
         status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
+        status.jobs = aria2Globals.concurrency
         return status
     }
 
@@ -375,6 +376,12 @@ actor Service {
 
     /// The overall receive cap, at once for what runs: the TUI's `+`/`-` and aria2's
     /// `max-overall-download-limit` are the same setting.
+    /// Downloads at once, from now on: more start at once, and fewer let the extra ones end first.
+    func setConcurrency(_ jobs: Int) async {
+        aria2Globals.concurrency = jobs
+        await manager.setConcurrency(jobs)
+    }
+
     func setOverallLimit(_ bytesPerSecond: Int64?) async {
         let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         aria2Globals.overallLimit = limit
