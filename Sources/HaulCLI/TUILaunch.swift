@@ -48,7 +48,7 @@ enum TUILaunch {
                 let client = try await ServiceClient.connect(SessionCommands.directory,
                                                              starting: ServiceSettings.starting(jobs: command.concurrency))
                 // A service that was running already takes a -j given here from now on, as it takes --limit-rate.
-                if let jobs = command.jobs { try await client.setJobs(jobs) }
+                if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
                 control = RemoteControl(client: client)
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")
