@@ -42,7 +42,7 @@ enum TUILaunch {
         // The demo runs in this process and leaves the user's queue alone; everything else is the service's.
         let control: any DownloadControl
         if demo != nil {
-            control = DownloadManager(concurrency: command.concurrency)
+            control = DownloadManager(concurrency: command.concurrency, batched: true)
         } else {
             do {
                 let client = try await ServiceClient.connect(SessionCommands.directory,

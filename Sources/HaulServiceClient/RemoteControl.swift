@@ -10,12 +10,12 @@ package struct RemoteControl: DownloadControl {
         self.client = client
     }
 
-    package func eventStream() -> AsyncStream<ManagerEvent> {
-        let events = client.events()
+    package func eventBatches() -> AsyncStream<[ManagerEvent]> {
+        let batches = client.eventBatches()
         return AsyncStream { continuation in
             let reader = Task {
                 do {
-                    for try await event in events { continuation.yield(event) }
+                    for try await batch in batches { continuation.yield(batch) }
                 } catch {}
                 continuation.finish()
             }

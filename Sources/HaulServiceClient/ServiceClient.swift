@@ -104,6 +104,24 @@ package struct ServiceClient: Sendable {
     /// The events: first what the service holds (a snapshot), then each event as it happens. Ends when
     /// the service goes.
     package func events() -> AsyncThrowingStream<ManagerEvent, any Error> {
+        let batches = eventBatches()
+        return AsyncThrowingStream { continuation in
+            let reader = Task {
+                do {
+                    for try await batch in batches { for event in batch { continuation.yield(event) } }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in reader.cancel() }
+        }
+    }
+
+    /// The same events, in the batches they came in: each read from the socket is one batch (the service
+    /// writes whatever came while its last write was under way in one), so that a reader wakes once a
+    /// read, not once an event.
+    package func eventBatches() -> AsyncThrowingStream<[ManagerEvent], any Error> {
         var request = request(.get, "/v1/events")
         // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
         request.options.stallTimeout = 0
@@ -117,13 +135,11 @@ package struct ServiceClient: Sendable {
                     }
                     var lines = ServerSentEvents()
                     let decoder = JSONDecoder()
-                    for try await batch in transfer.bytes {
-                        for data in lines.feed(batch) {
-                            guard let wire = try? decoder.decode(Wire.Event.self, from: data),
-                                let event = wire.managerEvent
-                            else { continue }
-                            continuation.yield(event)
+                    for try await bytes in transfer.bytes {
+                        let batch = lines.feed(bytes).compactMap { data in
+                            (try? decoder.decode(Wire.Event.self, from: data))?.managerEvent
                         }
+                        if !batch.isEmpty { continuation.yield(batch) }
                     }
                     continuation.finish()
                 } catch {

@@ -1,8 +1,10 @@
 /// What a front end drives: the manager in this process, or the service's through its socket. The TUI
 /// does not know which; its `update` sees the same `ManagerEvent`s either way.
 package protocol DownloadControl: Sendable {
-    /// The events, once: the snapshot of what there is (attached to a service), then each as it happens.
-    func eventStream() -> AsyncStream<ManagerEvent>
+    /// The events, once: the snapshot of what there is (attached to a service), then each as it happens,
+    /// in batches (what came together: one read from the service's socket, or what a batched manager
+    /// made while the last batch was taken), so that the front end wakes and draws once a batch.
+    func eventBatches() -> AsyncStream<[ManagerEvent]>
     /// Adds downloads to the queue, together (to a service, in one request).
     func submit(_ jobs: [DownloadJob]) async
     func cancel(_ id: DownloadID) async
@@ -29,7 +31,17 @@ package protocol DownloadControl: Sendable {
 }
 
 extension DownloadManager: DownloadControl {
-    package nonisolated func eventStream() -> AsyncStream<ManagerEvent> { events }
+    package nonisolated func eventBatches() -> AsyncStream<[ManagerEvent]> {
+        if let batches { return AsyncStream(unfolding: { await batches.next() }) }
+        let events = self.events
+        return AsyncStream { continuation in
+            let reader = Task {
+                for await event in events { continuation.yield([event]) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in reader.cancel() }
+        }
+    }
 
     package func submit(_ jobs: [DownloadJob]) async {
         _ = add(jobs)

@@ -16,6 +16,9 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// What the loop's stream carries: messages for `update`, and its own bookkeeping.
     enum Input: Sendable {
         case message(Message)
+        /// The manager's events that came together: each goes through `update` in order, and what they
+        /// changed is drawn once.
+        case managerEvents([ManagerEvent])
         /// The delayed frame is due.
         case frame
         /// Quitting: downloads are paused (or the wait for them gave up).
@@ -73,7 +76,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in manager.eventStream() { sink.yield(.message(.manager(event))) }
+                for await events in manager.eventBatches() { sink.yield(.managerEvents(events)) }
             }
             var frames = FramePacer<C.Instant>(interval: frameInterval)
             var delayedFrame: Task<Void, Never>?
@@ -151,26 +154,39 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
             let control = manager
             group.addTask { sink.yield(.message(.limitLoaded(await control.overallLimit))) }
             draw()
+            // A change to show: at once for what the user did, else within the frame cap.
+            func show(userInput: Bool) {
+                let now = clock.now
+                if userInput || frames.canDraw(at: now) {
+                    // What the user did shows at once; the cap is for the flow of progress events.
+                    delayedFrame?.cancel()
+                    delayedFrame = nil
+                    draw()
+                } else if delayedFrame == nil {
+                    let due = frames.nextFrame(after: now)
+                    delayedFrame = Task {
+                        // Cancelled: a frame was drawn meanwhile, and this one is not due any more.
+                        guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
+                        sink.yield(.frame)
+                    }
+                }
+            }
+
             for await input in inputs {
                 switch input {
                 case .message(let message):
                     let before = StateChange(state, message)
                     for effect in update(&state, message) { await perform(effect) }
-                    guard before.changed(state) else { continue }
-                    let now = clock.now
-                    if message.isUserInput || frames.canDraw(at: now) {
-                        // What the user did shows at once; the cap is for the flow of progress events.
-                        delayedFrame?.cancel()
-                        delayedFrame = nil
-                        draw()
-                    } else if delayedFrame == nil {
-                        let due = frames.nextFrame(after: now)
-                        delayedFrame = Task {
-                            // Cancelled: a frame was drawn meanwhile, and this one is not due any more.
-                            guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
-                            sink.yield(.frame)
-                        }
+                    if before.changed(state) { show(userInput: message.isUserInput) }
+                case .managerEvents(let events):
+                    var changed = false
+                    for event in events {
+                        let message = Message.manager(event)
+                        let before = StateChange(state, message)
+                        for effect in update(&state, message) { await perform(effect) }
+                        changed = changed || before.changed(state)
                     }
+                    if changed { show(userInput: false) }
                 case .frame:
                     delayedFrame = nil
                     draw()
