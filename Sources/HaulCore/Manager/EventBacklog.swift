@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 /// The manager's events between the one who appends them and one reader, who takes whatever came
 /// while it was busy in one batch. Three users, all in the service:
 ///
-/// - The manager itself, when made with `.batches` (`DownloadManager.Delivery`): the task that applies
+/// - The manager itself, when made with `DownloadManager(batched: true)`: the task that applies
 ///   events to the roster takes them in batches, one hop onto the service's actor a batch, instead of a
 ///   wake-up and a hop for each event.
 /// - The store (`ServiceRunner`): the roster takes each event as it comes and the store writes whatever
@@ -27,7 +27,7 @@ package final class EventBacklog: Sendable {
     }
     private let state = NIOLockedValueBox(State())
     /// The most events that may wait; nil: no bound.
-    package let capacity: Int?
+    private let capacity: Int?
 
     package init(capacity: Int? = nil) {
         self.capacity = capacity

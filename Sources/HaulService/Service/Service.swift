@@ -374,14 +374,14 @@ actor Service {
         return .success(ids)
     }
 
-    /// The overall receive cap, at once for what runs: the TUI's `+`/`-` and aria2's
-    /// `max-overall-download-limit` are the same setting.
     /// Downloads at once, from now on: more start at once, and fewer let the extra ones end first.
     func setConcurrency(_ jobs: Int) async {
         aria2Globals.concurrency = jobs
         await manager.setConcurrency(jobs)
     }
 
+    /// The overall receive cap, at once for what runs: the TUI's `+`/`-` and aria2's
+    /// `max-overall-download-limit` are the same setting.
     func setOverallLimit(_ bytesPerSecond: Int64?) async {
         let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         aria2Globals.overallLimit = limit

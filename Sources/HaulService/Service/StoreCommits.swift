@@ -17,15 +17,14 @@ struct StoreCommits<C: Clock> where C.Duration == Duration {
 
     let backlog: EventBacklog
     let clock: C
-    var delay: Duration = Self.delay
 
     /// Runs until the backlog is finished and empty; `record` gets each batch, in order.
     func run(_ record: ([ManagerEvent]) async -> Void) async {
         var lastEnd: C.Instant?
         while var events = await backlog.next() {
-            if delay > .zero, let lastEnd, lastEnd.duration(to: clock.now) < delay {
+            if let lastEnd, lastEnd.duration(to: clock.now) < Self.delay {
                 // Events keep coming: wait for the rest of them (an ended wait, cancelled, takes what is there).
-                try? await clock.sleep(for: delay)
+                try? await clock.sleep(for: Self.delay)
                 events += backlog.takeWaiting()
             }
             await record(events)
