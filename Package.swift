@@ -246,6 +246,8 @@ let package = Package(
                 "HaulService", "HaulServiceClient", "HaulCore", "TestSupport",
                 // The tests reach under the store: a damaged schema, a size limit on the writer connection.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // A stand-in for a service of an earlier version on the control socket.
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]),
         .testTarget(
             name: "EndToEndTests",

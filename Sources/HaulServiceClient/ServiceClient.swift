@@ -60,8 +60,20 @@ package struct ServiceClient: Sendable {
     }
 
     package func add(_ jobs: [DownloadJob]) async throws(HaulError) -> [Wire.Added] {
-        let response: Wire.AddResponse = try await call(.post, "/v1/downloads", body: Wire.AddRequest(jobs: jobs))
+        let (status, body) = try await exchange(.post, "/v1/downloads", body: Wire.encode(Wire.AddRequest(jobs: jobs)))
+        // A service older than this client reads whole jobs only (`{"jobs": [...]}`) and refuses the shared
+        // form as a bad request: sent again as it reads it.
+        if status == 400 {
+            let response: Wire.AddResponse = try await call(.post, "/v1/downloads", body: WholeJobs(jobs: jobs))
+            return response.added
+        }
+        let response: Wire.AddResponse = try answer(status, body)
         return response.added
+    }
+
+    /// `POST /v1/downloads` as a service of before the shared form reads it.
+    private struct WholeJobs: Encodable {
+        let jobs: [DownloadJob]
     }
 
     package func list() async throws(HaulError) -> [Wire.Download] {

@@ -58,10 +58,10 @@ final class Store: Sendable {
                 added: Date) throws(StoreError) -> [DownloadID] {
         var rows: [(withheld: WithheldJob, json: String, file: String, gid: String)] = []
         rows.reserveCapacity(jobs.count)
-        let encoder = WithheldJob.encoder()
+        var encoder = WithheldJob.Encoder()
         for (index, (job, file)) in jobs.enumerated() {
             let withheld = WithheldJob(job)
-            rows.append((withheld, try withheld.encoded(with: encoder), file, gids?[index] ?? GID.random()))
+            rows.append((withheld, try encoder.encode(withheld), file, gids?[index] ?? GID.random()))
         }
         return try write { db in
             let statement = try db.cachedStatement(sql: """

@@ -48,6 +48,47 @@ struct WithheldJob: Equatable {
         }
     }
 
+    /// Encodes the jobs of one insert, each as `encoded(with:)` would, but a run of jobs that differ only in
+    /// their URL (a long `-i` list) costs one job's encoding and a string's: the first is encoded with a
+    /// marker for its URL, and each next one is that text with its own URL, encoded as a string, in the
+    /// marker's place (keys sorted: the URL is always in the same place). 1000 jobs took the insert 10 ms
+    /// encoded one by one, on the way to the first download.
+    struct Encoder {
+        private let encoder = WithheldJob.encoder()
+        /// In no URL: a URL cannot hold a control character (`URLCheck`), and this one differs each insert.
+        private let marker = "\u{1}haul-url-\(UInt64.random(in: 0 ... .max))\u{1}"
+        /// The last job's options (its URL left out) and its text on either side of the URL's string.
+        private var last: (options: DownloadJob, before: String, after: String)?
+
+        mutating func encode(_ withheld: WithheldJob) throws(StoreError) -> String {
+            var options = withheld.job
+            options.url = ""
+            if let last, last.options == options {
+                return last.before + (try string(withheld.job.url)) + last.after
+            }
+            var marked = withheld
+            marked.job.url = marker
+            let text = try marked.encoded(with: encoder)
+            let quoted = try string(marker)
+            let parts = text.components(separatedBy: quoted)
+            guard parts.count == 2 else {
+                last = nil
+                return try withheld.encoded(with: encoder)
+            }
+            last = (options, parts[0], parts[1])
+            return parts[0] + (try string(withheld.job.url)) + parts[1]
+        }
+
+        /// `text` as a JSON string, quoted, as the encoder writes it inside a job.
+        private func string(_ text: String) throws(StoreError) -> String {
+            do {
+                return String(decoding: try encoder.encode(text), as: UTF8.self)
+            } catch {
+                throw StoreError(.other, "cannot store the download: its URL does not encode (\(error))")
+            }
+        }
+    }
+
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
