@@ -125,6 +125,34 @@ import Testing
         }
     }
 
+    /// On a terminal the URLs given at the start take the options the command line and the input file give
+    /// them, as with `--plain`: `-O` names the command line's one URL, an input file's `out=` and `dir=`
+    /// (relative to here, not to the service) the URL they follow and no other.
+    @Test func theStartsURLsTakeTheirOwnOptions() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let named = try TmuxSession(["-o", "out", "-O", "one.bin", server.downloadURL("medium.bin")], in: dir.path)
+            try await named.waitFor("one.bin") { _ in FileManager.default.fileExists(atPath: dir.file("out/one.bin")) }
+            #expect(try FileDigest.hex(of: dir.file("out/one.bin")) == expectedSHA256("medium.bin"))
+            try named.send("q")
+            _ = try await Self.expectExit(named, 0)
+
+            let list = "\(server.downloadURL("small.bin"))\n  out=renamed.bin\n  dir=elsewhere\n"
+                + "\(server.downloadURL("medium.bin"))\n"
+            try list.write(toFile: dir.file("list.txt"), atomically: true, encoding: .utf8)
+            let listed = try TmuxSession(["-o", "out2", "-i", "list.txt"], in: dir.path)
+            try await listed.waitFor("both files named") { _ in
+                FileManager.default.fileExists(atPath: dir.file("out2/medium.bin"))
+                    && FileManager.default.fileExists(atPath: dir.file("elsewhere/renamed.bin"))
+            }
+            #expect(dir.contents("elsewhere/renamed.bin") == expectedBytes("small.bin"))
+            #expect(try FileDigest.hex(of: dir.file("out2/medium.bin")) == expectedSHA256("medium.bin"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("out2")) == ["medium.bin"])
+            try listed.send("q")
+            _ = try await Self.expectExit(listed, 0)
+        }
+    }
+
     /// The files view asks for its listing with the command line's transfer options, as the downloads go:
     /// a server with a private certificate authority lists its files with `--cacert`, and not without.
     @Test func theFilesViewListsWithTheCommandLinesOptions() async throws {
