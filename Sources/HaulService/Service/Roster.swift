@@ -65,6 +65,13 @@ struct Roster: Sendable {
         return state.isFinished ? 0 : 1
     }
 
+    /// Room for `count` more downloads (an add of a long list), so that inserting them grows nothing.
+    mutating func reserve(_ count: Int) {
+        entries.reserveCapacity(entries.count + count)
+        ids.reserveCapacity(ids.count + count)
+        order.reserveCapacity(order.count + count)
+    }
+
     mutating func insert(_ entry: Entry) {
         active += Self.activeCount(entry.state) - Self.activeCount(entries[entry.id]?.state)
         ids[entry.gid] = entry.id

@@ -278,14 +278,18 @@ actor Service {
         let now = Date()
         let named = jobs.map { (job: $0, file: DownloadManager.plannedName(of: $0)) }
         var gids = given ?? []
+        // Unique among themselves through a set: a search of the list for each was half a million string
+        // comparisons for a 1000-line list (4 ms, on the way to the first download).
+        var taken = Set(gids)
         while gids.count < jobs.count {
             let gid = GID.random()
-            if roster.ids[gid] == nil, !gids.contains(gid) { gids.append(gid) }
+            if roster.ids[gid] == nil, taken.insert(gid).inserted { gids.append(gid) }
         }
         // One transaction for the lot: a long `-i` list is stored whole or not at all.
         let ids = try store.insert(named, gids: gids, added: now)
         var added: [Wire.Added] = []
         added.reserveCapacity(ids.count)
+        roster.reserve(ids.count)
         for (index, (id, (job, file))) in zip(ids, named).enumerated() {
             roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
                                        name: file, state: paused ? .paused : .queued, added: now, gid: gids[index],
