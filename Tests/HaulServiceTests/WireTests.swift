@@ -48,6 +48,17 @@ import TestSupport
         #expect(newer.managerEvent == nil)
     }
 
+    /// A known kind reads the keys it carries (a key it does not carry changes nothing); a kind this version
+    /// does not know keeps every key it knows.
+    @Test func eachKindReadsItsOwnKeys() throws {
+        let state = try Wire.decode(Wire.Event.self,
+                                    from: Data(#"{"event":"state","id":3,"state":"done","url":"http://h/x","total":5}"#.utf8))
+        #expect(state.managerEvent == .state(id: 3, .done))
+        let newer = try Wire.decode(Wire.Event.self,
+                                    from: Data(#"{"event":"teleported","id":3,"url":"http://h/x","total":5}"#.utf8))
+        #expect(newer.url == "http://h/x" && newer.total == 5)
+    }
+
     @Test func serverSentEventsSplitAnywhere() {
         let stream = Array("data: {\"a\":1}\n\n: comment\n\ndata: {\"b\":2}\r\n\r\ndata: x\ndata: y\n\n".utf8)
         for cut in 0...stream.count {
