@@ -182,9 +182,10 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                     var changed = false
                     for event in events {
                         let message = Message.manager(event)
-                        let before = StateChange(state, message)
+                        // Once one event of the batch changed what is shown, the rest need no comparison.
+                        let before = changed ? nil : StateChange(state, message)
                         for effect in update(&state, message) { await perform(effect) }
-                        changed = changed || before.changed(state)
+                        changed = changed || before?.changed(state) == true
                     }
                     if changed { show(userInput: false) }
                 case .frame:
