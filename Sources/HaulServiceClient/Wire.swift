@@ -325,6 +325,13 @@ package enum Wire {
             case event, id, url, file, path, total, state, error, completed, batch, rate, fact, bytes, skipped, seconds
         }
 
+        /// The keys each kind of event carries besides `event` and `id` (`init(_ managerEvent:)` sets no others).
+        private static let keysOfKind: [String: [CodingKeys]] = [
+            "added": [.url, .file], "state": [.state, .error], "started": [.file, .path, .total],
+            "progress": [.completed, .batch, .total, .rate], "fact": [.fact],
+            "finished": [.file, .path, .bytes, .skipped, .seconds], "removed": [],
+        ]
+
         /// Reads the keys its kind of event carries, not all fifteen: a key looked for and not there costs the
         /// decoder as much as one that is (a screen decodes every event of every download it shows). An event
         /// of a kind this version does not know reads them all.
@@ -332,48 +339,24 @@ package enum Wire {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             event = try container.decode(String.self, forKey: .event)
             id = try container.decode(DownloadID.self, forKey: .id)
-            func read<T: Decodable>(_ key: CodingKeys) throws -> T? { try container.decodeIfPresent(T.self, forKey: key) }
-            switch event {
-            case "added":
-                url = try read(.url)
-                file = try read(.file)
-            case "state":
-                state = try read(.state)
-                error = try read(.error)
-            case "started":
-                file = try read(.file)
-                path = try read(.path)
-                total = try read(.total)
-            case "progress":
-                completed = try read(.completed)
-                batch = try read(.batch)
-                total = try read(.total)
-                rate = try read(.rate)
-            case "fact":
-                fact = try read(.fact)
-            case "finished":
-                file = try read(.file)
-                path = try read(.path)
-                bytes = try read(.bytes)
-                skipped = try read(.skipped)
-                seconds = try read(.seconds)
-            case "removed":
-                break
-            default:
-                url = try read(.url)
-                file = try read(.file)
-                path = try read(.path)
-                total = try read(.total)
-                state = try read(.state)
-                error = try read(.error)
-                completed = try read(.completed)
-                batch = try read(.batch)
-                rate = try read(.rate)
-                fact = try read(.fact)
-                bytes = try read(.bytes)
-                skipped = try read(.skipped)
-                seconds = try read(.seconds)
+            let carried = Self.keysOfKind[event]
+            func read<T: Decodable>(_ key: CodingKeys) throws -> T? {
+                if let carried, !carried.contains(key) { return nil }
+                return try container.decodeIfPresent(T.self, forKey: key)
             }
+            url = try read(.url)
+            file = try read(.file)
+            path = try read(.path)
+            total = try read(.total)
+            state = try read(.state)
+            error = try read(.error)
+            completed = try read(.completed)
+            batch = try read(.batch)
+            rate = try read(.rate)
+            fact = try read(.fact)
+            bytes = try read(.bytes)
+            skipped = try read(.skipped)
+            seconds = try read(.seconds)
         }
 
         /// The wire form of a manager event.
