@@ -38,8 +38,8 @@ enum TUILaunch {
         }
         // The jobs of the URLs given at the start, built in one pass (the options read once, not once a URL:
         // 1000 URLs cost the screen's start about 8 ms one by one); a URL added later is built when it comes.
-        let single = template.urls.count == 1 ? template.urls : []
-        let prepared = jobs(urls.filter { !single.contains($0) }).merging(jobs(single)) { _, own in own }
+        let named = template.urls.count == 1 ? template.urls : []
+        let prepared = jobs(urls.filter { !named.contains($0) }).merging(jobs(named)) { _, own in own }
         let options = FullScreenOptions(
             urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
             makeJob: { url, segments in

@@ -55,7 +55,8 @@ struct WithheldJob: Equatable {
     /// encoded one by one, on the way to the first download.
     struct Encoder {
         private let encoder = WithheldJob.encoder()
-        /// In no URL: a URL cannot hold a control character (`URLCheck`), and this one differs each insert.
+        /// In no job: control characters around a random number, new for each insert (a job whose text holds
+        /// it elsewhere all the same is encoded whole).
         private let marker = "\u{1}haul-url-\(UInt64.random(in: 0 ... .max))\u{1}"
         /// The last job's options (its URL left out) and its text on either side of the URL's string.
         private var last: (options: DownloadJob, before: String, after: String)?
