@@ -26,24 +26,17 @@ enum TUILaunch {
         // The options of an input file's lines, by URL (the first line of a URL wins).
         let inputOptions = Dictionary(extraURLs.map { ($0.url, $0.options) }, uniquingKeysWith: { first, _ in first })
         let template = command
-        // The service's current directory is not this one: directories are made absolute.
-        @Sendable func jobs(_ urls: [String]) -> [String: DownloadJob] {
-            var single = template
-            single.urls = []
-            // -O names the one URL of the command line, not the ones added later.
-            if template.urls.count != 1 || urls != template.urls { single.output = nil }
-            let built = single.downloads(extra: urls.map { InputEntry(url: $0, options: inputOptions[$0] ?? InputOptions()) },
-                                         absolute: true)
-            return Dictionary(zip(urls, built), uniquingKeysWith: { first, _ in first })
-        }
-        // The jobs of the URLs given at the start, built in one pass (the options read once, not once a URL:
-        // 1000 URLs cost the screen's start about 8 ms one by one); a URL added later is built when it comes.
-        let named = template.urls.count == 1 ? template.urls : []
-        let prepared = jobs(urls.filter { !named.contains($0) }).merging(jobs(named)) { _, own in own }
+        // The options read once for all URLs (once a URL, they cost 1000 URLs about 8 ms of the screen's
+        // start); directories made absolute, since the service's current directory is not this one. -O names
+        // the one URL of the command line, not the ones added later.
+        var others = template
+        others.output = nil
+        let maker = (named: template.jobMaker(absolute: true), others: others.jobMaker(absolute: true))
         let options = FullScreenOptions(
             urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
             makeJob: { url, segments in
-                var job = prepared[url] ?? jobs([url])[url]!
+                let entry = InputEntry(url: url, options: inputOptions[url] ?? InputOptions())
+                var job = template.urls == [url] ? maker.named.job(entry) : maker.others.job(entry)
                 job.segments = segments
                 return job
             })
