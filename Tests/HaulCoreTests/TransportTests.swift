@@ -258,3 +258,107 @@ extension OpenAheadTests {
                 == "https://example.com http://prøxy:3128")
     }
 }
+
+/// `CurlDriver.start(_:clock:after:)`: a transfer the curl thread starts itself the moment another ends (a
+/// `-s N` download's first connection asks for the rest of its piece as its probe's last byte comes in, not
+/// once the probe's reader has written it).
+@Suite struct FollowingTransferTests {
+    /// A request for the whole file, on a connection of its own, larger than the driver holds for a reader
+    /// that does not read: the transfer stays running until the test reads it.
+    private static func whole(_ server: HeldHeadServer) -> HTTPRequest {
+        var request = HTTPRequest(url: server.url)
+        request.ownConnection = true
+        request.range = (0, Int64(server.size) - 1)
+        request.options.stallTimeout = 0
+        return request
+    }
+
+    private static func range(_ server: HeldHeadServer, _ first: Int64, _ last: Int64) -> HTTPRequest {
+        var request = whole(server)
+        request.range = (first, last)
+        return request
+    }
+
+    /// Once the driver has taken every command posted before this: a transfer started after them has failed
+    /// (nothing listens on port 1).
+    private static func barrier(_ driver: CurlDriver) async {
+        _ = try? await driver.start(HTTPRequest(url: "http://127.0.0.1:1/")).head()
+    }
+
+    @Test func itAsksOnlyOnceTheOneBeforeHasEndedAndOnItsConnection() async throws {
+        let server = try HeldHeadServer(size: 4 << 20)
+        defer { server.stop() }
+        let events = TransferEvents()
+        let driver = events.driver()
+        let first = driver.start(Self.whole(server), clock: ContinuousClock())
+        #expect(try await first.head().status == 206)
+        let next = driver.start(Self.range(server, 1 << 20, (2 << 20) - 1), clock: ContinuousClock(), after: first)
+        await Self.barrier(driver)
+        #expect(events.seen(next).contains(.waitsForTheTransferBefore), "\(events.seen(next))")
+        #expect(server.requests.count == 1, "only the first asked so far: \(server.requests)")
+        var received = 0
+        for try await batch in first.bytes { received += batch.count }
+        #expect(received == 4 << 20)
+        #expect(try await next.head().status == 206)
+        var followed = 0
+        for try await batch in next.bytes { followed += batch.count }
+        #expect(followed == 1 << 20)
+        #expect(server.requests.count == 2)
+        #expect(server.accepted == 1, "the second asked on the first's connection: \(server.requestConnections)")
+        await driver.shutdown()
+    }
+
+    @Test func oneCancelledBeforeItsTurnNeverAsks() async throws {
+        let server = try HeldHeadServer(size: 4 << 20)
+        defer { server.stop() }
+        let driver = TransferEvents().driver()
+        let first = driver.start(Self.whole(server), clock: ContinuousClock())
+        #expect(try await first.head().status == 206)
+        let next = driver.start(Self.range(server, 0, 1023), clock: ContinuousClock(), after: first)
+        next.cancel()
+        await #expect(throws: (any Error).self) { _ = try await next.head() }
+        for try await _ in first.bytes {}
+        await Self.barrier(driver)
+        #expect(server.requests.count == 1, "\(server.requests)")
+        await driver.shutdown()
+    }
+
+    /// When the one before fails (here: cancelled while its answer is held), the follower ends unstarted, as
+    /// cancelled, and never asks: its reader asks again if it still wants the bytes.
+    @Test func oneAfterAFailedTransferEndsUnstarted() async throws {
+        let server = try HeldHeadServer(size: 1 << 20)
+        defer { server.stop() }
+        let driver = TransferEvents().driver()
+        var held = Self.whole(server)
+        held.method = .head
+        let first = driver.start(held, clock: ContinuousClock())
+        #expect(await server.waitForHeads(1))
+        let next = driver.start(Self.range(server, 0, 1023), clock: ContinuousClock(), after: first)
+        await Self.barrier(driver)
+        first.cancel()
+        do {
+            _ = try await next.head()
+            Issue.record("the follower of a cancelled transfer started")
+        } catch let error as HaulError {
+            #expect(error.category == .cancelled, "\(error.message)")
+        }
+        server.releaseHeads()
+        await Self.barrier(driver)
+        #expect(server.requests.filter { $0.hasPrefix("GET ") }.isEmpty, "\(server.requests)")
+        await driver.shutdown()
+    }
+
+    /// One started after a transfer that has ended already starts at once.
+    @Test func oneAfterAnEndedTransferStartsAtOnce() async throws {
+        let server = try HeldHeadServer(size: 64 << 10)
+        defer { server.stop() }
+        let events = TransferEvents()
+        let driver = events.driver()
+        let first = driver.start(Self.whole(server), clock: ContinuousClock())
+        for try await _ in first.bytes {}
+        let next = driver.start(Self.range(server, 0, 1023), clock: ContinuousClock(), after: first)
+        #expect(try await next.head().status == 206)
+        #expect(!events.seen(next).contains(.waitsForTheTransferBefore))
+        await driver.shutdown()
+    }
+}

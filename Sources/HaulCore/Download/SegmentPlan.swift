@@ -70,6 +70,12 @@ final class SegmentPlan: Sendable {
         self.state = NIOLockedValueBox(state)
     }
 
+    /// The range `worker` will claim next if nobody takes it first: its own, not begun yet (nil when it has
+    /// none left). Claims nothing.
+    func reservedRange(of worker: Int) -> ByteRange? {
+        state.withLockedValue { state in state.retired.contains(worker) ? nil : state.reserved[worker] }
+    }
+
     /// Gives `worker` its next range: a missing one, else the back half of the largest active one.
     func claim(for worker: Int) -> ByteRange? {
         state.withLockedValue { state in

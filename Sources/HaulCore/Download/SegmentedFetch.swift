@@ -86,10 +86,27 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     private func fetch(first: (transfer: Transfer, range: ByteRange), plan: SegmentPlan, part: PartFile,
                        updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
         defer { updates.finish() }
+        // Every connection's first request is posted here, together, so that the curl thread sends them in one
+        // turn: posted by each worker's task, they went out one by one, 2-3 ms apart, as those tasks waited for
+        // an I/O thread and the curl thread read the first connections' bursts (nginx sends 2 MiB at once)
+        // before it came back for the next command; against a per-connection limit the download ends when
+        // its last connection's piece does. The rest of worker 0's piece follows the probe: the curl thread
+        // asks for it the moment the probe's last byte is in (`CurlDriver.start(_:clock:after:)`), not once
+        // worker 0 has written the probe's bytes.
+        var claimed: [Int: Asked] = [:]
+        for worker in 1..<Swift.max(connections, 1) {
+            guard let range = plan.claim(for: worker) else { break }
+            claimed[worker] = Asked(range: range, transfer: driver.start(rangeRequest(range), clock: clock))
+        }
+        let following = plan.reservedRange(of: 0).map { range in
+            Asked(range: range, transfer: driver.start(rangeRequest(range), clock: clock, after: first.transfer))
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<connections {
+                let own = claimed[worker]
                 group.addTask {
-                    try await fetchSegments(worker: worker, first: worker == 0 ? first : nil, plan: plan, part: part,
+                    try await fetchSegments(worker: worker, first: worker == 0 ? first : nil, claimed: own,
+                                            following: worker == 0 ? following : nil, plan: plan, part: part,
                                             updates: updates)
                 }
             }
@@ -105,37 +122,79 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         }
     }
 
-    /// One connection of a segmented download: `first`'s range when it has one, then ranges from the plan
-    /// until none is left.
-    private func fetchSegments(worker: Int, first: (transfer: Transfer, range: ByteRange)?, plan: SegmentPlan,
-                               part: PartFile, updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation)
-        async throws
+    /// A range's transfer, asked for before the worker that reads it runs.
+    private struct Asked: Sendable {
+        let range: ByteRange
+        let transfer: Transfer
+    }
+
+    /// One connection of a segmented download: `first`'s range when it has one, or `claimed` (a range the plan
+    /// gave it already, its transfer asked for), then ranges from the plan until none is left. `following`,
+    /// asked for already, serves the next range if that is the one it asked for (else it is cancelled: another
+    /// worker took the range, or the race sent this one home).
+    private func fetchSegments(worker: Int, first: (transfer: Transfer, range: ByteRange)?, claimed: Asked?,
+                               following: Asked?, plan: SegmentPlan, part: PartFile,
+                               updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws
     {
         defer { plan.left(worker) }
+        var following = following
+        defer { following?.transfer.cancel() }
         if let first {
             defer { first.transfer.cancel() }
             first.transfer.refitsToCap = true
             try await receive(first.transfer, worker: worker, start: first.range.start, plan: plan, part: part,
                               updates: updates)
         }
+        if let claimed {
+            defer { claimed.transfer.cancel() }
+            let transfer = try await checked(claimed.transfer)
+            try await receive(transfer, worker: worker, start: claimed.range.start, plan: plan, part: part,
+                              updates: updates)
+        }
         // When nothing is left to claim, a worker the race sent home waits (with no connection) in case the
         // one that went on turns out to be limited after all.
         repeat {
             while let range = plan.claim(for: worker) {
-                let transfer = try await rangeTransfer(range)
+                let asked = following.flatMap { $0.range == range ? $0.transfer : nil }
+                if asked == nil { following?.transfer.cancel() }
+                following = nil
+                let transfer: Transfer
+                if let asked {
+                    do {
+                        transfer = try await checked(asked)
+                    } catch let error as HaulError where error.category == .cancelled && !Task.isCancelled {
+                        // The transfer it was to follow failed, so it never started: asked for now.
+                        transfer = try await rangeTransfer(range)
+                    }
+                } else {
+                    transfer = try await rangeTransfer(range)
+                }
                 defer { transfer.cancel() }
                 try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
                                   updates: updates)
             }
+            following?.transfer.cancel()
+            following = nil
         } while await plan.waitForRecall(worker)
+    }
+
+    /// The request for `range` of this file.
+    private func rangeRequest(_ range: ByteRange) -> HTTPRequest {
+        var ask = request
+        ask.range = (range.start, range.end - 1)
+        return ask
     }
 
     /// A transfer of `range` whose answer is that range of this version of the file; the engine may end it to
     /// refit it to a new cap (`receive` then asks for the rest).
     private func rangeTransfer(_ range: ByteRange) async throws -> Transfer {
-        var ask = request
-        ask.range = (range.start, range.end - 1)
-        let transfer = driver.start(ask, clock: clock)
+        try await checked(driver.start(rangeRequest(range), clock: clock))
+    }
+
+    /// `transfer` (a range of this file) once its head says it is the range it asked for of this version of
+    /// the file; cancelled and thrown otherwise.
+    private func checked(_ transfer: Transfer) async throws -> Transfer {
+        let ask = transfer.request
         do {
             let head = try await transfer.head()
             try HTTPStatus.check(head)

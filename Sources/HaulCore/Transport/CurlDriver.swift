@@ -25,6 +25,8 @@ package final class CurlDriver: Sendable {
         /// A transfer to start, and how many connections to open ahead beside it
         /// (`start(_:clock:openingAhead:)`).
         case add(TransferCore, openingAhead: Int)
+        /// A transfer to start once `after` has ended (`start(_:clock:after:)`).
+        case addAfter(TransferCore, after: TransferCore)
         case unpause(TransferCore)
         case remove(TransferCore)
         case overallRate(Int64?)
@@ -143,6 +145,19 @@ package final class CurlDriver: Sendable {
         return Transfer(core: core)
     }
 
+    /// Starts a transfer once `previous` has ended on the curl thread (at once when it has already), without a
+    /// round trip through its reader: a `-s N` download's first connection asks for the rest of its piece the
+    /// moment its probe's last byte is in, as the other connections ask for theirs. (Started by the reader, it
+    /// waited for the probe's bytes to be written and for the curl thread to come back from reading the other
+    /// connections' first bursts: 6-7 ms after the others against nginx's `limit_rate`, which the whole
+    /// download's end then followed.) Cancelling it before then ends it without a request.
+    package func start(_ request: HTTPRequest, clock: some Clock<Duration>, after previous: Transfer) -> Transfer {
+        let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
+                                limit: ReceiveLimit.current)
+        post(.addAfter(core, after: previous.core))
+        return Transfer(core: core)
+    }
+
     /// How long an origin's connections opened ahead are remembered: libcurl's default `CURLOPT_MAXAGE_CONN`,
     /// past which an idle connection is not reused.
     static let aheadMemory: Duration = .seconds(118)
@@ -247,6 +262,8 @@ package enum TransferEvent: Sendable, Equatable {
     /// It waits for a connection opened ahead to its host (`CurlDriver.start(_:clock:openingAhead:)`) instead
     /// of opening one.
     case waitsForAConnectionOpenedAhead
+    /// It waits for another transfer to end before it starts (`CurlDriver.start(_:clock:after:)`).
+    case waitsForTheTransferBefore
     /// Its receive cap became this many bytes per second (0: none).
     case capped(bytesPerSecond: Int64)
     /// It is ended with `HaulError.refit`: its buffer no longer fits its cap.
@@ -393,6 +410,8 @@ private final class DriverLoop {
     /// answer came), by origin, with when they began to wait: at most N connections for `-s N`, never one
     /// of their own beside an opened one.
     var waitingForAhead: [String: [(core: TransferCore, since: ContinuousClock.Instant)]] = [:]
+    /// Transfers that start once another has ended (`CurlDriver.start(_:clock:after:)`), by that one.
+    var following: [ObjectIdentifier: TransferCore] = [:]
 
     /// Connections in three pools, by what they carry, so that no transfer ever looks at a connection of
     /// another kind: libcurl 7.88 (Debian 12's) lets a transfer that may multiplex take a busy HTTP/1.1
@@ -445,6 +464,8 @@ private final class DriverLoop {
                     end(core, error: HaulError(.cancelled, "the transfer engine stopped"))
                 }
                 waitingForAhead = [:]
+                for core in following.values { end(core, error: HaulError(.cancelled, "the transfer engine stopped")) }
+                following = [:]
                 for handle in handles.values { close(handle, error: HaulError(.cancelled, "the transfer engine stopped")) }
                 for easy in spareEasy { curl_easy_cleanup(easy) }
                 spareEasy = []
@@ -482,6 +503,16 @@ private final class DriverLoop {
         case .add(let core, let ahead):
             add(core)
             if ahead > 0 { openAhead(core.request, connections: ahead) }
+        case .addAfter(let core, let previous):
+            let key = ObjectIdentifier(previous)
+            let running = byTransfer[key] != nil || waitingForAhead.values.contains { $0.contains { $0.core === previous } }
+                || following.values.contains { $0 === previous }
+            if running {
+                following[key] = core
+                driver.observer?(ObjectIdentifier(core), .waitsForTheTransferBefore)
+            } else {
+                add(core)
+            }
         case .unpause(let core):
             if let handle = byTransfer[ObjectIdentifier(core)] {
                 handle.pausedForConsumer = false
@@ -495,6 +526,9 @@ private final class DriverLoop {
             } else if let origin = waitingForAhead.first(where: { $0.value.contains { $0.core === core } })?.key {
                 waitingForAhead[origin]?.removeAll { $0.core === core }
                 if waitingForAhead[origin]?.isEmpty == true { waitingForAhead[origin] = nil }
+                end(core, error: HaulError(.cancelled, "cancelled"))
+            } else if let key = following.first(where: { $0.value === core })?.key {
+                following[key] = nil
                 end(core, error: HaulError(.cancelled, "cancelled"))
             }
         case .overallRate(let rate):
@@ -553,6 +587,18 @@ private final class DriverLoop {
         core.finish(error)
         core.markClosed()
         driver.observer?(ObjectIdentifier(core), .closed)
+        startFollower(of: core, after: error)
+    }
+
+    /// Starts the transfer that waited for `core` to end, if one did; when `core` failed (or was cancelled, or
+    /// refitted), that one ends unstarted, cancelled, and its reader asks again if it still wants the bytes.
+    private func startFollower(of core: TransferCore, after error: HaulError?) {
+        guard let next = following.removeValue(forKey: ObjectIdentifier(core)) else { return }
+        if error == nil {
+            add(next)
+        } else {
+            end(next, error: HaulError(.cancelled, "the transfer it was to follow ended early"))
+        }
     }
 
     private func add(_ core: TransferCore, ahead: Bool = false, waited: Bool = false) {
@@ -810,6 +856,7 @@ private final class DriverLoop {
         handle.core.markClosed()
         handle.observer?(ObjectIdentifier(handle.core), .closed)
         if handle.ahead { aheadEnded(CurlDriver.origin(of: handle.core.request)) }
+        startFollower(of: handle.core, after: error)
     }
 }
 
