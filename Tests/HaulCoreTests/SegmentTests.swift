@@ -470,3 +470,42 @@ extension Downloader {
         return downloader
     }
 }
+
+@Suite struct SegmentStartTests {
+    /// `-s 4`: while the probe's body is still arriving, the three other connections have asked for their
+    /// pieces, and the rest of the probe's piece waits with the curl thread to be asked for the moment the
+    /// probe ends (not once the probe's reader has written its bytes: then it left 6-9 ms after the others,
+    /// and against a limit per connection the download ends with the last piece); the file comes whole.
+    @Test func theRestOfTheProbesPieceFollowsTheProbe() async throws {
+        let size = 8 << 20
+        let server = try HeldHeadServer(size: size, holdingProbeAfter: 256 << 10)
+        defer { server.stop() }
+        server.releaseHeads()
+        let dir = TempDirectory()
+        let events = TransferEvents()
+        let downloader = Downloader(driver: events.driver())
+        var job = DownloadJob(url: server.url, outputDirectory: dir.path)
+        job.segments = 4
+        let download = Task { [downloader, job] in await downloader.runCollectingFacts(job) }
+        // The probe (bytes 0 to 1 MiB - 1) and the three other pieces (2 MiB each from 2 MiB), the probe held.
+        let gets = await server.waitForGets(4)
+        #expect(gets?.count == 4, "\(String(describing: gets))")
+        #expect(gets?.contains { $0.hasPrefix("GET ") } ?? false)
+        try await within(20, "the rest of the probe's piece waiting to follow the probe") {
+            await events.waitForAny(.waitsForTheTransferBefore)
+        }
+        #expect(!server.requests.contains { $0.lowercased().contains("range: bytes=1048576-") },
+                "the rest of the probe's piece is not asked for before the probe ends: \(server.requests)")
+        server.releaseProbe()
+        let (result, _) = try await within(60, "the download") { await download.value }
+        let path = try result.get().path
+        let cycle = (0..<251).map { UInt8($0) }
+        var expected: [UInt8] = []
+        expected.reserveCapacity(size)
+        while expected.count < size { expected += cycle.prefix(size - expected.count) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+        #expect(server.requests.contains { $0.lowercased().contains("range: bytes=1048576-2097151") },
+                "\(server.requests)")
+        #expect(server.accepted == 4, "four connections for -s 4: \(server.requestConnections)")
+    }
+}

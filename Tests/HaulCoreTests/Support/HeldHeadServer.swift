@@ -18,12 +18,22 @@ final class HeldHeadServer: Sendable {
     private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String](),
                                            connections: [Int]()))
     private let headsReleased = DispatchSemaphore(value: 0)
+    /// With `holdingProbeAfter`: the first GET of a range from byte 0 sends this many bytes of its body, then
+    /// waits for `releaseProbe()` (a probe still arriving).
+    private let probeHold: Int?
+    private let probeHeld = NIOLockedValueBox((taken: false, released: false))
+    private let probeReleased = DispatchSemaphore(value: 0)
+    /// The first line of each GET that arrived.
+    private let getsArriving: AsyncStream<String>
+    private let getArrived: AsyncStream<String>.Continuation
     /// One element per HEAD that arrived.
     private let headsArriving: AsyncStream<Void>
     private let headArrived: AsyncStream<Void>.Continuation
 
-    init(size: Int) throws {
+    init(size: Int, holdingProbeAfter probeHold: Int? = nil) throws {
         self.size = size
+        self.probeHold = probeHold
+        (getsArriving, getArrived) = AsyncStream.makeStream(of: String.self)
         let cycle = (0..<251).map { UInt8($0) }
         var body: [UInt8] = []
         body.reserveCapacity(size)
@@ -69,6 +79,29 @@ final class HeldHeadServer: Sendable {
         }) ?? false
     }
 
+    /// Returns the first lines of the first `count` GETs once they have arrived (nil if they did not within
+    /// `seconds`). One caller: the GETs are taken from one stream.
+    func waitForGets(_ count: Int, within seconds: Double = 20) async -> [String]? {
+        let arriving = getsArriving
+        return try? await within(seconds, "\(count) GET requests") {
+            var seen: [String] = []
+            for await line in arriving {
+                seen.append(line)
+                if seen.count == count { break }
+            }
+            return seen
+        }
+    }
+
+    /// Lets the held probe (`holdingProbeAfter`) send the rest of its body.
+    func releaseProbe() {
+        let held = probeHeld.withLockedValue { state -> Bool in
+            defer { state.released = true }
+            return state.taken && !state.released
+        }
+        if held { probeReleased.signal() }
+    }
+
     func releaseHeads() {
         let waiting = state.withLockedValue { state -> Int in
             state.released = true
@@ -85,6 +118,7 @@ final class HeldHeadServer: Sendable {
             for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
         }
         releaseHeads()
+        releaseProbe()
     }
 
     private func serve(_ fd: Int32, connection: Int) {
@@ -118,10 +152,24 @@ final class HeldHeadServer: Sendable {
                 last = min(size - 1, Int(spec[1]) ?? size - 1)
                 status = "206 Partial Content"
             }
+            if let line = lines.first { getArrived.yield(String(line)) }
             var answer = Array("HTTP/1.1 \(status)\r\nContent-Length: \(last - first + 1)\r\nAccept-Ranges: bytes\r\n".utf8)
             if status.hasPrefix("206") { answer += Array("Content-Range: bytes \(first)-\(last)/\(size)\r\n".utf8) }
             answer += Array("\r\n".utf8)
-            guard send(fd, answer[...]), send(fd, body[first...last]) else { return }
+            guard send(fd, answer[...]) else { return }
+            var from = first
+            if let hold = probeHold, first == 0, status.hasPrefix("206") {
+                let holding = probeHeld.withLockedValue { state -> Bool in
+                    defer { state.taken = true }
+                    return !state.taken && !state.released
+                }
+                if holding {
+                    guard send(fd, body[0..<Swift.min(hold, last + 1)]) else { return }
+                    from = Swift.min(hold, last + 1)
+                    probeReleased.wait()
+                }
+            }
+            guard from > last || send(fd, body[from...last]) else { return }
         }
     }
 

@@ -10,7 +10,10 @@ final class TransferEvents: Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private let state = NIOLockedValueBox((events: [ObjectIdentifier: [TransferEvent]](), waiters: [Waiter]()))
+    private let state = NIOLockedValueBox((events: [ObjectIdentifier: [TransferEvent]](), waiters: [Waiter](),
+                                           anyWaiters: [(id: Int, event: TransferEvent,
+                                                         continuation: CheckedContinuation<Void, Never>)](),
+                                           nextWaiter: 0))
 
     /// A driver whose transfers this records (the last one made, for `driverLimitsChanged`).
     func driver(highWatermark: Int = 1 << 20, aheadPatience: Duration = .seconds(5)) -> CurlDriver {
@@ -33,7 +36,9 @@ final class TransferEvents: Sendable {
             let seen = state.events[transfer] ?? []
             let due = state.waiters.filter { $0.transfer == transfer && $0.isDue(seen) }
             state.waiters.removeAll { $0.transfer == transfer && $0.isDue(seen) }
-            return due.map(\.continuation)
+            let anyDue = state.anyWaiters.filter { $0.event == event }.map(\.continuation)
+            state.anyWaiters.removeAll { $0.event == event }
+            return due.map(\.continuation) + anyDue
         }
         for waiter in due { waiter.resume() }
     }
@@ -58,6 +63,32 @@ final class TransferEvents: Sendable {
                 if case .paused(let n) = event { return n > count }
                 return event == .closed
             }
+        }
+    }
+
+    /// Returns once any transfer of this driver has reported `event`, or the task is cancelled (a test's
+    /// `within` ends it so).
+    func waitForAny(_ event: TransferEvent) async {
+        let id = state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLockedValue { state -> Bool in
+                    // Under the lock: a cancellation whose handler ran before finds nothing to resume.
+                    if Task.isCancelled || state.events.values.contains(where: { $0.contains(event) }) { return true }
+                    state.anyWaiters.append((id, event, continuation))
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+                guard let index = state.anyWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.anyWaiters.remove(at: index).continuation
+            }
+            waiter?.resume()
         }
     }
 
