@@ -486,6 +486,10 @@ extension Downloader {
         let downloader = Downloader(driver: events.driver())
         var job = DownloadJob(url: server.url, outputDirectory: dir.path)
         job.segments = 4
+        // No stall timeout: the held probe must not give up while the test takes its time (under the thread
+        // sanitizer, beside the other suites, it took over 30 s: the probe failed, and another worker took the
+        // rest of its piece).
+        job.transfer.stallTimeout = 0
         let download = Task { [downloader, job] in await downloader.runCollectingFacts(job) }
         // The probe (bytes 0 to 1 MiB - 1) and the three other pieces (2 MiB each from 2 MiB), the probe held.
         let gets = await server.waitForGets(4)
