@@ -155,20 +155,10 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         // one that went on turns out to be limited after all.
         repeat {
             while let range = plan.claim(for: worker) {
-                let asked = following.flatMap { $0.range == range ? $0.transfer : nil }
+                let asked = following?.range == range ? following?.transfer : nil
                 if asked == nil { following?.transfer.cancel() }
                 following = nil
-                let transfer: Transfer
-                if let asked {
-                    do {
-                        transfer = try await checked(asked)
-                    } catch let error as HaulError where error.category == .cancelled && !Task.isCancelled {
-                        // The transfer it was to follow failed, so it never started: asked for now.
-                        transfer = try await rangeTransfer(range)
-                    }
-                } else {
-                    transfer = try await rangeTransfer(range)
-                }
+                let transfer = try await transfer(for: range, asked: asked)
                 defer { transfer.cancel() }
                 try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
                                   updates: updates)
@@ -183,6 +173,17 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         var ask = request
         ask.range = (range.start, range.end - 1)
         return ask
+    }
+
+    /// `range`'s transfer: `asked` (started ahead for it) once its head checks out, or one asked for now when
+    /// there is none or it never started (the transfer it was to follow failed).
+    private func transfer(for range: ByteRange, asked: Transfer?) async throws -> Transfer {
+        guard let asked else { return try await rangeTransfer(range) }
+        do {
+            return try await checked(asked)
+        } catch let error as HaulError where error.category == .cancelled && !Task.isCancelled {
+            return try await rangeTransfer(range)
+        }
     }
 
     /// A transfer of `range` whose answer is that range of this version of the file; the engine may end it to

@@ -146,11 +146,8 @@ package final class CurlDriver: Sendable {
     }
 
     /// Starts a transfer once `previous` has ended on the curl thread (at once when it has already), without a
-    /// round trip through its reader: a `-s N` download's first connection asks for the rest of its piece the
-    /// moment its probe's last byte is in, as the other connections ask for theirs. (Started by the reader, it
-    /// waited for the probe's bytes to be written and for the curl thread to come back from reading the other
-    /// connections' first bursts: 6-7 ms after the others against nginx's `limit_rate`, which the whole
-    /// download's end then followed.) Cancelling it before then ends it without a request.
+    /// round trip through `previous`'s reader: `SegmentedFetch` has the rest of the probe's piece follow the
+    /// probe. When `previous` fails it ends unstarted, as cancelled; cancelled before its turn, it never asks.
     package func start(_ request: HTTPRequest, clock: some Clock<Duration>, after previous: Transfer) -> Transfer {
         let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
                                 limit: ReceiveLimit.current)
