@@ -18,11 +18,11 @@ final class HeldHeadServer: Sendable {
     private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String](),
                                            connections: [Int]()))
     private let headsReleased = DispatchSemaphore(value: 0)
-    /// With `holdingProbeAfter`: the first GET of a range from byte 0 sends this many bytes of its body, then
-    /// waits for `releaseProbe()` (a probe still arriving).
-    private let probeHold: Int?
-    private let probeHeld = NIOLockedValueBox((taken: false, released: false))
-    private let probeReleased = DispatchSemaphore(value: 0)
+    /// With `holdingBodiesAfter`: every ranged GET sends this many bytes of its body, then waits for
+    /// `releaseBodies()` (every connection still receiving, none done and free to take another's work).
+    private let bodyHold: Int?
+    private let bodiesHeld = NIOLockedValueBox((waiting: 0, released: false))
+    private let bodiesReleased = DispatchSemaphore(value: 0)
     /// The first line of each GET that arrived.
     private let getsArriving: AsyncStream<String>
     private let getArrived: AsyncStream<String>.Continuation
@@ -30,9 +30,9 @@ final class HeldHeadServer: Sendable {
     private let headsArriving: AsyncStream<Void>
     private let headArrived: AsyncStream<Void>.Continuation
 
-    init(size: Int, holdingProbeAfter probeHold: Int? = nil) throws {
+    init(size: Int, holdingBodiesAfter bodyHold: Int? = nil) throws {
         self.size = size
-        self.probeHold = probeHold
+        self.bodyHold = bodyHold
         (getsArriving, getArrived) = AsyncStream.makeStream(of: String.self)
         let cycle = (0..<251).map { UInt8($0) }
         var body: [UInt8] = []
@@ -93,13 +93,14 @@ final class HeldHeadServer: Sendable {
         }
     }
 
-    /// Lets the held probe (`holdingProbeAfter`) send the rest of its body.
-    func releaseProbe() {
-        let held = probeHeld.withLockedValue { state -> Bool in
-            defer { state.released = true }
-            return state.taken && !state.released
+    /// Lets every held answer (`holdingBodiesAfter`) send the rest of its body, and the later ones send theirs
+    /// whole.
+    func releaseBodies() {
+        let waiting = bodiesHeld.withLockedValue { state -> Int in
+            defer { state.released = true; state.waiting = 0 }
+            return state.released ? 0 : state.waiting
         }
-        if held { probeReleased.signal() }
+        for _ in 0..<waiting { bodiesReleased.signal() }
     }
 
     func releaseHeads() {
@@ -118,7 +119,7 @@ final class HeldHeadServer: Sendable {
             for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
         }
         releaseHeads()
-        releaseProbe()
+        releaseBodies()
     }
 
     private func serve(_ fd: Int32, connection: Int) {
@@ -158,15 +159,15 @@ final class HeldHeadServer: Sendable {
             answer += Array("\r\n".utf8)
             guard send(fd, answer[...]) else { return }
             var from = first
-            if let hold = probeHold, first == 0, status.hasPrefix("206") {
-                let holding = probeHeld.withLockedValue { state -> Bool in
-                    defer { state.taken = true }
-                    return !state.taken && !state.released
+            if let hold = bodyHold, status.hasPrefix("206") {
+                let holding = bodiesHeld.withLockedValue { state -> Bool in
+                    if !state.released { state.waiting += 1 }
+                    return !state.released
                 }
                 if holding {
-                    guard send(fd, body[0..<Swift.min(hold, last + 1)]) else { return }
-                    from = Swift.min(hold, last + 1)
-                    probeReleased.wait()
+                    from = Swift.min(first + hold, last + 1)
+                    guard send(fd, body[first..<from]) else { return }
+                    bodiesReleased.wait()
                 }
             }
             guard from > last || send(fd, body[from...last]) else { return }
