@@ -96,6 +96,24 @@ import Testing
         #expect(version.stdout == HaulVersion.string + "\n")
     }
 
+    /// Asking for the version or the help prints it without loading libcurl (and its thirty libraries): loaded
+    /// in the background, the exit waited for it. A download does load it (the dynamic loader's own log says
+    /// which files it opens: `LD_DEBUG=files`).
+    @Test func theVersionAndTheHelpDoNotLoadLibcurl() async throws {
+        let dir = TempDirectory()
+        let loaded = "file=libcurl.so.4"
+        for arguments in [["--version"], ["--help"], ["-h"], ["-q", "http://127.0.0.1:1/x", "--help"]] {
+            let exit = try await HaulProcess.run(arguments, in: dir.path, environment: ["LD_DEBUG": "files"])
+            #expect(exit.status == 0, "\(arguments): \(exit)")
+            #expect(!exit.stdout.isEmpty)
+            #expect(!exit.stderr.contains(loaded), "\(arguments) loaded libcurl")
+        }
+        let download = try await HaulProcess.run(["-q", "--retries", "0", "http://127.0.0.1:1/x"], in: dir.path,
+                                                 environment: ["LD_DEBUG": "files"])
+        #expect(download.status != 0)
+        #expect(download.stderr.contains(loaded), "a download loads libcurl")
+    }
+
     @Test func sigintStopsWithExit130AndKeepsThePartFile() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 2 << 20) { server in
