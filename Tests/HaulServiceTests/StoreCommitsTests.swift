@@ -1,4 +1,5 @@
 import HaulCore
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 @testable import HaulService
@@ -41,6 +42,57 @@ import TestSupport
         backlog.finish()
         #expect(await recorded.next() == nil)
         await runner.value
+    }
+
+    /// Each batch goes to the roster (`applying`) as it is taken, before the wait for the rest of its
+    /// transaction ends; what came during the wait goes to it once the wait ends, and then the transaction
+    /// holds both. One task for the roster and the store, the roster still first.
+    @Test func eachBatchIsAppliedAsItIsTakenAndBeforeItIsRecorded() async {
+        let clock = ManualClock()
+        let backlog = EventBacklog()
+        let (applied, applying) = AsyncStream.makeStream(of: [ManagerEvent].self)
+        let (recorded, recording) = AsyncStream.makeStream(of: [ManagerEvent].self)
+        let log = NIOLockedValueBox<[String]>([])
+        let runner = Task {
+            await StoreCommits(backlog: backlog, clock: clock).run(applying: { events in
+                log.withLockedValue { $0.append("applied \(events.count)") }
+                applying.yield(events)
+            }) { events in
+                log.withLockedValue { $0.append("recorded \(events.count)") }
+                recording.yield(events)
+            }
+            applying.finish()
+            recording.finish()
+        }
+        var appliedBatches = applied.makeAsyncIterator()
+        var recordedBatches = recorded.makeAsyncIterator()
+
+        backlog.append(Self.event(1))
+        #expect(await appliedBatches.next() == [Self.event(1)])
+        #expect(await recordedBatches.next() == [Self.event(1)])
+
+        // Right after that transaction: the batch reaches the roster at once, and its transaction waits.
+        backlog.append(Self.event(2))
+        #expect(await appliedBatches.next() == [Self.event(2)])
+        await clock.waitForSleepers(1)
+        backlog.append(Self.event(3))
+        backlog.append(Self.event(4))
+        clock.advance(by: StoreCommits<ManualClock>.delay)
+        #expect(await appliedBatches.next() == [Self.event(3), Self.event(4)])
+        #expect(await recordedBatches.next() == [Self.event(2), Self.event(3), Self.event(4)])
+
+        // A wait that nothing came during records what it had, and applies nothing more.
+        backlog.append(Self.event(5))
+        #expect(await appliedBatches.next() == [Self.event(5)])
+        await clock.waitForSleepers(1)
+        clock.advance(by: StoreCommits<ManualClock>.delay)
+        #expect(await recordedBatches.next() == [Self.event(5)])
+
+        backlog.finish()
+        #expect(await recordedBatches.next() == nil)
+        await runner.value
+        #expect(log.withLockedValue { $0 } == ["applied 1", "recorded 1", "applied 1", "applied 2", "recorded 3",
+                                              "applied 1", "recorded 1"])
     }
 
     /// A finished backlog ends the run after its last events, even in the middle of a stream of them.

@@ -1,16 +1,15 @@
 import NIOConcurrencyHelpers
 
 /// The manager's events between the one who appends them and one reader, who takes whatever came
-/// while it was busy in one batch. Three users, all in the service:
+/// while it was busy in one batch. Two users, both in the service:
 ///
-/// - The manager itself, when made with `DownloadManager(batched: true)`: the task that applies
-///   events to the roster takes them in batches, one hop onto the service's actor a batch, instead of a
-///   wake-up and a hop for each event.
-/// - The store (`ServiceRunner`): the roster takes each event as it comes and the store writes whatever
-///   came while its last transaction was being written in the next one, a group commit. One transaction an
-///   event made 1000 small downloads cost the service about 4000 transactions, 39 `fcntl` locks a download
-///   and twice the CPU of the downloads themselves; under load a transaction now holds as many events as
-///   arrive during one, and an idle service still writes each event at once.
+/// - The manager itself, when made with `DownloadManager(batched: true)`: the one task that applies events
+///   to the roster and writes them to the store (`ServiceRunner`, `StoreCommits`) takes them in batches,
+///   one hop onto the service's actor a batch instead of a wake-up and a hop for each event, and the store
+///   writes whatever came while its last transaction was being written in the next one, a group commit.
+///   One transaction an event made 1000 small downloads cost the service about 4000 transactions, 39
+///   `fcntl` locks a download and twice the CPU of the downloads themselves; under load a transaction now
+///   holds as many events as arrive during one, and an idle service still writes each event at once.
 /// - Each attached client's event stream (`Service.subscribe`): what came while the last write to the
 ///   socket was under way goes out in the next one. One write an event was 7000 `writev`s for 1000 small
 ///   files, and as many wake-ups of the client's reader.

@@ -109,20 +109,14 @@ package enum ServiceRunner {
         await withTaskGroup(of: Void.self) { tasks in
             // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
             // store, in transactions of whatever came while the last one was written (`EventBacklog`), and
-            // while events keep coming, of what comes in the next 2 ms too (`StoreCommits`). An
+            // while events keep coming, of what comes in the next 2 ms too (`StoreCommits`), in one task. An
             // event is handled once both have it. The store's writes block: on the I/O executor's threads
             // (default actors run on the task's preferred executor), never on the two cooperative ones.
-            let backlog = EventBacklog()
             tasks.addTask(executorPreference: IOExecutor.shared) {
                 guard let batches = manager.batches else { preconditionFailure("the service's manager batches its events") }
-                while let events = await batches.next() {
+                await StoreCommits(backlog: batches, clock: ContinuousClock()).run(applying: { events in
                     await service.apply(events)
-                    backlog.append(contentsOf: events)
-                }
-                backlog.finish()
-            }
-            tasks.addTask(executorPreference: IOExecutor.shared) {
-                await StoreCommits(backlog: backlog, clock: ContinuousClock()).run { events in
+                }) { events in
                     await recorder.record(events)
                     service.handled.advance(by: events.count)
                 }
