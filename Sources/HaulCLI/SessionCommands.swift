@@ -89,7 +89,7 @@ enum SessionCommands {
         do {
             let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.concurrency))
             // A service that was running already takes -j from now on (one that this started has it already).
-            if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
+            if let jobs = command.jobs, !client.startedTheService { await ServiceSettings.give(jobs: jobs, to: client) }
             let added = try await client.add(command.downloads(extra: urls, absolute: true))
             // --limit-rate caps what the service's downloads share, as the full-screen interface sets it.
             if let rate = command.overallRate { try await client.setLimit(rate) }

@@ -48,8 +48,9 @@ enum TUILaunch {
             do {
                 let client = try await ServiceClient.connect(SessionCommands.directory,
                                                              starting: ServiceSettings.starting(jobs: command.concurrency))
-                // A service that was running already takes a -j given here from now on, as it takes --limit-rate.
-                if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
+                // A service that was running already takes a -j given here from now on, as it takes --limit-rate
+                // (one started now has it already).
+                if let jobs = command.jobs, !client.startedTheService { await ServiceSettings.give(jobs: jobs, to: client) }
                 control = RemoteControl(client: client)
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")

@@ -21,6 +21,13 @@ package struct StateDirectory: Sendable, Equatable {
     /// The aria2 JSON-RPC face's secret, made on first use unless `--rpc-secret-file` names another.
     package var rpcSecret: String { path + "/rpc-secret" }
 
+    /// Whether nothing is at the socket's path (not even a link): then no service runs here, since one
+    /// listening has its socket there and removes it when it ends (a killed one leaves it).
+    package var socketIsMissing: Bool {
+        var info = stat()
+        return lstat(socket, &info) != 0 && errno == ENOENT
+    }
+
     /// The state directory the environment names.
     package static func resolve(_ environment: [String: String]) -> StateDirectory {
         if let home = environment["HAUL_HOME"], !home.isEmpty { return StateDirectory(path: home) }

@@ -102,6 +102,20 @@ import TestSupport
         }
     }
 
+    /// `-j` given to `haul add` when no service runs starts the service with it (and is not sent again).
+    @Test func addWithJobsStartsTheServiceWithThem() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            let add = try await Self.haul(["add", "-j", "3", "-o", "out", server.downloadURL("small.bin")], home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            let status = try await Self.haul(["service", "status", "--json"], home, in: dir)
+            let fields = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            #expect(fields?["jobs"] as? Int == 3, "\(status.stdout)")
+            #expect(try await Self.haul(["service", "stop"], home, in: dir).status == 0)
+        }
+    }
+
     /// `-j` given to `haul add` while the service runs is the service's from then on (it was only a start
     /// setting, silently ignored by a running service); `haul add` without it leaves it be.
     @Test func addWithJobsSetsARunningServicesDownloadsAtOnce() async throws {
