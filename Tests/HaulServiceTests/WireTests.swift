@@ -33,6 +33,42 @@ import TestSupport
         #expect(back.managerEvent == event)
     }
 
+    /// Names and paths as they come: quotes, backslashes, control characters, slashes, any Unicode; and
+    /// numbers at their edges.
+    static let awkward: [ManagerEvent] = [
+        .added(id: 7, url: "http://h/a \"b\"\\c?d=/e&f=\u{1}\u{1F}\u{7F}", file: "tab\tnew\nline\rcr\u{8}\u{C}.bin"),
+        .started(id: Int.max, file: "ünï cödé 文件 😀.bin", path: "/d/ünï cödé 文件 😀.bin", total: Int64.max),
+        .started(id: 0, file: "", path: "", total: 0),
+        .progress(id: 3, DownloadProgress(completed: 0, batchBytes: 0, total: 0, bytesPerSecond: 1e-7)),
+        .progress(id: 3, DownloadProgress(completed: 1, batchBytes: 1, total: nil, bytesPerSecond: 1e21)),
+        .progress(id: 3, DownloadProgress(completed: 1, batchBytes: 1, total: nil, bytesPerSecond: 123456789.123)),
+        .finished(id: 4, DownloadResult(file: "x\u{2028}y", path: "/d/x\u{2028}y", bytes: 0, skipped: true), seconds: 0),
+        .finished(id: 4, DownloadResult(file: "f", path: "/f", bytes: Int64.max, skipped: false), seconds: 1e-9),
+    ]
+
+    /// The events written directly (`directJSON`) are the JSON `JSONEncoder` writes for them: read back by the
+    /// decoder as the same event, and parsed into the same object; byte for byte the same unless a string
+    /// holds a control character (which the two escape each their own valid way). Those with a nested object
+    /// (a failure, a fact) are left to the encoder.
+    @Test(arguments: events + awkward) func anEventWrittenDirectlyIsTheEncodersJSON(event: ManagerEvent) throws {
+        let wire = Wire.Event(event)
+        guard let direct = wire.directJSON() else {
+            #expect(wire.error != nil || wire.fact != nil, "only nested objects are left to the encoder: \(event)")
+            return
+        }
+        let text = String(decoding: direct, as: UTF8.self)
+        let back = try Wire.decode(Wire.Event.self, from: Data(direct))
+        #expect(back == wire, "\(text)")
+        #expect(back.managerEvent == event)
+        let parsed = try JSONSerialization.jsonObject(with: Data(direct)) as? NSDictionary
+        let encoded = try JSONSerialization.jsonObject(with: Wire.encode(wire)) as? NSDictionary
+        #expect(parsed != nil && parsed == encoded, "\(text)")
+        let strings = [wire.event, wire.url, wire.file, wire.path, wire.state].compactMap { $0 }.joined()
+        if !strings.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            #expect(text == String(decoding: Wire.encode(wire), as: UTF8.self))
+        }
+    }
+
     @Test func eventsAreFlatObjects() throws {
         let progress = Self.events[4]
         let object = try #require(try JSONSerialization.jsonObject(with: Wire.encode(Wire.Event(progress))) as? [String: Any])
