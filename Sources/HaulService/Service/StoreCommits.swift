@@ -16,8 +16,8 @@ import HaulCore
 ///
 /// One task for both: the roster and the store each had a task of their own, and a batch woke both (one
 /// wake of an I/O thread and a hop a batch more): with one, 1000 small files from `haul add` to the last
-/// named took 289 ms against 311 and the service 425 ms of CPU against 465 (8 alternating rounds), and on a
-/// terminal the last file came at 342-369 ms against 394-401. What it costs: the roster (and the screen)
+/// named took 276 ms against 302 and the service 405 ms of CPU against 440 (16 alternating rounds), and on a
+/// terminal the last file came at 365 ms against 415 (8 rounds). What it costs: the roster (and the screen)
 /// gets the events that come while a transaction is written, or during its wait, when the transaction ends
 /// (2 ms and a transaction later at most, but as late as a stalled disk holds the store's write).
 struct StoreCommits<C: Clock> where C.Duration == Duration {
