@@ -15,14 +15,13 @@ final class HeldHeadServer: Sendable {
     /// answers at once 20 s, long enough for the client to call the connection stalled.
     private let body: [UInt8]
     private let listener: Int32
-    private let state = NIOLockedValueBox((accepted: 0, heads: 0, released: false, open: [Int32](), requests: [String](),
-                                           connections: [Int]()))
-    private let headsReleased = DispatchSemaphore(value: 0)
-    /// With `holdingBodiesAfter`: every ranged GET sends this many bytes of its body, then waits for
-    /// `releaseBodies()` (every connection still receiving, none done and free to take another's work).
+    private let state = NIOLockedValueBox((accepted: 0, open: [Int32](), requests: [String](), connections: [Int]()))
+    /// Every answer to HEAD waits here until `releaseHeads()`.
+    private let headsHeld = Hold()
+    /// With `holdingBodiesAfter`: every ranged GET sends this many bytes of its body, then waits in `bodiesHeld`
+    /// until `releaseBodies()` (every connection still receiving, none done and free to take another's work).
     private let bodyHold: Int?
-    private let bodiesHeld = NIOLockedValueBox((waiting: 0, released: false))
-    private let bodiesReleased = DispatchSemaphore(value: 0)
+    private let bodiesHeld = Hold()
     /// The first line of each GET that arrived.
     private let getsArriving: AsyncStream<String>
     private let getArrived: AsyncStream<String>.Continuation
@@ -95,21 +94,9 @@ final class HeldHeadServer: Sendable {
 
     /// Lets every held answer (`holdingBodiesAfter`) send the rest of its body, and the later ones send theirs
     /// whole.
-    func releaseBodies() {
-        let waiting = bodiesHeld.withLockedValue { state -> Int in
-            defer { state.released = true; state.waiting = 0 }
-            return state.released ? 0 : state.waiting
-        }
-        for _ in 0..<waiting { bodiesReleased.signal() }
-    }
+    func releaseBodies() { bodiesHeld.open() }
 
-    func releaseHeads() {
-        let waiting = state.withLockedValue { state -> Int in
-            state.released = true
-            return state.heads
-        }
-        for _ in 0..<waiting { headsReleased.signal() }
-    }
+    func releaseHeads() { headsHeld.open() }
 
     /// Ends the accept loop and every connection (each thread closes its own descriptor).
     func stop() {
@@ -135,12 +122,8 @@ final class HeldHeadServer: Sendable {
             }
             let lines = head.split(separator: "\r\n")
             if lines.first?.hasPrefix("HEAD ") == true {
-                let wait = state.withLockedValue { state -> Bool in
-                    if !state.released { state.heads += 1 }
-                    return !state.released
-                }
                 headArrived.yield()
-                if wait { headsReleased.wait() }
+                headsHeld.pass()
                 guard send(fd, "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nAccept-Ranges: bytes\r\n\r\n") else { return }
                 continue
             }
@@ -159,16 +142,10 @@ final class HeldHeadServer: Sendable {
             answer += Array("\r\n".utf8)
             guard send(fd, answer[...]) else { return }
             var from = first
-            if let hold = bodyHold, status.hasPrefix("206") {
-                let holding = bodiesHeld.withLockedValue { state -> Bool in
-                    if !state.released { state.waiting += 1 }
-                    return !state.released
-                }
-                if holding {
-                    from = Swift.min(first + hold, last + 1)
-                    guard send(fd, body[first..<from]) else { return }
-                    bodiesReleased.wait()
-                }
+            if let hold = bodyHold, status.hasPrefix("206"), !bodiesHeld.isOpen {
+                from = Swift.min(first + hold, last + 1)
+                guard send(fd, body[first..<from]) else { return }
+                bodiesHeld.pass()
             }
             guard from > last || send(fd, body[from...last]) else { return }
         }
@@ -186,5 +163,30 @@ final class HeldHeadServer: Sendable {
             }
             return true
         }
+    }
+}
+
+/// Where the server's threads wait until the test lets them go: `pass()` returns at once when open, else once
+/// `open()` is called; opened, it stays open.
+private final class Hold: Sendable {
+    private let state = NIOLockedValueBox((waiting: 0, open: false))
+    private let opened = DispatchSemaphore(value: 0)
+
+    var isOpen: Bool { state.withLockedValue { $0.open } }
+
+    func pass() {
+        let wait = state.withLockedValue { state -> Bool in
+            if !state.open { state.waiting += 1 }
+            return !state.open
+        }
+        if wait { opened.wait() }
+    }
+
+    func open() {
+        let waiting = state.withLockedValue { state -> Int in
+            defer { state.open = true; state.waiting = 0 }
+            return state.open ? 0 : state.waiting
+        }
+        for _ in 0..<waiting { opened.signal() }
     }
 }
