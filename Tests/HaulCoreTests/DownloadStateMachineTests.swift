@@ -129,8 +129,9 @@ import TestSupport
             return
         }
         _ = machine.begin(resume: state([ByteRange(0, 10_000)]))
+        // The bytes came in this run, in the attempt before.
         #expect(try machine.headArrived(head(416, [("Content-Range", "bytes */10000")]))
-                == .finish(received: 0, announce: nil))
+                == .finish(received: 10_000, announce: nil))
     }
 
     @Test(arguments: [
@@ -347,6 +348,21 @@ import TestSupport
             #expect(machine.begin(resume: kept) == .request(ask(4000, ifRange: "\"v1\"")))
         }
         #expect(machine.failed(reset, cancelled: false, resume: kept) == .fail(reset))
+    }
+
+    /// A download retried in the same run counts every byte the run fetched, as its time counts every attempt:
+    /// what the first attempt kept (beyond what an earlier run had left) and the rest after the retry.
+    @Test func aRetriedDownloadCountsTheBytesOfEveryAttempt() throws {
+        var machine = machine()
+        _ = machine.begin(resume: state([ByteRange(0, 1000)]))  // an earlier run left 1000 bytes
+        let reset = HaulError(.network, "connection reset")
+        guard case .retry = machine.failed(reset, cancelled: false, resume: state([ByteRange(0, 4000)])) else {
+            Issue.record("retried")
+            return
+        }
+        #expect(machine.begin(resume: state([ByteRange(0, 4000)])) == .request(ask(4000, ifRange: "\"v1\"")))
+        _ = try machine.headArrived(head(206, [("Content-Range", "bytes 4000-9999/10000"), ("ETag", "\"v1\"")]))
+        #expect(machine.bodyEnded(at: 10_000, elapsed: .zero, resume: nil) == .finish(received: 9000, announce: nil))
     }
 
     @Test func retryAfterIsTheDelay() {

@@ -78,7 +78,7 @@ import Testing
         plan.retire(allBut: 0, of: 2)
         #expect(plan.claim(for: 1) == nil)
         #expect(plan.isRetired(1))
-        async let back = plan.waitForRecall(1)
+        async let back = plan.waitForWork(1)
         #expect(plan.recall() <= 1)
         #expect(await back, "recalled")
         #expect(!plan.isRetired(1))
@@ -95,9 +95,63 @@ import Testing
         plan.retire(allBut: 0, of: 2)
         #expect(plan.claim(for: 1) == nil)
         #expect(plan.recall() == 1, "not waiting yet, but brought back all the same (so the fact is said)")
-        #expect(await plan.waitForRecall(1), "recalled before it waited")
+        #expect(await plan.waitForWork(1), "recalled before it waited")
         #expect(plan.claim(for: 1) == ByteRange(50, 100))
-        #expect(await plan.waitForRecall(0) == false, "never sent home")
+    }
+
+    /// A connection that fails gives back what it had not written: the rest of its range (from where its
+    /// writes reached, not where its deliveries did) and claims nothing more; the others take it.
+    @Test func aFailedWorkersRestGoesToTheOthers() {
+        // Four pieces of 25 bytes, none large enough to be split again.
+        let plan = SegmentPlan(missing: [ByteRange(10, 100)], parts: 4, held: ByteRange(0, 10), minimumSplit: 20)
+        #expect([1, 2, 3].compactMap { plan.claim(for: $0) } == [ByteRange(25, 50), ByteRange(50, 75),
+                                                                  ByteRange(75, 100)])
+        _ = plan.advance(2, to: 70)
+        #expect(plan.giveBack(2, writtenUpTo: 60) == 3, "workers 0, 1 and 3 fetch on")
+        #expect(plan.claim(for: 2) == nil, "a failed worker claims nothing more")
+        plan.left(2)
+        #expect(plan.giveBack(0, writtenUpTo: 4) == 2, "the probe's connection fails too, before its own next range")
+        #expect(plan.giveBack(3, writtenUpTo: 75) == 1, "so does worker 3, before its first byte")
+        plan.left(0)
+        _ = plan.advance(1, to: 50)
+        var ranges: [ByteRange] = []
+        while let range = plan.claim(for: 1) {
+            ranges.append(range)
+            _ = plan.advance(1, to: range.end)
+        }
+        #expect(ranges == [ByteRange(4, 10), ByteRange(10, 25), ByteRange(60, 75), ByteRange(75, 100)], "\(ranges)")
+    }
+
+    /// With nothing to claim while another still fetches, a worker waits, and takes what that one gives back
+    /// when it fails; with nobody fetching, it has nothing to wait for.
+    @Test func anIdleWorkerWaitsForWhatAFailingOneGivesBack() async {
+        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 30)
+        #expect(plan.claim(for: 0) == ByteRange(0, 50))
+        #expect(plan.claim(for: 1) == ByteRange(50, 100))
+        _ = plan.advance(0, to: 50)
+        #expect(plan.claim(for: 0) == nil)
+        async let woken = plan.waitForWork(0)
+        plan.giveBack(1, writtenUpTo: 80)
+        #expect(await woken, "woken (or not yet waiting: the range is there to claim)")
+        #expect(plan.claim(for: 0) == ByteRange(80, 100))
+        _ = plan.advance(0, to: 100)
+        #expect(plan.claim(for: 0) == nil)
+        #expect(await plan.waitForWork(0) == false, "nobody else fetches")
+    }
+
+    /// An idle worker is let go when the others end without failing.
+    @Test func anIdleWorkerIsLetGoWhenTheOthersEnd() async {
+        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 30)
+        #expect(plan.claim(for: 0) == ByteRange(0, 50))
+        #expect(plan.claim(for: 1) == ByteRange(50, 100))
+        _ = plan.advance(0, to: 50)
+        #expect(plan.claim(for: 0) == nil)
+        async let idle = plan.waitForWork(0)
+        _ = plan.advance(1, to: 100)
+        #expect(plan.claim(for: 1) == nil)
+        #expect(await plan.waitForWork(1) == false)
+        plan.left(1)
+        #expect(await idle == false)
     }
 
     /// When the one that went on has left (done, or failed), a worker still waiting is let go, whichever
@@ -106,11 +160,11 @@ import Testing
         let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 3, minimumSplit: 10)
         _ = plan.claim(for: 0)
         plan.retire(allBut: 0, of: 3)
-        async let early = plan.waitForRecall(1)
+        async let early = plan.waitForWork(1)
         plan.left(0)
         // Worker 1 may be waiting already or not yet; worker 2 comes to wait after the kept one left. Until
         // both wait, one of them could still fetch if recalled: they are let go together.
-        #expect(await plan.waitForRecall(2) == false)
+        #expect(await plan.waitForWork(2) == false)
         #expect(await early == false)
         #expect(plan.recall() == 0)
     }
@@ -279,12 +333,33 @@ import Testing
             server.setFaults(faults)
             let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            #expect(facts.contains { $0.retry?.attempt == 1 })
+            // The two dropped connections' rests went to the others: no retry of the download.
+            #expect(facts.filter { $0.kind == "connection-dropped" }.count == 2, "\(facts)")
+            #expect(!facts.contains { $0.retry != nil }, "\(facts)")
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // The resumed segments ask for exact ranges (their starts: where each connection stopped); bytes
             // sent twice are only what the dropped connections' buffers held (as above).
             #expect(server.stats.openRangeRequests == 0)
             #expect(server.stats.bodyBytesSent < 2 * (20 << 20))
+        }
+    }
+
+    /// A server that limits how many connections a client may have at once (503 to the others, as nginx's
+    /// `limit_conn` answers): the pieces of the connections it refuses go to those it serves, and the download
+    /// ends whole in its first attempt, with no retry and no wait.
+    @Test func piecesOfRefusedConnectionsGoToTheServedOnes() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 16 << 20) { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.bodiesAtOnce = 2
+            server.setFaults(faults)
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(!facts.contains { $0.retry != nil }, "\(facts)")
+            #expect(facts.contains {
+                if case .connectionDropped(_, let reason) = $0 { reason.httpStatus == 503 } else { false }
+            }, "\(facts)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
 

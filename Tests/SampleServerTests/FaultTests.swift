@@ -147,6 +147,32 @@ struct FaultTests {
         }
     }
 
+    /// A limit on the bodies sent at once (nginx's `limit_conn`): a GET beyond it gets a 503 with no
+    /// `Retry-After`, a HEAD does not count, and a body that ended frees its place.
+    @Test func bodiesAtOnceRefusesTheOnesBeyondTheLimit() async throws {
+        try await withServer { server in
+            var faults = SampleServerFaults()
+            faults.bodiesAtOnce = 1
+            faults.holdAt = [300]
+            server.setFaults(faults)
+            async let held = RawHTTPClient.fetch(from: server, downloadTarget("tiny.bin"))
+            await server.waitUntilHeld(1)
+            let refused = try await RawHTTPClient.fetch(
+                from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=500-"])
+            #expect(refused.status == 503)
+            #expect(refused["retry-after"] == nil)
+            let head = try await RawHTTPClient.fetch("HEAD", from: server, downloadTarget("tiny.bin"))
+            #expect(head.status == 200)
+            server.release()
+            #expect(try await held.body == file("tiny.bin").bytes(offset: 0, count: 1_000))
+            await server.waitUntilNoBodies()
+            let after = try await RawHTTPClient.fetch(
+                from: server, downloadTarget("tiny.bin"), headers: ["Range": "bytes=500-"])
+            #expect(after.status == 206)
+            #expect(after.body == file("tiny.bin").bytes(offset: 500, count: 500))
+        }
+    }
+
     @Test func rateThrottlesEachResponse() async throws {
         let config = SampleServerConfiguration(port: 0, rate: 512 * 1_024, files: testFiles, jpegs: false)
         try await withServer(config) { server in

@@ -20,6 +20,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// `-s N`: the connection that went on alone after the race slowed to `bytesPerSecond`, under half of
     /// what they brought together (a limit that starts after the first bytes): all `connections` fetch again.
     case splitAgain(connections: Int, bytesPerSecond: Double)
+    /// `-s N`: one connection failed (`reason`: the server refused it, as one that limits a client's
+    /// connections does, or it was dropped); what it had left went to the `connectionsLeft` still fetching.
+    case connectionDropped(connectionsLeft: Int, reason: HaulError)
     /// After a crash, `bytes` that `part` should have held past its last checkpoint failed their check (a
     /// power loss leaves zeros or old bytes there): they are fetched again.
     case damagedRefetched(part: String, bytes: Int64)
@@ -42,6 +45,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .oneConnection: "one-connection"
         case .split: "split"
         case .splitAgain: "split-again"
+        case .connectionDropped: "connection-dropped"
         case .damagedRefetched: "damaged-refetched"
         case .finishedEarlier: "finished-earlier"
         case .previewSaved: "preview-saved"

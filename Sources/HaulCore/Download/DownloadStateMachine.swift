@@ -120,6 +120,11 @@ struct DownloadStateMachine {
     private var rangesRefused = false
     private var renamable: Bool
     private var carried: Int64 = 0
+    /// Bytes the run's earlier attempts added to the part (kept for this one to resume from): the result counts
+    /// every byte of this run, as its time does.
+    private var earlier: Int64 = 0
+    /// The bytes the part held, by its resume state, when this attempt began.
+    private var attemptBase: Int64 = 0
 
     /// - Parameters:
     ///   - name: the file name the download claimed first.
@@ -143,7 +148,8 @@ struct DownloadStateMachine {
         segments = connections
         rangesRefused = false
         renamable = renamableByJob
-        carried = 0
+        carried = earlier
+        attemptBase = Self.bytes(in: resume)
         return requestContinuing(resume)
     }
 
@@ -161,7 +167,7 @@ struct DownloadStateMachine {
                 return .finish(received: carried, announce: announced == nil ? size : nil)
             }
             return .restart(why: .resumeRefused(part: partName, reason: .refusedAt(offset: asked.offset)),
-                            request(from: nil))
+                            startingOver())
         }
         try HTTPStatus.check(head)
         // The server may name the file differently from the URL: move the claim before writing anything.
@@ -222,12 +228,27 @@ struct DownloadStateMachine {
         phase = .idle
         if cancelled || error.category == .cancelled { return .cancelled }
         // Ended by the engine to fit a new rate cap: the rest at once, neither counted nor told.
-        if error.isRefit { return requestContinuing(resume) }
+        if error.isRefit {
+            carried += Swift.max(0, Self.bytes(in: resume) - attemptBase)
+            attemptBase = Self.bytes(in: resume)
+            return requestContinuing(resume)
+        }
         guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }
         failures += 1
+        earlier += Swift.max(0, Self.bytes(in: resume) - attemptBase)
         let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
         return .retry(after: delay, .retrying(attempt: failures, of: retries, delaySeconds: delay.seconds,
                                               resumeAt: resume?.contiguousPrefix ?? 0, reason: error))
+    }
+
+    /// The request for the whole file, the part's bytes given up: none of them is this attempt's base any more.
+    private mutating func startingOver() -> Request {
+        attemptBase = 0
+        return request(from: nil)
+    }
+
+    private static func bytes(in resume: ResumeState?) -> Int64 {
+        resume?.completed.reduce(0) { $0 + $1.count } ?? 0
     }
 
     // MARK: decisions
@@ -236,7 +257,7 @@ struct DownloadStateMachine {
     private mutating func requestContinuing(_ resume: ResumeState?) -> Action {
         if let resume, resume.validator == nil, !resume.completed.isEmpty {
             // Nothing to send in If-Range: a resumed range could splice two versions of the file.
-            return .restart(why: .resumeRefused(part: partName, reason: .noValidators), request(from: nil))
+            return .restart(why: .resumeRefused(part: partName, reason: .noValidators), startingOver())
         }
         return .request(request(from: resume))
     }
@@ -278,12 +299,13 @@ struct DownloadStateMachine {
             // The range comes from another version of the file (the server ignored If-Range), or from one it
             // does not name: the part's bytes may be another's, so the file is fetched whole.
             return .restart(why: .resumeRefused(part: partName, reason: named ? .validatorsChanged : .noValidators),
-                            request(from: nil))
+                            startingOver())
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
         body.continuable = (placement.isRange || head[.acceptRanges]?.lowercased() == "bytes") && named
         if asked.offset > 0 && !placement.isRange {
             body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
+            attemptBase = 0
         }
         if placement.start == 0 {
             body.fresh = ResumeState(url: url, etag: head[.eTag], lastModified: head[.lastModified],

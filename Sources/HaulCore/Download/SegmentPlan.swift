@@ -25,6 +25,13 @@ final class SegmentPlan: Sendable {
         var retired: Set<Int> = []
         /// Retired workers waiting to be recalled (true) or let go (false).
         var parked: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// Workers whose connection failed (`giveBack`): they claim nothing more.
+        var failed: Set<Int> = []
+        /// Of those, the ones that have not left yet.
+        var failedPresent = 0
+        /// Workers with nothing left to claim while others still fetch, waiting in case one of those fails
+        /// and gives its rest back (true) or until nobody fetches any more (false).
+        var idle: [Int: CheckedContinuation<Bool, Never>] = [:]
         /// Retired workers recalled before they came to wait: their wait returns at once.
         var recalled: Set<Int> = []
         /// Workers that have not left (`left`): when the last one leaves, the parked ones are let go.
@@ -80,7 +87,7 @@ final class SegmentPlan: Sendable {
     func claim(for worker: Int) -> ByteRange? {
         state.withLockedValue { state in
             state.active[worker] = nil
-            guard !state.retired.contains(worker) else { return nil }
+            guard !state.retired.contains(worker), !state.failed.contains(worker) else { return nil }
             // Its own range first, then a missing one, then another's not yet begun (that one may have failed).
             if let range = state.reserved.removeValue(forKey: worker) ?? state.unassigned.popLast()
                 ?? state.reserved.keys.min().flatMap({ state.reserved.removeValue(forKey: $0) })
@@ -126,24 +133,60 @@ final class SegmentPlan: Sendable {
 
     /// A worker with nothing left to claim asks here. Retired, it waits holding no connection: true once
     /// `recall` brings it back (or brought it back before it came), false when the download no longer needs
-    /// it (every worker that kept on has left) or its task is cancelled. Never retired: false at once.
-    func waitForRecall(_ worker: Int) async -> Bool {
+    /// it (every worker that kept on has left) or its task is cancelled. Never retired, it waits while
+    /// another worker still fetches, in case that one fails and gives its rest back (`giveBack`): true then
+    /// (or at once if there is work to claim), false when nobody fetches any more.
+    func waitForWork(_ worker: Int) async -> Bool {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let (answer, letGo) = state.withLockedValue { state -> (Bool?, [CheckedContinuation<Bool, Never>]) in
-                    if state.over || Task.isCancelled { return (false, []) }
+                    if state.over || Task.isCancelled || state.failed.contains(worker) { return (false, []) }
                     if state.recalled.remove(worker) != nil { return (true, []) }
-                    if !state.retired.contains(worker) { return (false, []) }
-                    state.parked[worker] = continuation
+                    if state.retired.contains(worker) {
+                        state.parked[worker] = continuation
+                    } else {
+                        if !state.unassigned.isEmpty || !state.reserved.isEmpty { return (true, []) }
+                        if !state.active.keys.contains(where: { $0 != worker }) { return (false, []) }
+                        state.idle[worker] = continuation
+                    }
                     return (nil, Self.letGoIfNobodyFetches(&state))
                 }
                 if let answer { continuation.resume(returning: answer) }
                 for waiter in letGo { waiter.resume(returning: false) }
             }
         } onCancel: {
-            let waiter = state.withLockedValue { $0.parked.removeValue(forKey: worker) }
+            let waiter = state.withLockedValue { $0.parked.removeValue(forKey: worker) ?? $0.idle.removeValue(forKey: worker) }
             waiter?.resume(returning: false)
         }
+    }
+
+    /// `worker`'s connection failed (a refused request, a dropped connection) with its current range written up
+    /// to `written`: the rest of that range, and any range reserved for it, go back to be claimed by the
+    /// others, and it claims nothing more. Workers waiting for work are woken to claim it; when nobody
+    /// else is fetching, the retired ones are recalled. Returns how many workers are left to fetch (present,
+    /// and not failed).
+    @discardableResult
+    func giveBack(_ worker: Int, writtenUpTo written: Int64) -> Int {
+        let (woken, left) = state.withLockedValue { state -> ([CheckedContinuation<Bool, Never>], Int) in
+            if state.failed.insert(worker).inserted { state.failedPresent += 1 }
+            state.retired.remove(worker)
+            if let active = state.active.removeValue(forKey: worker), written < active.end {
+                state.unassigned.append(ByteRange(Swift.max(written, 0), active.end))
+            }
+            if let range = state.reserved.removeValue(forKey: worker) { state.unassigned.append(range) }
+            state.unassigned.sort { $0.start > $1.start }
+            var woken = Array(state.idle.values)
+            state.idle = [:]
+            if woken.isEmpty, state.active.isEmpty, !state.over {
+                state.recalled = state.retired.subtracting(state.parked.keys)
+                state.retired = []
+                woken = Array(state.parked.values)
+                state.parked = [:]
+            }
+            return (woken, state.present - state.failedPresent)
+        }
+        for waiter in woken { waiter.resume(returning: true) }
+        return left
     }
 
     /// Brings the retired workers back (a connection that went on alone turned out to be limited after all):
@@ -167,17 +210,22 @@ final class SegmentPlan: Sendable {
     func left(_ worker: Int) {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
             state.present -= 1
+            if state.failed.contains(worker) { state.failedPresent -= 1 }
             return Self.letGoIfNobodyFetches(&state)
         }
         for waiter in waiters { waiter.resume(returning: false) }
     }
 
-    /// When every worker still present is parked, none will fetch again: the download is over for them.
+    /// When every worker still present waits (retired or idle), none will fetch again: the download is over
+    /// for them.
     private static func letGoIfNobodyFetches(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
-        guard !state.over, state.present <= state.parked.count else { return [] }
+        guard !state.over, state.present <= state.parked.count + state.idle.count else { return [] }
         state.over = true
-        defer { state.parked = [:] }
-        return Array(state.parked.values)
+        defer {
+            state.parked = [:]
+            state.idle = [:]
+        }
+        return Array(state.parked.values) + Array(state.idle.values)
     }
 
     /// Records that `worker` has the bytes up to `offset`; returns where it must stop now.

@@ -26,6 +26,9 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     let raceWindow: Duration
     /// What each connection must have brought (at `notLimited` or faster) for a verdict before the window.
     let raceEarlyBytes: Int64
+    /// Which failures of one connection the others can make good (a refused request, a dropped connection):
+    /// that connection's rest goes to them, and the download goes on (`SegmentPlan.giveBack`).
+    let retryPolicy: RetryPolicy
 
     /// Fetches what `claim.state` lacks: `first`'s range over `first`'s transfer (its head already checked),
     /// the rest over the other connections. Throws `SegmentRefused` when a segment's Range request is
@@ -40,7 +43,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         }
         if cursor < total { missing.append(ByteRange(cursor, total)) }
         let plan = SegmentPlan(missing: missing, parts: connections, held: first.range)
-        let (updates, sink) = AsyncStream.makeStream(of: (worker: Int, range: ByteRange).self)
+        let (updates, sink) = AsyncStream.makeStream(of: SegmentUpdate.self)
         let part = claim.part
         async let fetched: Void = fetch(first: first, plan: plan, part: part, updates: sink)
 
@@ -53,14 +56,23 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         var judge = RaceJudge(window: raceWindow, notLimited: notLimited, earlyBytes: raceEarlyBytes,
                               workers: connections, from: origin)
         var watch: LoneWatch<C.Instant>?
+        var dropped: [HaulError] = []
         let connections = self.connections
         let window = raceWindow
         try await progress.run(updates, claim: &claim, events: events) { update, claim in
-            let range = update.range
+            let (worker, range): (Int, ByteRange)
+            switch update {
+            case .fetched(let by, let fetched):
+                (worker, range) = (by, fetched)
+            case .dropped(let left, let reason):
+                dropped.append(reason)
+                if left > 0 { events(.fact(.connectionDropped(connectionsLeft: left, reason: reason))) }
+                return nil
+            }
             claim.state?.add(range)
             let now = clock.now
-            if connections > 1, let rate = judge.verdict(worker: update.worker, bytes: range.count, at: now) {
-                plan.retire(allBut: update.worker, of: connections)
+            if connections > 1, let rate = judge.verdict(worker: worker, bytes: range.count, at: now) {
+                plan.retire(allBut: worker, of: connections)
                 events(.fact(.oneConnection(reason: .notLimited(bytesPerSecond: rate))))
                 watch = LoneWatch(window: window, raceRate: judge.rateTogether(at: now), from: now)
             } else if let slowed = watch?.slowed(bytes: range.count, at: now), plan.recall() > 0 {
@@ -73,7 +85,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         }
         try await fetched
         guard claim.state?.completed == [ByteRange(0, total)] else {
-            throw HaulError(.network, "segments ended with bytes missing")
+            // Every connection that could fetch the rest failed: the first failure ends the attempt (a retry resumes).
+            throw dropped.first ?? HaulError(.network, "segments ended with bytes missing")
         }
     }
 
@@ -84,7 +97,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// The workers, one task group. As with `waitForAll()`, a worker's failure does not stop the others:
     /// what they fetch is kept, and the first failure is thrown once they are done.
     private func fetch(first: (transfer: Transfer, range: ByteRange), plan: SegmentPlan, part: PartFile,
-                       updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
+                       updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
         defer { updates.finish() }
         // Every connection's first request is posted here, together, so that the curl thread sends them in one
         // turn: posted by each worker's task, they went out one by one, 2-3 ms apart, as those tasks waited for
@@ -132,40 +145,54 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// gave it already, its transfer asked for), then ranges from the plan until none is left. `following`,
     /// asked for already, serves the next range if that is the one it asked for (else it is cancelled: another
     /// worker took the range, or the race sent this one home).
+    ///
+    /// A failure the others can make good (`retryPolicy.isTransient`: a server that refuses a client's extra
+    /// connections with 503 or 429, a connection reset) does not end the download: what this connection had
+    /// left goes back to the plan for the others, and it stops. Any other failure is thrown.
     private func fetchSegments(worker: Int, first: (transfer: Transfer, range: ByteRange)?, claimed: Asked?,
                                following: Asked?, plan: SegmentPlan, part: PartFile,
-                               updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws
+                               updates: AsyncStream<SegmentUpdate>.Continuation) async throws
     {
         defer { plan.left(worker) }
         var following = following
         defer { following?.transfer.cancel() }
-        if let first {
-            defer { first.transfer.cancel() }
-            first.transfer.refitsToCap = true
-            try await receive(first.transfer, worker: worker, start: first.range.start, plan: plan, part: part,
-                              updates: updates)
-        }
-        if let claimed {
-            defer { claimed.transfer.cancel() }
-            let transfer = try await checked(claimed.transfer)
-            try await receive(transfer, worker: worker, start: claimed.range.start, plan: plan, part: part,
-                              updates: updates)
-        }
-        // When nothing is left to claim, a worker the race sent home waits (with no connection) in case the
-        // one that went on turns out to be limited after all.
-        repeat {
-            while let range = plan.claim(for: worker) {
-                let asked = following?.range == range ? following?.transfer : nil
-                if asked == nil { following?.transfer.cancel() }
-                following = nil
-                let transfer = try await transfer(for: range, asked: asked)
-                defer { transfer.cancel() }
-                try await receive(transfer, worker: worker, start: range.start, plan: plan, part: part,
-                                  updates: updates)
+        // Where this connection's current range is written up to.
+        var reached = first?.range.start ?? claimed?.range.start ?? 0
+        do {
+            if let first {
+                defer { first.transfer.cancel() }
+                first.transfer.refitsToCap = true
+                try await receive(first.transfer, worker: worker, start: first.range.start, reached: &reached,
+                                  plan: plan, part: part, updates: updates)
             }
-            following?.transfer.cancel()
-            following = nil
-        } while await plan.waitForRecall(worker)
+            if let claimed {
+                defer { claimed.transfer.cancel() }
+                reached = claimed.range.start
+                let transfer = try await checked(claimed.transfer)
+                try await receive(transfer, worker: worker, start: claimed.range.start, reached: &reached, plan: plan,
+                                  part: part, updates: updates)
+            }
+            // When nothing is left to claim, a worker the race sent home waits (with no connection) in case the
+            // one that went on turns out to be limited after all, and any other waits while others fetch, in case
+            // one of them fails and gives its rest back.
+            repeat {
+                while let range = plan.claim(for: worker) {
+                    reached = range.start
+                    let asked = following?.range == range ? following?.transfer : nil
+                    if asked == nil { following?.transfer.cancel() }
+                    following = nil
+                    let transfer = try await transfer(for: range, asked: asked)
+                    defer { transfer.cancel() }
+                    try await receive(transfer, worker: worker, start: range.start, reached: &reached, plan: plan,
+                                      part: part, updates: updates)
+                }
+                following?.transfer.cancel()
+                following = nil
+            } while await plan.waitForWork(worker)
+        } catch let error as HaulError where retryPolicy.isTransient(error) && !Task.isCancelled {
+            let left = plan.giveBack(worker, writtenUpTo: reached)
+            updates.yield(.dropped(connectionsLeft: left, reason: error))
+        }
     }
 
     /// The request for `range` of this file.
@@ -215,8 +242,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 
     /// Writes a range's body from `start` up to where the plan says this worker stops. A transfer the engine
     /// ended to refit it to a new rate cap (`HaulError.refit`) is followed by a request for the rest.
-    private func receive(_ transfer: Transfer, worker: Int, start: Int64, plan: SegmentPlan, part: PartFile,
-                         updates: AsyncStream<(worker: Int, range: ByteRange)>.Continuation) async throws {
+    private func receive(_ transfer: Transfer, worker: Int, start: Int64, reached: inout Int64, plan: SegmentPlan,
+                         part: PartFile, updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
         var offset = start
         var transfer = transfer
         var refitted: Transfer?
@@ -226,8 +253,9 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             do {
                 for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: offset, total: total,
                                                           clock: clock) {
-                    updates.yield((worker, ByteRange(offset, progress.completed)))
+                    updates.yield(.fetched(worker: worker, range: ByteRange(offset, progress.completed)))
                     offset = progress.completed
+                    reached = offset
                 }
                 break
             } catch let error as HaulError where error.isRefit {
@@ -331,6 +359,13 @@ struct LoneWatch<Instant: InstantProtocol> where Instant.Duration == Duration {
         fired = true
         return rate
     }
+}
+
+/// What a segment worker tells the download: bytes it wrote, or that its connection failed and what it had
+/// left went back to the others (`connectionsLeft` still fetching).
+enum SegmentUpdate: Sendable {
+    case fetched(worker: Int, range: ByteRange)
+    case dropped(connectionsLeft: Int, reason: HaulError)
 }
 
 /// A segment's Range request was answered with something else (a server that advertises ranges but

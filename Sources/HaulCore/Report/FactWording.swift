@@ -23,6 +23,9 @@ extension DownloadFact {
             "fetching over \(connections) connections"
         case .splitAgain(let connections, let rate):
             "the one connection slowed to \(ByteFormat.rate(rate)): fetching over \(connections) connections again"
+        case .connectionDropped(let left, let reason):
+            "a connection failed (\(reason.message)); its part goes to the other "
+                + (left == 1 ? "connection" : "\(left) connections")
         case .damagedRefetched(let part, let bytes):
             "\(ByteFormat.size(bytes)) of \(part) failed their check after a crash; fetching them again"
         case .finishedEarlier:

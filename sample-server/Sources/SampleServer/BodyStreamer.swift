@@ -23,11 +23,17 @@ struct BodyStreamer: Sendable {
     let controller: ServerController
     let channel: any Channel
     let log: RequestLog
+    /// Counted by ``SampleServerFaults/bodiesAtOnce``: released when the body ends.
+    var admitted = false
 
     func responseBody() -> ResponseBody {
         ResponseBody(contentLength: plan.range.count) { writer in
             controller.bodyStarted()
-            defer { controller.bodyEnded() }
+            defer {
+                // Its place first: whoever waits for no bodies may then ask for one.
+                if admitted { controller.releaseBody() }
+                controller.bodyEnded()
+            }
             try await stream(to: &writer)
         }
     }

@@ -77,6 +77,12 @@ struct DownloadRoute: Sendable {
         if request.method == .head {
             return Response(status: status, headers: headers)
         }
+        let admitted = faults.bodiesAtOnce != nil
+        if admitted, !controller.admitBody(name: name) {
+            log.write("\(method) \(name) -> 503 (fault: \(faults.bodiesAtOnce ?? 0) bodies at once)")
+            return Response(status: .serviceUnavailable,
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: "too many connections\n")))
+        }
         controller.recordBody(bytes)
 
         let plan = BodyPlan(
@@ -89,7 +95,7 @@ struct DownloadRoute: Sendable {
                 .filter { bytes.contains($0.element) }
                 .map { (after: $0.element - bytes.lowerBound, releases: $0.offset + 1) }
                 .sorted { $0.after < $1.after })
-        let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log)
+        let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log, admitted: admitted)
         return Response(status: status, headers: headers, body: streamer.responseBody())
     }
 

@@ -12,6 +12,10 @@ public struct SampleServerFaults: Sendable, Equatable {
     public var unavailableCount: Int
     /// The `Retry-After` value, in seconds, sent with the 503 answers.
     public var retryAfterSeconds: Int
+    /// Answer `503 Service Unavailable` (with no `Retry-After`) to a GET while this many response bodies are
+    /// being sent: a server that limits how many connections a client may have at once, as nginx's
+    /// `limit_conn` does. HEAD requests are not limited.
+    public var bodiesAtOnce: Int?
     /// After ``stallAfterBytes`` body bytes, send nothing for this many seconds, then continue.
     public var stallSeconds: Double?
     /// Where in each response body the stall happens.
@@ -49,6 +53,7 @@ public struct SampleServerFaults: Sendable, Equatable {
         dropLimit = nil
         unavailableCount = 0
         retryAfterSeconds = 1
+        bodiesAtOnce = nil
         stallSeconds = nil
         stallAfterBytes = 0
         holdAt = []

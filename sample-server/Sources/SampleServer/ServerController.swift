@@ -7,6 +7,8 @@ final class ServerController: Sendable {
         var faults = SampleServerFaults()
         var unavailableAnswered = 0
         var responsesDropped = 0
+        /// Bodies admitted under ``SampleServerFaults/bodiesAtOnce`` and not yet ended.
+        var bodiesAdmitted = 0
         var stats = SampleServerStats()
         var rate: Int?
         /// Waiting for every body under way to end.
@@ -128,6 +130,22 @@ final class ServerController: Sendable {
             if !head { $0.unavailableAnswered += 1 }
             return true
         }
+    }
+
+    /// Whether a GET of `name` may have a body now under ``SampleServerFaults/bodiesAtOnce`` (true with no such
+    /// limit); an admitted body is counted until `releaseBody()`.
+    func admitBody(name: String) -> Bool {
+        state.withLockedValue {
+            guard $0.faults.applies(to: name), let limit = $0.faults.bodiesAtOnce else { return true }
+            guard $0.bodiesAdmitted < limit else { return false }
+            $0.bodiesAdmitted += 1
+            return true
+        }
+    }
+
+    /// An admitted body has ended (sent, cut, or its client gone).
+    func releaseBody() {
+        state.withLockedValue { $0.bodiesAdmitted -= 1 }
     }
 
     /// The byte count after which this response must be cut off, or `nil` to send it whole.

@@ -52,6 +52,11 @@ struct SampleServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Retry-After value sent with the 503 answers.", valueName: "seconds"))
     var retryAfter = 1
 
+    @Option(help: ArgumentHelp(
+        "Fault: answer 503 to a download request while this many bodies are being sent (a limit on a client's "
+            + "connections, as nginx's limit_conn).", valueName: "n"))
+    var bodiesAtOnce: Int?
+
     @Option(help: ArgumentHelp("Fault: pause each response body this long (see --stall-after).", valueName: "seconds"))
     var stall: Double?
 
@@ -87,6 +92,9 @@ struct SampleServerCommand: AsyncParsableCommand {
         }
         if !(0...65_535).contains(port) {
             throw ValidationError("--port must be between 0 and 65535")
+        }
+        if let bodiesAtOnce, bodiesAtOnce < 1 {
+            throw ValidationError("--bodies-at-once must be at least 1")
         }
         if unavailable < 0 || retryAfter < 0 || (dropLimit ?? 0) < 0 || (stall ?? 0) < 0 {
             throw ValidationError("counts and durations must not be negative")
@@ -134,6 +142,7 @@ struct SampleServerCommand: AsyncParsableCommand {
         faults.dropLimit = dropLimit
         faults.unavailableCount = unavailable
         faults.retryAfterSeconds = retryAfter
+        faults.bodiesAtOnce = bodiesAtOnce
         faults.stallSeconds = stall
         faults.stallAfterBytes = stallAfter?.value ?? 0
         faults.ignoreRange = ignoreRange
