@@ -235,16 +235,20 @@ def make_certificates(workdir: str) -> tuple[str, str, str]:
 class Nginx:
     """nginx in the foreground on 127.0.0.1, with a generated config; `servers` maps a name to a
     per-connection rate in bytes per second (0 = unthrottled) and gets a port each. The servers named in
-    `tls` speak HTTPS with HTTP/2 (ALPN h2, http/1.1) with `certificate` = (certificate, key)."""
+    `tls` speak HTTPS with HTTP/2 (ALPN h2, http/1.1) with `certificate` = (certificate, key). The servers
+    in `client_connections` serve each client that many connections at once and answer the others 503, as
+    nginx's limit_conn does."""
 
     def __init__(self, workdir: str, root: str, servers: dict[str, int], tls: set[str] | None = None,
-                 certificate: tuple[str, str] | None = None):
+                 certificate: tuple[str, str] | None = None, client_connections: dict[str, int] | None = None):
         self.workdir = workdir
         self.root = root
         self.ports = {name: free_port() for name in servers}
         self.rates = servers
         self.tls = tls or set()
         self.certificate = certificate
+        #: Servers that serve a client this many connections at once and answer the others 503 (limit_conn).
+        self.client_connections = client_connections or {}
         self.process: subprocess.Popen | None = None
 
     def url(self, server: str, name: str) -> str:
@@ -256,6 +260,8 @@ class Nginx:
         for name, port in self.ports.items():
             rate = self.rates[name]
             limit = f"limit_rate {rate};" if rate else ""
+            if name in self.client_connections:
+                limit += f" limit_conn perclient {self.client_connections[name]}; limit_conn_status 503;"
             if name in self.tls:
                 cert, key = self.certificate
                 listen = (f"listen 127.0.0.1:{port} ssl http2; ssl_certificate {cert}; ssl_certificate_key {key}; "
@@ -280,6 +286,7 @@ class Nginx:
             "  default_type application/octet-stream;",
             f"  client_body_temp_path {tmp}; proxy_temp_path {tmp}; fastcgi_temp_path {tmp};",
             f"  uwsgi_temp_path {tmp}; scgi_temp_path {tmp};",
+            "  limit_conn_zone $binary_remote_addr zone=perclient:1m;" if self.client_connections else "",
             *blocks,
             "}",
             "",
