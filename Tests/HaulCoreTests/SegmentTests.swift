@@ -333,14 +333,31 @@ import Testing
             server.setFaults(faults)
             let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4))
             #expect(throws: Never.self) { try result.get() }
-            // The two dropped connections' rests went to the others: no retry of the download.
-            #expect(facts.filter { $0.kind == "connection-dropped" }.count == 2, "\(facts)")
+            // Each dropped connection asked for the rest of its range again at once: no retry of the download,
+            // and nothing given up.
             #expect(!facts.contains { $0.retry != nil }, "\(facts)")
+            #expect(!facts.contains { $0.kind == "connection-dropped" }, "\(facts)")
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             // The resumed segments ask for exact ranges (their starts: where each connection stopped); bytes
             // sent twice are only what the dropped connections' buffers held (as above).
             #expect(server.stats.openRangeRequests == 0)
             #expect(server.stats.bodyBytesSent < 2 * (20 << 20))
+        }
+    }
+
+    /// With `--retries 0` a dropped connection is not asked again: what it had left goes to the others, and the
+    /// download still ends whole in its one attempt.
+    @Test func droppedConnectionsWithoutRetriesGiveTheirRestToTheOthers() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 16 << 20) { (server) async throws in
+            var faults = SampleServerFaults()
+            faults.dropAfterBytes = 3 << 20
+            faults.dropLimit = 2
+            server.setFaults(faults)
+            let (result, facts) = await runQuickly(DownloadJob.sample(server, "medium.bin", dir, segments: 4, retries: 0))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(facts.filter { $0.kind == "connection-dropped" }.count == 2, "\(facts)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
         }
     }
 

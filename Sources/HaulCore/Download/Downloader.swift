@@ -394,7 +394,8 @@ package struct Downloader: Sendable {
                                    total: total, firstCheckpoint: firstCheckpoint,
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter,
                                    notLimited: notLimited, raceWindow: raceWindow,
-                                   raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy)
+                                   raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy,
+                                   reconnects: job.retries)
         // The segments write at several places at once: into reserved blocks they do not take turns.
         claim.part.reserveAhead(of: total)
         do {

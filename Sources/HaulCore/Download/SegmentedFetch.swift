@@ -29,6 +29,9 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// Which failures of one connection the others can make good (a refused request, a dropped connection):
     /// that connection's rest goes to them, and the download goes on (`SegmentPlan.giveBack`).
     let retryPolicy: RetryPolicy
+    /// How many times one connection that dropped after bringing bytes asks again for the rest of its range
+    /// (the job's `--retries`): a connection lost on the way is replaced at once, not given up.
+    let reconnects: Int
 
     /// Fetches what `claim.state` lacks: `first`'s range over `first`'s transfer (its head already checked),
     /// the rest over the other connections. Throws `SegmentRefused` when a segment's Range request is
@@ -158,19 +161,20 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         defer { following?.transfer.cancel() }
         // Where this connection's current range is written up to.
         var reached = first?.range.start ?? claimed?.range.start ?? 0
+        var reconnects = self.reconnects
         do {
             if let first {
                 defer { first.transfer.cancel() }
                 first.transfer.refitsToCap = true
                 try await receive(first.transfer, worker: worker, start: first.range.start, reached: &reached,
-                                  plan: plan, part: part, updates: updates)
+                                  reconnects: &reconnects, plan: plan, part: part, updates: updates)
             }
             if let claimed {
                 defer { claimed.transfer.cancel() }
                 reached = claimed.range.start
                 let transfer = try await checked(claimed.transfer)
-                try await receive(transfer, worker: worker, start: claimed.range.start, reached: &reached, plan: plan,
-                                  part: part, updates: updates)
+                try await receive(transfer, worker: worker, start: claimed.range.start, reached: &reached,
+                                  reconnects: &reconnects, plan: plan, part: part, updates: updates)
             }
             // When nothing is left to claim, a worker the race sent home waits (with no connection) in case the
             // one that went on turns out to be limited after all, and any other waits while others fetch, in case
@@ -183,8 +187,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                     following = nil
                     let transfer = try await transfer(for: range, asked: asked)
                     defer { transfer.cancel() }
-                    try await receive(transfer, worker: worker, start: range.start, reached: &reached, plan: plan,
-                                      part: part, updates: updates)
+                    try await receive(transfer, worker: worker, start: range.start, reached: &reached,
+                                      reconnects: &reconnects, plan: plan, part: part, updates: updates)
                 }
                 following?.transfer.cancel()
                 following = nil
@@ -242,14 +246,17 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
 
     /// Writes a range's body from `start` up to where the plan says this worker stops. A transfer the engine
     /// ended to refit it to a new rate cap (`HaulError.refit`) is followed by a request for the rest.
-    private func receive(_ transfer: Transfer, worker: Int, start: Int64, reached: inout Int64, plan: SegmentPlan,
-                         part: PartFile, updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
+    private func receive(_ transfer: Transfer, worker: Int, start: Int64, reached: inout Int64, reconnects: inout Int,
+                         plan: SegmentPlan, part: PartFile,
+                         updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
         var offset = start
         var transfer = transfer
         var refitted: Transfer?
         defer { refitted?.cancel() }
         while true {
             let bytes = SegmentBytes(base: transfer.bytes, plan: plan, worker: worker, start: offset)
+            let began = offset
+            let dropped: HaulError
             do {
                 for try await progress in ByteAccumulator(bytes, writingTo: part, startingAt: offset, total: total,
                                                           clock: clock) {
@@ -257,16 +264,25 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                     offset = progress.completed
                     reached = offset
                 }
-                break
+                guard let end = plan.end(of: worker), offset < end else { return }
+                dropped = HaulError(.network, "connection closed \(end - offset) bytes short of a segment's end")
             } catch let error as HaulError where error.isRefit {
                 guard let end = plan.end(of: worker), offset < end else { return }
                 refitted?.cancel()
                 transfer = try await rangeTransfer(ByteRange(offset, end))
                 refitted = transfer
+                continue
+            } catch let error as HaulError where error.category == .network && !Task.isCancelled {
+                dropped = error
             }
-        }
-        if let end = plan.end(of: worker), offset < end {
-            throw HaulError(.network, "connection closed \(end - offset) bytes short of a segment's end")
+            // Dropped on the way after bringing bytes: the rest is asked for again at once, on another connection.
+            // One that brought nothing (refused, or gone before its first byte) is not: its range goes to the
+            // others (`fetchSegments`).
+            guard reconnects > 0, offset > began, let end = plan.end(of: worker), offset < end else { throw dropped }
+            reconnects -= 1
+            refitted?.cancel()
+            transfer = try await rangeTransfer(ByteRange(offset, end))
+            refitted = transfer
         }
     }
 }
