@@ -122,14 +122,21 @@ import Testing
         #expect(ranges == [ByteRange(4, 10), ByteRange(10, 25), ByteRange(60, 75), ByteRange(75, 100)], "\(ranges)")
     }
 
-    /// With nothing to claim while another still fetches, a worker waits, and takes what that one gives back
-    /// when it fails; with nobody fetching, it has nothing to wait for.
-    @Test func anIdleWorkerWaitsForWhatAFailingOneGivesBack() async {
+    /// Two pieces of 50 bytes (too small to split): worker 0 has written its own and finds nothing to claim,
+    /// worker 1 is still fetching 50..<100.
+    static func workerZeroDoneWorkerOneFetching() -> SegmentPlan {
         let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 30)
         #expect(plan.claim(for: 0) == ByteRange(0, 50))
         #expect(plan.claim(for: 1) == ByteRange(50, 100))
         _ = plan.advance(0, to: 50)
         #expect(plan.claim(for: 0) == nil)
+        return plan
+    }
+
+    /// With nothing to claim while another still fetches, a worker waits, and takes what that one gives back
+    /// when it fails; with nobody fetching, it has nothing to wait for.
+    @Test func anIdleWorkerWaitsForWhatAFailingOneGivesBack() async {
+        let plan = Self.workerZeroDoneWorkerOneFetching()
         async let woken = plan.waitForWork(0)
         plan.giveBack(1, writtenUpTo: 80)
         #expect(await woken, "woken (or not yet waiting: the range is there to claim)")
@@ -141,11 +148,7 @@ import Testing
 
     /// An idle worker is let go when the others end without failing.
     @Test func anIdleWorkerIsLetGoWhenTheOthersEnd() async {
-        let plan = SegmentPlan(missing: [ByteRange(0, 100)], parts: 2, minimumSplit: 30)
-        #expect(plan.claim(for: 0) == ByteRange(0, 50))
-        #expect(plan.claim(for: 1) == ByteRange(50, 100))
-        _ = plan.advance(0, to: 50)
-        #expect(plan.claim(for: 0) == nil)
+        let plan = Self.workerZeroDoneWorkerOneFetching()
         async let idle = plan.waitForWork(0)
         _ = plan.advance(1, to: 100)
         #expect(plan.claim(for: 1) == nil)
