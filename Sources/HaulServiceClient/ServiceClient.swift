@@ -7,13 +7,17 @@ import HaulCore
 /// service when none answers.
 package struct ServiceClient: Sendable {
     package let directory: StateDirectory
-    private let driver: CurlDriver
+    /// The transport given, or nil for the shared one, taken at the first request: `CurlDriver.shared` waits for
+    /// libcurl's load (begun in the background at the start), which a client that finds no socket must not
+    /// wait for before it starts the service.
+    private let givenDriver: CurlDriver?
+    private var driver: CurlDriver { givenDriver ?? .shared }
     /// `connect` started the service, with its `starting` arguments: it has those settings already.
     package private(set) var startedTheService = false
 
-    package init(directory: StateDirectory, driver: CurlDriver = .shared) {
+    package init(directory: StateDirectory, driver: CurlDriver? = nil) {
         self.directory = directory
-        self.driver = driver
+        givenDriver = driver
     }
 
     /// A client of a service that answers: the one running, or one started now (`start` with these
