@@ -172,6 +172,31 @@ import Testing
         }
     }
 
+    /// A server that serves a client two connections at once (503 to the others): `-s 4` ends whole in one
+    /// attempt even with `--retries 0`, says which connections it lost, and counts the whole file as this run's.
+    @Test func segmentsAServerRefusesGoToTheConnectionsItServes() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 16 << 20) { server in
+            var faults = SampleServerFaults()
+            faults.bodiesAtOnce = 2
+            server.setFaults(faults)
+            let exit = try await HaulProcess.run(["--json", "-s", "4", "--retries", "0", server.downloadURL("medium.bin")],
+                                                 in: dir.path)
+            #expect(exit.status == 0, "\(exit.stderr)")
+            #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+            let events = exit.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            let dropped = events.filter { $0["kind"] as? String == "connection-dropped" }
+            #expect(!dropped.isEmpty, "\(exit.stdout)")
+            let fact = (dropped.first?["fact"] as? [String: Any])?["connectionDropped"] as? [String: Any]
+            #expect((fact?["reason"] as? [String: Any])?["httpStatus"] as? Int == 503, "\(dropped)")
+            #expect((dropped.first?["message"] as? String)?.hasPrefix("a connection failed (server answered 503") == true)
+            let done = events.first { $0["event"] as? String == "done" }
+            #expect(done?["bytes"] as? Int == 20 << 20, "\(exit.stdout)")
+        }
+    }
+
     @Test func theDemoServesAndDownloadsTheSampleFiles() async throws {
         let dir = TempDirectory()
         let exit = try await HaulProcess.run(["--demo", "--plain"], in: dir.path)
