@@ -98,7 +98,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     }
 
     /// The workers, one task group. As with `waitForAll()`, a worker's failure does not stop the others:
-    /// what they fetch is kept, and the first failure is thrown once they are done.
+    /// what they fetch is kept, and the first failure that the others cannot make good (not transient: a
+    /// transient one gives the worker's part back, `fetchSegments`) is thrown once they are done.
     private func fetch(first: (transfer: Transfer, range: ByteRange), plan: SegmentPlan, part: PartFile,
                        updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
         defer { updates.finish() }
@@ -244,8 +245,10 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         return transfer
     }
 
-    /// Writes a range's body from `start` up to where the plan says this worker stops. A transfer the engine
-    /// ended to refit it to a new rate cap (`HaulError.refit`) is followed by a request for the rest.
+    /// Writes a range's body from `start` up to where the plan says this worker stops, `reached` following
+    /// what is written. A transfer the engine ended to refit it to a new rate cap (`HaulError.refit`) is
+    /// followed by a request for the rest, and so is one that dropped after bringing bytes, while `reconnects`
+    /// lasts (each such drop uses one up).
     private func receive(_ transfer: Transfer, worker: Int, start: Int64, reached: inout Int64, reconnects: inout Int,
                          plan: SegmentPlan, part: PartFile,
                          updates: AsyncStream<SegmentUpdate>.Continuation) async throws {
