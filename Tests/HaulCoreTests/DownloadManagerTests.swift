@@ -367,6 +367,25 @@ import Testing
         }
     }
 
+    /// A download cancelled a moment ago says so before its task has ended; removing it then (the TUI's `d`
+    /// right after `c`, `haul rm` right after `haul cancel`) waits for the task instead of doing nothing.
+    @Test func aDownloadRemovedRightAfterItsCancelIsRemoved() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            var faults = SampleServerFaults()
+            faults.holdAt = [100_000]
+            server.setFaults(faults)
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(job(server, "small.bin", in: dir))
+            await server.waitUntilHeld(1)
+            await manager.cancel(id)
+            #expect(await manager.state(of: id) == .cancelled)
+            await manager.remove(id)
+            #expect(await manager.states.isEmpty)
+            server.release()
+        }
+    }
+
     @Test func thousandsOfQueuedURLsAreCheap() async throws {
         // Nothing listens on port 1: each fails at once, so this measures the queue, not the network.
         let manager = DownloadManager(concurrency: 8)

@@ -293,8 +293,11 @@ package actor DownloadManager {
         }
     }
 
-    /// Forgets a finished download (its files stay).
-    package func remove(_ id: DownloadID) {
+    /// Forgets a finished download (its files stay). One cancelled or paused a moment ago says so before its
+    /// task has ended (the part's last checkpoint, the preview): it is forgotten once the task has ended, not
+    /// left in the list (the TUI's `d` right after `c`, `haul rm` right after `haul cancel`).
+    package func remove(_ id: DownloadID) async {
+        if entries[id]?.state.isFinished == true, let task = running[id] { await task.value }
         guard let entry = entries[id], entry.state.isFinished, running[id] == nil else { return }
         entries[id] = nil
         order.removeAll { $0 == id }
