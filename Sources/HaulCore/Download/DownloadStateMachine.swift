@@ -149,7 +149,7 @@ struct DownloadStateMachine {
         rangesRefused = false
         renamable = renamableByJob
         carried = earlier
-        attemptBase = Self.bytes(in: resume)
+        attemptBase = resume?.completedBytes ?? 0
         return requestContinuing(resume)
     }
 
@@ -229,13 +229,13 @@ struct DownloadStateMachine {
         if cancelled || error.category == .cancelled { return .cancelled }
         // Ended by the engine to fit a new rate cap: the rest at once, neither counted nor told.
         if error.isRefit {
-            carried += Swift.max(0, Self.bytes(in: resume) - attemptBase)
-            attemptBase = Self.bytes(in: resume)
+            carried += Swift.max(0, (resume?.completedBytes ?? 0) - attemptBase)
+            attemptBase = resume?.completedBytes ?? 0
             return requestContinuing(resume)
         }
         guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }
         failures += 1
-        earlier += Swift.max(0, Self.bytes(in: resume) - attemptBase)
+        earlier += Swift.max(0, (resume?.completedBytes ?? 0) - attemptBase)
         let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
         return .retry(after: delay, .retrying(attempt: failures, of: retries, delaySeconds: delay.seconds,
                                               resumeAt: resume?.contiguousPrefix ?? 0, reason: error))
@@ -245,10 +245,6 @@ struct DownloadStateMachine {
     private mutating func startingOver() -> Request {
         attemptBase = 0
         return request(from: nil)
-    }
-
-    private static func bytes(in resume: ResumeState?) -> Int64 {
-        resume?.completed.reduce(0) { $0 + $1.count } ?? 0
     }
 
     // MARK: decisions
@@ -324,7 +320,7 @@ struct DownloadStateMachine {
         if asked.probing, placement.isRange, let total = placement.total, let end = placement.end, end < total {
             // Ranges work and there is more than the probe: every connection starts now, this one with the
             // probe's range (waiting for the probe to end first costs its whole time on a slow connection).
-            let kept = placement.start == 0 ? 0 : resume?.completed.reduce(0) { $0 + $1.count } ?? 0
+            let kept = placement.start == 0 ? 0 : resume?.completedBytes ?? 0
             phase = .segmenting(rest: total - kept)
             return .segmented(first: body, total: total)
         }

@@ -26,6 +26,11 @@ package struct ResumeState: Codable, Equatable, Sendable {
         self.completed = completed
     }
 
+    /// How many bytes the completed ranges hold.
+    package var completedBytes: Int64 {
+        completed.reduce(0) { $0 + $1.count }
+    }
+
     /// The bytes known good from offset 0 on.
     package var contiguousPrefix: Int64 {
         guard let first = completed.first, first.start == 0 else { return 0 }

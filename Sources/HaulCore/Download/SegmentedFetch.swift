@@ -94,7 +94,7 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     }
 
     private static func bytes(in claim: Claim) -> Int64 {
-        claim.state?.completed.reduce(0) { $0 + $1.count } ?? 0
+        claim.state?.completedBytes ?? 0
     }
 
     /// The workers, one task group. As with `waitForAll()`, a worker's failure does not stop the others:
