@@ -177,12 +177,7 @@ final class SegmentPlan: Sendable {
             state.unassigned.sort { $0.start > $1.start }
             var woken = Array(state.idle.values)
             state.idle = [:]
-            if woken.isEmpty, state.active.isEmpty, !state.over {
-                state.recalled = state.retired.subtracting(state.parked.keys)
-                state.retired = []
-                woken = Array(state.parked.values)
-                state.parked = [:]
-            }
+            if woken.isEmpty, state.active.isEmpty, !state.over { woken = Self.recallRetired(&state) }
             return (woken, state.present - state.failedPresent)
         }
         for waiter in woken { waiter.resume(returning: true) }
@@ -196,13 +191,20 @@ final class SegmentPlan: Sendable {
     func recall() -> Int {
         let (waiters, onTheirWay) = state.withLockedValue { state -> ([CheckedContinuation<Bool, Never>], Int) in
             guard !state.over else { return ([], 0) }
-            state.recalled = state.retired.subtracting(state.parked.keys)
-            state.retired = []
-            defer { state.parked = [:] }
-            return (Array(state.parked.values), state.recalled.count)
+            let waiters = Self.recallRetired(&state)
+            return (waiters, state.recalled.count)
         }
         for waiter in waiters { waiter.resume(returning: true) }
         return waiters.count + onTheirWay
+    }
+
+    /// Under the lock: the retired workers come back, those not waiting yet marked `recalled`; returns the
+    /// waiting ones, for the caller to resume with true.
+    private static func recallRetired(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
+        state.recalled = state.retired.subtracting(state.parked.keys)
+        state.retired = []
+        defer { state.parked = [:] }
+        return Array(state.parked.values)
     }
 
     /// `worker` has stopped for good (nothing left, or it failed). When no worker that could still fetch is
