@@ -78,8 +78,8 @@ struct DownloadRoute: Sendable {
             return Response(status: status, headers: headers)
         }
         let admitted = faults.bodiesAtOnce != nil
-        if admitted, !controller.admitBody(name: name) {
-            log.write("\(method) \(name) -> 503 (fault: \(faults.bodiesAtOnce ?? 0) bodies at once)")
+        if let limit = faults.bodiesAtOnce, !controller.admitBody(limit: limit) {
+            log.write("\(method) \(name) -> 503 (fault: \(limit) bodies at once)")
             return Response(status: .serviceUnavailable,
                             body: ResponseBody(byteBuffer: ByteBuffer(string: "too many connections\n")))
         }

@@ -132,11 +132,10 @@ final class ServerController: Sendable {
         }
     }
 
-    /// Whether a GET of `name` may have a body now under ``SampleServerFaults/bodiesAtOnce`` (true with no such
-    /// limit); an admitted body is counted until `releaseBody()`.
-    func admitBody(name: String) -> Bool {
+    /// Whether a GET may have a body now under ``SampleServerFaults/bodiesAtOnce`` = `limit` (the request's
+    /// faults, as `admit` gave them); an admitted body is counted until `releaseBody()`.
+    func admitBody(limit: Int) -> Bool {
         state.withLockedValue {
-            guard $0.faults.applies(to: name), let limit = $0.faults.bodiesAtOnce else { return true }
             guard $0.bodiesAdmitted < limit else { return false }
             $0.bodiesAdmitted += 1
             return true
