@@ -89,7 +89,7 @@ enum SessionCommands {
         do {
             let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.concurrency))
             // A service that was running already takes -j from now on (one that this started has it already).
-            if let jobs = command.jobs, !client.startedTheService { await ServiceSettings.give(jobs: jobs, to: client) }
+            if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
             let added = try await client.add(command.downloads(extra: urls, absolute: true))
             // --limit-rate caps what the service's downloads share, as the full-screen interface sets it.
             if let rate = command.overallRate { try await client.setLimit(rate) }
@@ -349,6 +349,8 @@ package struct ServiceSettings: ParsableArguments {
     /// `-j` for a service that runs already. One that does not take it (an older one, still running after an
     /// upgrade, has no `POST /v1/jobs`) keeps its own: said in one line, and the command goes on.
     static func give(jobs: Int, to client: ServiceClient) async {
+        // A service this client started has them already (`starting`).
+        guard !client.startedTheService else { return }
         do { try await client.setJobs(jobs) } catch {
             TextOutput.standard.err("haul: the running service keeps its own downloads at once, not -j \(jobs): \(error.message)")
         }

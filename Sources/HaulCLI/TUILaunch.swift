@@ -50,7 +50,7 @@ enum TUILaunch {
                                                              starting: ServiceSettings.starting(jobs: command.concurrency))
                 // A service that was running already takes a -j given here from now on, as it takes --limit-rate
                 // (one started now has it already).
-                if let jobs = command.jobs, !client.startedTheService { await ServiceSettings.give(jobs: jobs, to: client) }
+                if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
                 control = RemoteControl(client: client)
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")
