@@ -92,6 +92,8 @@ static void need(void) {
     }
 }
 
+void haul_curl_load(void) { need(); }
+
 #define DEFINE(type, name, parameters, arguments) \
     type name parameters { need(); return curl.name arguments; }
 HAUL_CURL_FUNCTIONS(DEFINE)

@@ -21,6 +21,15 @@ package enum Entry {
     }
 
     package static func main(server: (any ServerParts)?) async {
+        // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
+        ArgumentScrub.hidePasswords()
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        // Downloads, the screen and the service's clients (its socket is spoken through curl) need curl:
+        // loading libcurl (and its thirty libraries), OpenSSL's and curl's init, the multi handle and its
+        // thread take several milliseconds, which the other core spends while this one reads the config file
+        // and parses the command line (the runtime's first conformance lookups), instead of after. The load is
+        // the longer of the two, so it begins before anything else here.
+        if Self.mayUseCurl(arguments) { CurlDriver.prepareInBackground() }
         // A write past the file-size limit (`ulimit -f`) fails with EFBIG, as a full disk fails with ENOSPC:
         // the download ends with exit 3 and its part kept. The threads that write parts have signals blocked
         // (they inherit it from the runtime's), but on a thread that has not, the kernel's default would kill
@@ -31,14 +40,6 @@ package enum Entry {
         // `-j 64 -s 16`: raised to the hard limit (`OpenFilesLimit`).
         OpenFilesLimit.raise()
         ServerSide.install(server)
-        // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
-        ArgumentScrub.hidePasswords()
-        var arguments = Array(CommandLine.arguments.dropFirst())
-        // Downloads, the screen and the service's clients (its socket is spoken through curl) need curl:
-        // loading libcurl (and its thirty libraries), OpenSSL's and curl's init, the multi handle and its
-        // thread take several milliseconds, which the other core spends while this one reads the config file
-        // and parses the command line (the runtime's first conformance lookups), instead of after.
-        if Self.mayUseCurl(arguments) { CurlDriver.prepareInBackground() }
         let config: ConfigFile?
         do {
             let selection: ConfigFile.Selection

@@ -10,6 +10,10 @@
 // through the loaded function (a libcurl that cannot be loaded ends the process with a one-line message);
 // the ones below are haul's own.
 
+// Loads libcurl now, as the first call of a curl function would (a libcurl that cannot be loaded ends the
+// process with a one-line message), for a thread that loads it ahead of the first call.
+void haul_curl_load(void);
+
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call.
 // These typed wrappers, one per argument type, stand in for them
 // (the same approach as swift-corelibs-foundation's CFURLSessionInterface.h).

@@ -17,8 +17,17 @@ package final class CurlDriver: Sendable {
     /// Makes `shared` on a thread of its own (libcurl's load, OpenSSL's and curl's init, the multi handle and
     /// its thread), for a caller that will soon need it and has other work to do meanwhile. Where no thread
     /// can be started, `shared` is made where it is first needed, as without this.
+    ///
+    /// The load is the longest step of a download's start, so it comes first on that thread (after OpenSSL's
+    /// keep-at-exit, which `globalInit` asks for before anything of curl's), and the locale's character type,
+    /// which curl needs only for its first request, is set on the caller's thread meanwhile.
     package static func prepareInBackground() {
-        detachThread { _ = shared }
+        detachThread {
+            _ = haul_openssl_keep_at_exit()
+            haul_curl_load()
+            _ = shared
+        }
+        _ = characterType
     }
 
     enum Command {
@@ -80,11 +89,14 @@ package final class CurlDriver: Sendable {
     }
 
     private static let globalInit: Void = {
-        useUTF8CharacterType()
+        _ = characterType
         // Before curl's init, which is OpenSSL's first: no cleanup at exit under a handshake still running.
         _ = haul_openssl_keep_at_exit()
         curl_global_init(Int(CURL_GLOBAL_ALL))
     }()
+
+    /// `useUTF8CharacterType`, once: `setlocale` is not safe to call from two threads at once.
+    private static let characterType: Void = useUTF8CharacterType()
 
     /// libcurl hands a non-ASCII host name (`bücher.example`) to libidn2's `idn2_lookup_ul`, which reads it
     /// in the locale's character set. A process starts in the "C" locale (ASCII), where every such name
