@@ -35,6 +35,24 @@ let essentialsFirst: [String] = {
     return []
 }()
 
+// pkg-config's compile flags for `library` (its include directories), for a C target that includes its headers
+// but does not link it: libchafa is loaded when first used (Sources/CLoadOnUse), and a system library target
+// would add pkg-config's linker flags as well. Empty where pkg-config is missing or does not know the library
+// (the build then says which header it cannot find).
+func compileFlags(of library: String) -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["pkg-config", "--cflags", library]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return [] }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return [] }
+    return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+}
+
 let package = Package(
     name: "Haul",
     platforms: [.macOS(.v15)],
@@ -65,21 +83,21 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl",
             linkerSettings: [.linkedLibrary("crypto")]),
         // C libraries, each behind a small shim header of typed wrappers.
-        // No pkgConfig: ncursesw.pc only adds -D flags, which SwiftPM drops with a warning; shim.h defines them.
-        .systemLibrary(
-            name: "CNcurses", path: "Sources/CNcurses",
-            providers: [.apt(["libncurses-dev"])]),
-        .systemLibrary(
-            name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
-            providers: [.apt(["libjpeg-dev"])]),
-        // libchafa: pictures at the terminal's real resolution (kitty, sixel, iTerm2, or symbols).
-        .systemLibrary(
-            name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
-            providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
-        // libpng's progressive reader: partial and interlaced PNGs.
-        .systemLibrary(
-            name: "CPNG", path: "Sources/CPNG", pkgConfig: "libpng",
-            providers: [.apt(["libpng-dev"])]),
+        // The picture libraries and ncurses are loaded when first used rather than linked (Sources/CLoadOnUse).
+        .target(name: "CLoadOnUse", path: "Sources/CLoadOnUse"),
+        // ncurses (libncurses-dev), loaded when the screen starts. ncursesw.pc only adds -D flags; shim.h
+        // defines them.
+        .target(name: "CNcurses", dependencies: ["CLoadOnUse"], path: "Sources/CNcurses"),
+        // libjpeg (libjpeg-dev), loaded when a JPEG is first decoded or encoded.
+        .target(name: "CJPEG", dependencies: ["CLoadOnUse"], path: "Sources/CJPEG"),
+        // libchafa: pictures at the terminal's real resolution (kitty, sixel, iTerm2, or symbols), loaded when a
+        // picture is first drawn (libchafa-dev and libglib2.0-dev for its headers).
+        .target(
+            name: "CChafa", dependencies: ["CLoadOnUse"], path: "Sources/CChafa",
+            cSettings: [.unsafeFlags(compileFlags(of: "chafa"))]),
+        // libpng's progressive reader (libpng-dev): partial and interlaced PNGs, loaded when a PNG is first
+        // decoded or encoded.
+        .target(name: "CPNG", dependencies: ["CLoadOnUse"], path: "Sources/CPNG"),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // OpenSSL's libcrypto, the digests of `--checksum` and `haul verify`: libcurl's TLS loads it anyway (a
@@ -239,7 +257,7 @@ let package = Package(
                 "CJPEG",
                 "TestSupport",
             ]),
-        .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport"]),
+        .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport", "CLoadOnUse"]),
         .testTarget(
             name: "HaulServiceTests",
             dependencies: [

@@ -1,5 +1,7 @@
-#ifndef HAUL_CJPEG_SHIM_H
-#define HAUL_CJPEG_SHIM_H
+// libjpeg, loaded when a JPEG is first decoded or encoded (CLoadOnUse): the helpers below (include/shim.h) first
+// ask whether it could be, and fail as for a damaged picture where it cannot.
+#include "shim.h"
+#include "load_on_use.h"
 // libjpeg's header needs stdio (FILE) and size_t declared first.
 #include <stdio.h>
 #include <stddef.h>
@@ -8,6 +10,38 @@
 #include <setjmp.h>
 #include <jpeglib.h>
 #include <jerror.h>
+
+#define JPEG_FUNCTIONS(X) \
+    X(struct jpeg_error_mgr *, jpeg_std_error, (struct jpeg_error_mgr *err), (err)) \
+    X(void, jpeg_CreateCompress, (j_compress_ptr cinfo, int version, size_t structsize), (cinfo, version, structsize)) \
+    X(void, jpeg_CreateDecompress, (j_decompress_ptr cinfo, int version, size_t structsize), \
+      (cinfo, version, structsize)) \
+    X(void, jpeg_destroy_compress, (j_compress_ptr cinfo), (cinfo)) \
+    X(void, jpeg_destroy_decompress, (j_decompress_ptr cinfo), (cinfo)) \
+    X(void, jpeg_mem_dest, (j_compress_ptr cinfo, unsigned char **outbuffer, unsigned long *outsize), \
+      (cinfo, outbuffer, outsize)) \
+    X(void, jpeg_mem_src, (j_decompress_ptr cinfo, const unsigned char *inbuffer, unsigned long insize), \
+      (cinfo, inbuffer, insize)) \
+    X(void, jpeg_set_defaults, (j_compress_ptr cinfo), (cinfo)) \
+    X(void, jpeg_set_quality, (j_compress_ptr cinfo, int quality, boolean force_baseline), \
+      (cinfo, quality, force_baseline)) \
+    X(void, jpeg_simple_progression, (j_compress_ptr cinfo), (cinfo)) \
+    X(void, jpeg_start_compress, (j_compress_ptr cinfo, boolean write_all_tables), (cinfo, write_all_tables)) \
+    X(JDIMENSION, jpeg_write_scanlines, (j_compress_ptr cinfo, JSAMPARRAY scanlines, JDIMENSION num_lines), \
+      (cinfo, scanlines, num_lines)) \
+    X(void, jpeg_finish_compress, (j_compress_ptr cinfo), (cinfo)) \
+    X(int, jpeg_read_header, (j_decompress_ptr cinfo, boolean require_image), (cinfo, require_image)) \
+    X(boolean, jpeg_start_decompress, (j_decompress_ptr cinfo), (cinfo)) \
+    X(JDIMENSION, jpeg_read_scanlines, (j_decompress_ptr cinfo, JSAMPARRAY scanlines, JDIMENSION max_lines), \
+      (cinfo, scanlines, max_lines)) \
+    X(boolean, jpeg_finish_decompress, (j_decompress_ptr cinfo), (cinfo))
+
+HAUL_LIBRARY(jpeg, "libjpeg.so.62", JPEG_FUNCTIONS)
+#define FORWARD(type, name, parameters, arguments) HAUL_FORWARD(jpeg, type, name, parameters, arguments)
+JPEG_FUNCTIONS(FORWARD)
+#undef FORWARD
+
+int haul_jpeg_load(char *message, size_t size) { return haul_library_load(&jpeg, message, size); }
 
 // libjpeg reports fatal errors through `error_exit`, which by default calls exit(). Swift cannot longjmp, so the
 // helpers below do all libjpeg work in C behind a setjmp-based error manager: a fatal error returns a status code,
@@ -22,18 +56,18 @@ struct haul_jpeg_error_manager {
     unsigned long buffer_length;
 };
 
-static inline void haul_jpeg_error_exit(j_common_ptr cinfo) {
+static void haul_jpeg_error_exit(j_common_ptr cinfo) {
     struct haul_jpeg_error_manager *manager = (struct haul_jpeg_error_manager *)cinfo->err;
     longjmp(manager->jump, 1);
 }
 
-static inline void haul_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
+static void haul_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
     if (msg_level < 0) {
         cinfo->err->num_warnings++;
     }
 }
 
-static inline struct jpeg_error_mgr *haul_jpeg_install_errors(struct haul_jpeg_error_manager *manager) {
+static struct jpeg_error_mgr *haul_jpeg_install_errors(struct haul_jpeg_error_manager *manager) {
     memset(manager, 0, sizeof(*manager));
     jpeg_std_error(&manager->base);
     manager->base.error_exit = haul_jpeg_error_exit;
@@ -41,40 +75,17 @@ static inline struct jpeg_error_mgr *haul_jpeg_install_errors(struct haul_jpeg_e
     return &manager->base;
 }
 
-/// Decodes a JPEG (baseline or progressive, complete or truncated) into packed 8-bit RGB.
-///
-/// A truncated file decodes as far as its data goes: a progressive JPEG cut anywhere after its first scan yields the
-/// full width x height, blurred; a baseline one yields its top rows. Rows that were never reached stay mid-gray.
-///
-/// - Parameters:
-///   - data, length: the JPEG bytes (any prefix of a file).
-///   - out_width, out_height: the image size in pixels.
-///   - out_rgb: on success, a malloc'd buffer of width * height * 3 bytes; release it with `haul_jpeg_free`.
-///   - out_rows_decoded: how many rows libjpeg produced from the data (height unless decoding stopped early).
-/// - Returns: 0 on success (possibly with missing data), 1 when the data had to be padded or was damaged (the image
-///   is still usable), -1 when no image could be read (not a JPEG, header incomplete, or larger than 100 Mpixel).
-///   On -1 nothing is allocated and `*out_rgb` is NULL.
-static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigned long length,
-                                              unsigned long max_pixels, int *out_width, int *out_height,
-                                              unsigned char **out_rgb, int *out_rows_decoded, int *out_image_width,
-                                              int *out_image_height);
 
-static inline int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long length, int *out_width,
-                                       int *out_height, unsigned char **out_rgb, int *out_rows_decoded) {
+int haul_jpeg_decode_rgb(const unsigned char *data, unsigned long length, int *out_width, int *out_height,
+                         unsigned char **out_rgb, int *out_rows_decoded) {
     int image_width, image_height;
     return haul_jpeg_decode_rgb_scaled(data, length, 0, out_width, out_height, out_rgb, out_rows_decoded,
                                        &image_width, &image_height);
 }
 
-/// `haul_jpeg_decode_rgb`, decoded at 1/2, 1/4 or 1/8 of the size (libjpeg's DCT scaling: less work and memory)
-/// while the picture has more than `max_pixels` (0: full size). The picture's own size goes to
-/// `out_image_width` / `out_image_height`. Bounded whatever the data says: a picture over 100 Mpixel or 65500 on
-/// a side is refused after its header, before libjpeg allocates for it, and libjpeg's own memory is capped at
-/// 256 MiB (a progressive picture's coefficient buffers).
-static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigned long length,
-                                              unsigned long max_pixels, int *out_width, int *out_height,
-                                              unsigned char **out_rgb, int *out_rows_decoded, int *out_image_width,
-                                              int *out_image_height) {
+int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigned long length, unsigned long max_pixels,
+                                int *out_width, int *out_height, unsigned char **out_rgb, int *out_rows_decoded,
+                                int *out_image_width, int *out_image_height) {
     struct jpeg_decompress_struct cinfo;
     struct haul_jpeg_error_manager errors;
     *out_width = 0;
@@ -83,7 +94,7 @@ static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigne
     *out_rows_decoded = 0;
     *out_image_width = 0;
     *out_image_height = 0;
-    if (data == NULL || length < 4) {
+    if (data == NULL || length < 4 || haul_jpeg_load(NULL, 0) != 0) {
         return -1;
     }
     cinfo.err = haul_jpeg_install_errors(&errors);
@@ -158,25 +169,17 @@ static inline int haul_jpeg_decode_rgb_scaled(const unsigned char *data, unsigne
     return status;
 }
 
-/// Releases a buffer returned by `haul_jpeg_decode_rgb` or `haul_jpeg_encode_rgb`. NULL is ignored.
-static inline void haul_jpeg_free(void *buffer) {
+void haul_jpeg_free(void *buffer) {
     free(buffer);
 }
 
-/// Encodes packed 8-bit RGB (width * height * 3 bytes) as a JPEG in memory.
-///
-/// - Parameters:
-///   - quality: 1...100.
-///   - progressive: non-zero for a progressive JPEG (`jpeg_simple_progression`), zero for baseline.
-///   - out_data, out_length: on success, a malloc'd buffer holding the file; release it with `haul_jpeg_free`.
-/// - Returns: 0 on success, -1 on failure (nothing is allocated then).
-static inline int haul_jpeg_encode_rgb(const unsigned char *rgb, int width, int height, int quality, int progressive,
-                                       unsigned char **out_data, unsigned long *out_length) {
+int haul_jpeg_encode_rgb(const unsigned char *rgb, int width, int height, int quality, int progressive,
+                         unsigned char **out_data, unsigned long *out_length) {
     struct jpeg_compress_struct cinfo;
     struct haul_jpeg_error_manager errors;
     *out_data = NULL;
     *out_length = 0;
-    if (rgb == NULL || width <= 0 || height <= 0) {
+    if (rgb == NULL || width <= 0 || height <= 0 || haul_jpeg_load(NULL, 0) != 0) {
         return -1;
     }
     cinfo.err = haul_jpeg_install_errors(&errors);
@@ -208,5 +211,3 @@ static inline int haul_jpeg_encode_rgb(const unsigned char *rgb, int width, int 
     *out_length = errors.buffer_length;
     return 0;
 }
-
-#endif

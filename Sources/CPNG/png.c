@@ -1,12 +1,72 @@
-#ifndef HAUL_CPNG_SHIM_H
-#define HAUL_CPNG_SHIM_H
-/* libpng (Debian's libpng-dev) through its progressive reader: a PNG's prefix decodes as far as it goes, and an
-   interlaced (Adam7) one gives the whole picture, coarse, after its first passes. libpng reports fatal errors
-   with longjmp, which Swift cannot take: the helpers keep every libpng call on the C side. */
+/* libpng (Debian's libpng-dev) through its progressive reader (include/shim.h). libpng reports fatal errors with
+   longjmp, which Swift cannot take: the helpers keep every libpng call on this side. libpng is loaded when first
+   used (CLoadOnUse): where it cannot be, the helpers fail as for a picture they cannot read. */
+#include "shim.h"
+#include "load_on_use.h"
 #include <png.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define PNG_FUNCTIONS(X) \
+    X(int, png_sig_cmp, (png_const_bytep sig, size_t start, size_t num_to_check), (sig, start, num_to_check)) \
+    X(png_structp, png_create_read_struct, (png_const_charp user_png_ver, png_voidp error_ptr, png_error_ptr error_fn, \
+      png_error_ptr warn_fn), (user_png_ver, error_ptr, error_fn, warn_fn)) \
+    X(png_structp, png_create_write_struct, (png_const_charp user_png_ver, png_voidp error_ptr, \
+      png_error_ptr error_fn, png_error_ptr warn_fn), (user_png_ver, error_ptr, error_fn, warn_fn)) \
+    X(png_infop, png_create_info_struct, (png_const_structrp png_ptr), (png_ptr)) \
+    X(void, png_destroy_read_struct, (png_structpp png_ptr_ptr, png_infopp info_ptr_ptr, png_infopp end_info_ptr_ptr), \
+      (png_ptr_ptr, info_ptr_ptr, end_info_ptr_ptr)) \
+    X(void, png_destroy_write_struct, (png_structpp png_ptr_ptr, png_infopp info_ptr_ptr), (png_ptr_ptr, info_ptr_ptr)) \
+    X(jmp_buf *, png_set_longjmp_fn, (png_structrp png_ptr, png_longjmp_ptr longjmp_fn, size_t jmp_buf_size), \
+      (png_ptr, longjmp_fn, jmp_buf_size)) \
+    X(png_uint_32, png_get_image_width, (png_const_structrp png_ptr, png_const_inforp info_ptr), (png_ptr, info_ptr)) \
+    X(png_uint_32, png_get_image_height, (png_const_structrp png_ptr, png_const_inforp info_ptr), (png_ptr, info_ptr)) \
+    X(png_voidp, png_get_io_ptr, (png_const_structrp png_ptr), (png_ptr)) \
+    X(png_voidp, png_get_progressive_ptr, (png_const_structrp png_ptr), (png_ptr)) \
+    X(size_t, png_get_rowbytes, (png_const_structrp png_ptr, png_const_inforp info_ptr), (png_ptr, info_ptr)) \
+    X(void, png_process_data, (png_structrp png_ptr, png_inforp info_ptr, png_bytep buffer, size_t buffer_size), \
+      (png_ptr, info_ptr, buffer, buffer_size)) \
+    X(void, png_progressive_combine_row, (png_const_structrp png_ptr, png_bytep old_row, png_const_bytep new_row), \
+      (png_ptr, old_row, new_row)) \
+    X(void, png_read_update_info, (png_structrp png_ptr, png_inforp info_ptr), (png_ptr, info_ptr)) \
+    X(void, png_set_IHDR, (png_const_structrp png_ptr, png_inforp info_ptr, png_uint_32 width, png_uint_32 height, \
+      int bit_depth, int color_type, int interlace_method, int compression_method, int filter_method), \
+      (png_ptr, info_ptr, width, height, bit_depth, color_type, interlace_method, compression_method, filter_method)) \
+    X(void, png_set_chunk_malloc_max, (png_structrp png_ptr, png_alloc_size_t user_chunk_cache_max), \
+      (png_ptr, user_chunk_cache_max)) \
+    X(void, png_set_expand, (png_structrp png_ptr), (png_ptr)) \
+    X(void, png_set_gray_to_rgb, (png_structrp png_ptr), (png_ptr)) \
+    X(int, png_set_interlace_handling, (png_structrp png_ptr), (png_ptr)) \
+    X(void, png_set_progressive_read_fn, (png_structrp png_ptr, png_voidp progressive_ptr, \
+      png_progressive_info_ptr info_fn, png_progressive_row_ptr row_fn, png_progressive_end_ptr end_fn), \
+      (png_ptr, progressive_ptr, info_fn, row_fn, end_fn)) \
+    X(void, png_set_rows, (png_const_structrp png_ptr, png_inforp info_ptr, png_bytepp row_pointers), \
+      (png_ptr, info_ptr, row_pointers)) \
+    X(void, png_set_strip_16, (png_structrp png_ptr), (png_ptr)) \
+    X(void, png_set_strip_alpha, (png_structrp png_ptr), (png_ptr)) \
+    X(void, png_set_user_limits, (png_structrp png_ptr, png_uint_32 user_width_max, png_uint_32 user_height_max), \
+      (png_ptr, user_width_max, user_height_max)) \
+    X(void, png_set_write_fn, (png_structrp png_ptr, png_voidp io_ptr, png_rw_ptr write_data_fn, \
+      png_flush_ptr output_flush_fn), (png_ptr, io_ptr, write_data_fn, output_flush_fn)) \
+    X(void, png_write_png, (png_structrp png_ptr, png_inforp info_ptr, int transforms, png_voidp params), \
+      (png_ptr, info_ptr, transforms, params))
+// The two that never return: the library's call takes the thread elsewhere (longjmp) or ends the process.
+#define PNG_NORETURN_FUNCTIONS(X) \
+    X(void, png_error, (png_const_structrp png_ptr, png_const_charp error_message), (png_ptr, error_message)) \
+    X(void, png_longjmp, (png_const_structrp png_ptr, int val), (png_ptr, val))
+#define PNG_ALL_FUNCTIONS(X) PNG_FUNCTIONS(X) PNG_NORETURN_FUNCTIONS(X)
+
+HAUL_LIBRARY(png, "libpng16.so.16", PNG_ALL_FUNCTIONS)
+#define FORWARD(type, name, parameters, arguments) HAUL_FORWARD(png, type, name, parameters, arguments)
+PNG_FUNCTIONS(FORWARD)
+#undef FORWARD
+#define FORWARD_NORETURN(type, name, parameters, arguments) \
+    type name parameters { haul_library_need(&png); png_functions.name arguments; abort(); }
+PNG_NORETURN_FUNCTIONS(FORWARD_NORETURN)
+#undef FORWARD_NORETURN
+
+int haul_png_load(char *message, size_t size) { return haul_library_load(&png, message, size); }
 
 struct haul_png_state {
     unsigned char *rgb;
@@ -77,14 +137,12 @@ static void haul_png_warning(png_structp png, png_const_charp message) {
     (void)message;
 }
 
-/* Decodes a PNG (any prefix) to packed 8-bit RGB. Returns 0 complete, 1 partial (what decoded; the rest mid-gray),
-   -1 not readable (not a PNG, header incomplete or damaged), -2 too large (over 100 Mpixel or 65500 a side).
-   On 0 and 1, *out_rgb is malloc'd (free with free()). *out_width/*out_height are set when the header was read. */
-static inline int haul_png_decode_rgb(const unsigned char *data, unsigned long length, int *out_width, int *out_height,
-                                      unsigned char **out_rgb, int *out_passes, int *out_rows) {
+int haul_png_decode_rgb(const unsigned char *data, unsigned long length, int *out_width, int *out_height,
+                        unsigned char **out_rgb, int *out_passes, int *out_rows) {
     *out_rgb = NULL;
     *out_width = *out_height = *out_passes = *out_rows = 0;
-    if (data == NULL || length < 8 || png_sig_cmp((png_const_bytep)data, 0, 8) != 0) return -1;
+    if (data == NULL || length < 8 || haul_png_load(NULL, 0) != 0) return -1;
+    if (png_sig_cmp((png_const_bytep)data, 0, 8) != 0) return -1;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, haul_png_error, haul_png_warning);
     if (png == NULL) return -1;
     png_infop info = png_create_info_struct(png);
@@ -149,12 +207,11 @@ static void haul_png_write_data(png_structp png, png_bytep data, png_size_t leng
 
 static void haul_png_flush(png_structp png) { (void)png; }
 
-/* Encodes packed RGB as a PNG (Adam7-interlaced when `interlaced`), for tests and the sample server. 0 on
-   success with *out_data malloc'd (free with free()). */
-static inline int haul_png_encode_rgb(const unsigned char *rgb, int width, int height, int interlaced,
-                                      unsigned char **out_data, unsigned long *out_length) {
+int haul_png_encode_rgb(const unsigned char *rgb, int width, int height, int interlaced, unsigned char **out_data,
+                        unsigned long *out_length) {
     *out_data = NULL;
     *out_length = 0;
+    if (haul_png_load(NULL, 0) != 0) return -1;
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, haul_png_error, haul_png_warning);
     if (png == NULL) return -1;
     png_infop info = png_create_info_struct(png);
@@ -179,4 +236,3 @@ static inline int haul_png_encode_rgb(const unsigned char *rgb, int width, int h
     *out_length = buffer.length;
     return 0;
 }
-#endif

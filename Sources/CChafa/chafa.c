@@ -1,18 +1,61 @@
-#ifndef HAUL_CCHAFA_SHIM_H
-#define HAUL_CCHAFA_SHIM_H
 /* libchafa (Debian's libchafa-dev): pictures at the terminal's real resolution. These helpers keep GLib's
-   types on the C side: Swift hands over RGB pixels and gets bytes or cells back. */
+   types on this side: Swift hands over RGB pixels and gets bytes or cells back (include/shim.h). libchafa is
+   loaded when first used (CLoadOnUse), so the helpers first ask whether it could be: a picture not drawn,
+   rather than an exit, where it cannot. */
+#include "shim.h"
+#include "load_on_use.h"
 #include <stdlib.h>
 #include <string.h>
 #include <chafa.h>
 
-enum { HAUL_PIXELS_SYMBOLS = 0, HAUL_PIXELS_SIXEL = 1, HAUL_PIXELS_KITTY = 2, HAUL_PIXELS_ITERM = 3 };
-enum { HAUL_COLORS_TRUE = 0, HAUL_COLORS_256 = 1, HAUL_COLORS_16 = 2, HAUL_COLORS_NONE = 3 };
+#define CHAFA_FUNCTIONS(X) \
+    X(ChafaCanvasConfig *, chafa_canvas_config_new, (void), ()) \
+    X(void, chafa_canvas_config_unref, (ChafaCanvasConfig *config), (config)) \
+    X(void, chafa_canvas_config_set_geometry, (ChafaCanvasConfig *config, gint width, gint height), \
+      (config, width, height)) \
+    X(void, chafa_canvas_config_set_cell_geometry, (ChafaCanvasConfig *config, gint cell_width, gint cell_height), \
+      (config, cell_width, cell_height)) \
+    X(void, chafa_canvas_config_set_canvas_mode, (ChafaCanvasConfig *config, ChafaCanvasMode mode), (config, mode)) \
+    X(void, chafa_canvas_config_set_symbol_map, (ChafaCanvasConfig *config, const ChafaSymbolMap *symbol_map), \
+      (config, symbol_map)) \
+    X(void, chafa_canvas_config_set_dither_mode, (ChafaCanvasConfig *config, ChafaDitherMode dither_mode), \
+      (config, dither_mode)) \
+    X(void, chafa_canvas_config_set_pixel_mode, (ChafaCanvasConfig *config, ChafaPixelMode pixel_mode), \
+      (config, pixel_mode)) \
+    X(ChafaCanvas *, chafa_canvas_new, (const ChafaCanvasConfig *config), (config)) \
+    X(void, chafa_canvas_unref, (ChafaCanvas *canvas), (canvas)) \
+    X(void, chafa_canvas_draw_all_pixels, (ChafaCanvas *canvas, ChafaPixelType src_pixel_type, \
+      const guint8 *src_pixels, gint src_width, gint src_height, gint src_rowstride), \
+      (canvas, src_pixel_type, src_pixels, src_width, src_height, src_rowstride)) \
+    X(GString *, chafa_canvas_print, (ChafaCanvas *canvas, ChafaTermInfo *term_info), (canvas, term_info)) \
+    X(gunichar, chafa_canvas_get_char_at, (ChafaCanvas *canvas, gint x, gint y), (canvas, x, y)) \
+    X(void, chafa_canvas_get_colors_at, (ChafaCanvas *canvas, gint x, gint y, gint *fg_out, gint *bg_out), \
+      (canvas, x, y, fg_out, bg_out)) \
+    X(ChafaSymbolMap *, chafa_symbol_map_new, (void), ()) \
+    X(void, chafa_symbol_map_unref, (ChafaSymbolMap *symbol_map), (symbol_map)) \
+    X(void, chafa_symbol_map_add_by_tags, (ChafaSymbolMap *symbol_map, ChafaSymbolTags tags), (symbol_map, tags)) \
+    X(void, chafa_symbol_map_remove_by_tags, (ChafaSymbolMap *symbol_map, ChafaSymbolTags tags), (symbol_map, tags)) \
+    X(ChafaTermDb *, chafa_term_db_get_default, (void), ()) \
+    X(ChafaTermInfo *, chafa_term_db_detect, (ChafaTermDb *term_db, gchar **envp), (term_db, envp)) \
+    X(ChafaTermInfo *, chafa_term_db_get_fallback_info, (ChafaTermDb *term_db), (term_db)) \
+    X(void, chafa_term_info_unref, (ChafaTermInfo *term_info), (term_info)) \
+    X(gboolean, chafa_term_info_have_seq, (const ChafaTermInfo *term_info, ChafaTermSeq seq), (term_info, seq)) \
+    X(void, chafa_term_info_supplement, (ChafaTermInfo *term_info, ChafaTermInfo *source), (term_info, source)) \
+    X(void, chafa_calc_canvas_geometry, (gint src_width, gint src_height, gint *dest_width_inout, \
+      gint *dest_height_inout, gfloat font_ratio, gboolean zoom, gboolean stretch), \
+      (src_width, src_height, dest_width_inout, dest_height_inout, font_ratio, zoom, stretch)) \
+    X(gchar *, g_string_free, (GString *string, gboolean free_segment), (string, free_segment))
 
-/* What the terminal described by `envp` (TERM, TERM_PROGRAM, KITTY_WINDOW_ID, ...) draws pictures with, as
-   chafa's own tool decides it: the first of kitty, iTerm2 and sixel whose sequences its database knows for
-   that terminal, else symbols. */
-static inline int haul_chafa_detect_pixels(char **envp) {
+// libchafa, and through it GLib's g_string_free, loaded when a picture is first drawn.
+HAUL_LIBRARY(chafa, "libchafa.so.0", CHAFA_FUNCTIONS)
+#define FORWARD(type, name, parameters, arguments) HAUL_FORWARD(chafa, type, name, parameters, arguments)
+CHAFA_FUNCTIONS(FORWARD)
+#undef FORWARD
+
+int haul_chafa_load(char *message, size_t size) { return haul_library_load(&chafa, message, size); }
+
+int haul_chafa_detect_pixels(char **envp) {
+    if (haul_chafa_load(NULL, 0) != 0) return HAUL_PIXELS_SYMBOLS;
     ChafaTermInfo *info = chafa_term_db_detect(chafa_term_db_get_default(), envp);
     int mode = HAUL_PIXELS_SYMBOLS;
     if (chafa_term_info_have_seq(info, CHAFA_TERM_SEQ_BEGIN_KITTY_IMMEDIATE_IMAGE_V1)) mode = HAUL_PIXELS_KITTY;
@@ -24,9 +67,9 @@ static inline int haul_chafa_detect_pixels(char **envp) {
 
 /* `cell_width` x `cell_height`: a cell's size in pixels, as the terminal reports it (0: unknown, then 10 x 20,
    a cell about twice as tall as wide). It sets the aspect of the fit, and the resolution of pixel modes. */
-static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width, int height, int columns, int lines,
-                                             int pixels, int colors, int cell_width, int cell_height,
-                                             int *out_columns, int *out_lines) {
+static ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width, int height, int columns, int lines,
+                                      int pixels, int colors, int cell_width, int cell_height, int *out_columns,
+                                      int *out_lines) {
     gint w = columns > 0 ? columns : 1, h = lines > 0 ? lines : 1;
     if (cell_width <= 0 || cell_height <= 0) { cell_width = 10; cell_height = 20; }
     chafa_calc_canvas_geometry(width, height, &w, &h, (gfloat)cell_width / (gfloat)cell_height, FALSE, FALSE);
@@ -65,12 +108,10 @@ static inline ChafaCanvas *haul_chafa_canvas(const unsigned char *rgb, int width
     return canvas;
 }
 
-/* The picture as the terminal's bytes for `pixels` (escape sequences, or symbols with colour sequences), in a
-   malloc'd buffer of *out_length bytes (free it with free()). The sequences are those chafa's database has for
-   the terminal of `envp`, supplemented with its defaults, so a mode asked for by name always has them. */
-static inline char *haul_chafa_print(const unsigned char *rgb, int width, int height, int columns, int lines,
-                                     int pixels, int colors, int cell_width, int cell_height, char **envp,
-                                     size_t *out_length, int *out_columns, int *out_lines) {
+char *haul_chafa_print(const unsigned char *rgb, int width, int height, int columns, int lines, int pixels,
+                       int colors, int cell_width, int cell_height, char **envp, size_t *out_length,
+                       int *out_columns, int *out_lines) {
+    if (haul_chafa_load(NULL, 0) != 0) return NULL;
     ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, pixels, colors, cell_width,
                                             cell_height, out_columns, out_lines);
     ChafaTermDb *db = chafa_term_db_get_default();
@@ -93,13 +134,10 @@ static inline char *haul_chafa_print(const unsigned char *rgb, int width, int he
     return bytes;
 }
 
-/* The picture as symbol cells, for a screen that draws its own cells: per cell, its character (a Unicode scalar)
-   and its foreground and background (0xRRGGBB in true colour, a palette index otherwise, -1 for the terminal's
-   own). The arrays hold *out_columns * *out_lines entries, row by row; free each with free(). */
-static inline int haul_chafa_cells(const unsigned char *rgb, int width, int height, int columns, int lines, int colors,
-                                   int cell_width, int cell_height,
-                                   unsigned int **out_chars, int **out_fg, int **out_bg, int *out_columns,
-                                   int *out_lines) {
+int haul_chafa_cells(const unsigned char *rgb, int width, int height, int columns, int lines, int colors,
+                     int cell_width, int cell_height, unsigned int **out_chars, int **out_fg, int **out_bg,
+                     int *out_columns, int *out_lines) {
+    if (haul_chafa_load(NULL, 0) != 0) return -1;
     ChafaCanvas *canvas = haul_chafa_canvas(rgb, width, height, columns, lines, HAUL_PIXELS_SYMBOLS, colors, cell_width,
                                             cell_height, out_columns, out_lines);
     size_t count = (size_t)*out_columns * (size_t)*out_lines;
@@ -124,4 +162,3 @@ static inline int haul_chafa_cells(const unsigned char *rgb, int width, int heig
     *out_bg = bg;
     return 0;
 }
-#endif

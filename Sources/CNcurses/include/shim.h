@@ -15,12 +15,18 @@
 #include <string.h>
 #include <ncursesw/curses.h>
 
+// Loads ncurses now: 0, or -1 with why not in `message` (at most `size` bytes, NUL-terminated; none when
+// `message` is NULL). The screen asks this before its first curses call, and falls back to lines where it
+// cannot be loaded; a curses function called without it loads it, or exits with a one-line message.
+int haul_ncurses_load(char *message, size_t size);
+
 // Curses macros are invisible to Swift; these typed wrappers stand in for them.
 static inline int haul_getmaxy(WINDOW *w) { return getmaxy(w); }
 static inline int haul_getmaxx(WINDOW *w) { return getmaxx(w); }
-static inline WINDOW *haul_stdscr(void) { return stdscr; }
+// ncurses is loaded when first used (ncurses.c): its variables are read through the loaded library.
+WINDOW *haul_stdscr(void);
 static inline int haul_color_pair(int n) { return (int)COLOR_PAIR(n); }
-static inline int haul_colors(void) { return COLORS; }
+int haul_colors(void);
 static inline int haul_key_resize(void) { return KEY_RESIZE; }
 static inline attr_t haul_a_bold(void) { return A_BOLD; }
 static inline attr_t haul_a_reverse(void) { return A_REVERSE; }
@@ -49,7 +55,7 @@ static inline int haul_put_cell(WINDOW *w, int y, int x, const wchar_t *text, at
     return mvwadd_wch(w, y, x, &cell);
 }
 static inline attr_t haul_a_normal(void) { return A_NORMAL; }
-static inline int haul_color_pairs(void) { return COLOR_PAIRS; }
+int haul_color_pairs(void);
 static inline FILE *haul_stdin(void) { return stdin; }
 static inline FILE *haul_stdout(void) { return stdout; }
 /// The C library's column count for a character in the current locale (-1: not printable).
