@@ -44,6 +44,13 @@ CURLSHcode haul_share_setopt_long(CURLSH *s, CURLSHoption o, long v);
 // exits with them in place. Returns 1 on success.
 static inline int haul_openssl_keep_at_exit(void) { return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL); }
 
+// OpenSSL's configuration file (the system's TLS policy among it), loaded now, as curl's init would load it
+// (with the keep-at-exit above): two thirds of curl_global_init's time, which a thread that is waiting for
+// libcurl's load anyway can spend instead. Returns 1 on success.
+static inline int haul_openssl_load_config(void) {
+    return OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 // CURLAUTH_* are macros of unsigned long casts, which Swift does not import.
 static inline long haul_curlauth_basic(void) { return (long)CURLAUTH_BASIC; }
 
