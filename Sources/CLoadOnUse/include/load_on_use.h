@@ -28,6 +28,8 @@ void haul_library_need(struct haul_library *library);
 
 // The X-macro plumbing shared by the libraries' files: `FUNCTIONS(X)` lists X(type, name, (parameters),
 // (arguments)); these define the table of pointers, the names, the library and a forwarder per function.
+// The loader fills the table as an array of `void *`, as `dlsym` returns them: POSIX makes a function's
+// address convertible to and from `void *`, and a struct of pointers alone has no padding between them.
 #define HAUL_FIELD(type, name, parameters, arguments) type (*name) parameters;
 #define HAUL_NAME(type, name, parameters, arguments) #name,
 #define HAUL_LIBRARY(variable, soname_, FUNCTIONS) \
