@@ -257,7 +257,9 @@ let package = Package(
                 "CJPEG",
                 "TestSupport",
             ]),
-        .testTarget(name: "HaulTUITests", dependencies: ["HaulTUI", "HaulCore", "TestSupport", "CLoadOnUse"]),
+        .testTarget(
+            name: "HaulTUITests",
+            dependencies: ["HaulTUI", "HaulCore", "TestSupport", "CLoadOnUse", "CJPEG", "CPNG", "CChafa"]),
         .testTarget(
             name: "HaulServiceTests",
             dependencies: [

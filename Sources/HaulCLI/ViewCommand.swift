@@ -57,6 +57,10 @@ struct ViewCommand: ParsableCommand {
         let columns = width ?? (terminal ? Int(size.ws_col) : 80)
         let lines = height ?? (terminal ? Int(size.ws_row) - 1 : 24)
         let mode = pictures ?? PictureMode.detect(environment: environment)
+        if mode != .none, let failure = ChafaPicture.unavailable {
+            TextOutput.standard.err("haul: view: \(name): cannot preview: \(failure)")
+            return FailureCategory.other.exitCode
+        }
         let printed = ChafaPicture.print(image.image, columns: columns, lines: lines, mode: mode,
                                          colors: Self.colors(environment), environment: environment,
                                          cell: CellPixels.of(terminal: 1) ?? .assumed)

@@ -1,4 +1,8 @@
+import CChafa
+import CJPEG
 import CLoadOnUse
+import CPNG
+@testable import HaulTUI
 import Glibc
 import Testing
 
@@ -66,5 +70,27 @@ import Testing
             #expect(status == -1)
             #expect(message == "cannot load libm.so.6: no function haul_no_such_function")
         }
+    }
+}
+
+/// A picture library that cannot be loaded is named in the picture's error, not taken for a damaged picture.
+@Suite struct PictureLibraryTests {
+    @Test func aLibraryThatLoadsHasNoFailure() {
+        #expect(PictureLibrary.failure { _, _ in 0 } == nil)
+    }
+
+    @Test func aLibraryThatCannotLoadSaysWhy() {
+        let failure = PictureLibrary.failure { message, size in
+            let text = "cannot load libjpeg.so.62: cannot open shared object file: No such file or directory"
+            _ = text.withCString { strncpy(message!, $0, size) }
+            return -1
+        }
+        #expect(failure == "cannot load libjpeg.so.62: cannot open shared object file: No such file or directory")
+    }
+
+    @Test func thePictureLibrariesLoadHere() {
+        #expect(PictureLibrary.failure(haul_jpeg_load) == nil)
+        #expect(PictureLibrary.failure(haul_png_load) == nil)
+        #expect(ChafaPicture.unavailable == nil)
     }
 }

@@ -111,6 +111,9 @@ package struct TerminalImage: Sendable, Equatable {
 
 /// Pictures drawn by libchafa: as the bytes a terminal takes (`haul view`), or as cells for the full screen.
 package enum ChafaPicture {
+    /// nil when libchafa could be loaded, else why not (its drawings then come out empty).
+    package static var unavailable: String? { PictureLibrary.failure(haul_chafa_load) }
+
     /// What a picture printed for a terminal is.
     package struct Printed: Sendable, Equatable {
         package var bytes: [UInt8]
