@@ -39,6 +39,29 @@ import Testing
         #expect(none.status == 0 && none.stdout.isEmpty)
     }
 
+    /// The picture libraries are loaded when first drawn with: one that cannot be loaded (here an empty file
+    /// of its name, found first through `LD_LIBRARY_PATH`) is named in one line, and downloads go on without it.
+    @Test func aPictureLibraryThatCannotBeLoadedIsNamed() async throws {
+        let dir = try await Self.photo()
+        let libraries = TempDirectory()
+        for name in ["libjpeg.so.62", "libchafa.so.0"] {
+            #expect(FileManager.default.createFile(atPath: libraries.path + "/" + name, contents: Data()))
+        }
+        let jpeg = try await HaulProcess.run(["view", "--pictures", "symbols", "photo-small.jpg"], in: dir.path,
+                                             environment: ["TERM": "xterm-256color", "LD_LIBRARY_PATH": libraries.path])
+        #expect(jpeg.status == 1)
+        #expect(jpeg.stderr == "haul: view: photo-small.jpg: cannot preview: cannot load \(libraries.path)/libjpeg.so.62: file too short\n",
+                "\(jpeg.stderr)")
+        #expect(jpeg.stdout.isEmpty)
+        try await withSampleServer(jpegs: true) { server in
+            let exit = try await HaulProcess.run(["--plain", "-q", "-o", "again", server.downloadURL("photo-small.jpg")],
+                                                 in: dir.path, environment: ["LD_LIBRARY_PATH": libraries.path])
+            #expect(exit.status == 0, "\(exit.stderr)")
+        }
+        #expect(FileManager.default.contentsEqual(atPath: dir.path + "/again/photo-small.jpg",
+                                                  andPath: dir.path + "/photo-small.jpg"))
+    }
+
     @Test func symbolsFitTheCellsAskedFor() async throws {
         let dir = try await Self.photo()
         let exit = try await Self.view(["--pictures", "symbols", "--width", "30", "--height", "10", "photo-small.jpg"],
