@@ -72,7 +72,7 @@ package struct PictureImage: Sendable {
     }
 
     private init(jpeg bytes: [UInt8]) throws(PictureError) {
-        if let failure = PictureLibrary.failure(haul_jpeg_load) { throw PictureError(failure) }
+        if let failure = LoadedLibrary.failure(haul_jpeg_load) { throw PictureError(failure) }
         var width: Int32 = 0
         var height: Int32 = 0
         var rows: Int32 = 0
@@ -97,7 +97,7 @@ package struct PictureImage: Sendable {
     }
 
     private init(png bytes: [UInt8]) throws(PictureError) {
-        if let failure = PictureLibrary.failure(haul_png_load) { throw PictureError(failure) }
+        if let failure = LoadedLibrary.failure(haul_png_load) { throw PictureError(failure) }
         var width: Int32 = 0
         var height: Int32 = 0
         var passes: Int32 = 0
@@ -176,18 +176,5 @@ package struct PictureImage: Sendable {
         }
         if done < bytes.count { bytes.removeSubrange(done...) }
         return bytes
-    }
-}
-
-/// The libraries pictures are drawn with are loaded when first used (Sources/CLoadOnUse): what one that
-/// cannot be loaded says, so that a picture fails with that instead of looking damaged.
-package enum PictureLibrary {
-    /// nil when `load` (a library's `haul_*_load`) loaded it, else its one-line failure
-    /// ("cannot load libjpeg.so.62: ...").
-    package static func failure(_ load: (UnsafeMutablePointer<CChar>?, Int) -> Int32) -> String? {
-        var message = [CChar](repeating: 0, count: 600)
-        guard load(&message, message.count) != 0 else { return nil }
-        let bytes = message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

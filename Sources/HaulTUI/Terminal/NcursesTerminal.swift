@@ -131,11 +131,7 @@ private final class CursesSession {
 
     init(wakeFD: Int32) throws {
         // ncurses is loaded here, when the screen starts: where it cannot be, the screen falls back to lines.
-        var message = [CChar](repeating: 0, count: 600)
-        guard haul_ncurses_load(&message, message.count) == 0 else {
-            let bytes = message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-            throw TerminalUnavailable(String(decoding: bytes, as: UTF8.self))
-        }
+        if let failure = LoadedLibrary.failure(haul_ncurses_load) { throw TerminalUnavailable(failure) }
         setlocale(LC_ALL, "")
         let unicode = haul_locale_is_utf8() != 0
         TerminalSignals.install(wakeFD: wakeFD)
