@@ -35,18 +35,13 @@
     X(int, wmove, (WINDOW *window, int y, int x), (window, y, x)) \
     X(int, wadd_wch, (WINDOW *window, const cchar_t *cell), (window, cell))
 
-// The table the loader fills: the functions, then the addresses of the variables haul reads.
-static struct {
-    NCURSES_FUNCTIONS(HAUL_FIELD)
-    WINDOW **stdscr_address;
-    int *colors_address;
-    int *color_pairs_address;
-} ncurses_functions;
-static const char *const ncurses_names[] = { NCURSES_FUNCTIONS(HAUL_NAME) "stdscr", "COLORS", "COLOR_PAIRS" };
-static struct haul_library ncurses = {
-    .soname = "libncursesw.so.6", .names = ncurses_names, .functions = (void **)&ncurses_functions,
-    .count = sizeof ncurses_names / sizeof ncurses_names[0], .once = PTHREAD_ONCE_INIT };
+// The variables haul reads, through their loaded addresses.
+#define NCURSES_VARIABLES(X) \
+    X(WINDOW *, stdscr) \
+    X(int, COLORS) \
+    X(int, COLOR_PAIRS)
 
+HAUL_LIBRARY_WITH_VARIABLES(ncurses, "libncursesw.so.6", NCURSES_FUNCTIONS, NCURSES_VARIABLES)
 #define FORWARD(type, name, parameters, arguments) HAUL_FORWARD(ncurses, type, name, parameters, arguments)
 NCURSES_FUNCTIONS(FORWARD)
 #undef FORWARD
@@ -60,10 +55,10 @@ WINDOW *haul_stdscr(void) {
 
 int haul_colors(void) {
     haul_library_need(&ncurses);
-    return *ncurses_functions.colors_address;
+    return *ncurses_functions.COLORS_address;
 }
 
 int haul_color_pairs(void) {
     haul_library_need(&ncurses);
-    return *ncurses_functions.color_pairs_address;
+    return *ncurses_functions.COLOR_PAIRS_address;
 }

@@ -30,14 +30,21 @@ void haul_library_need(struct haul_library *library);
 // (arguments)); these define the table of pointers, the names, the library and a forwarder per function.
 // The loader fills the table as an array of `void *`, as `dlsym` returns them: POSIX makes a function's
 // address convertible to and from `void *`, and a struct of pointers alone has no padding between them.
+// A library whose variables are read too lists them as `VARIABLES(X)`, X(type, name): the table then
+// holds each one's loaded address as `name_address` (after the functions).
 #define HAUL_FIELD(type, name, parameters, arguments) type (*name) parameters;
 #define HAUL_NAME(type, name, parameters, arguments) #name,
-#define HAUL_LIBRARY(variable, soname_, FUNCTIONS) \
-    static struct { FUNCTIONS(HAUL_FIELD) } variable##_functions; \
-    static const char *const variable##_names[] = { FUNCTIONS(HAUL_NAME) }; \
+#define HAUL_VARIABLE_FIELD(type, name) type *name##_address;
+#define HAUL_VARIABLE_NAME(type, name) #name,
+#define HAUL_NO_VARIABLES(X)
+#define HAUL_LIBRARY_WITH_VARIABLES(variable, soname_, FUNCTIONS, VARIABLES) \
+    static struct { FUNCTIONS(HAUL_FIELD) VARIABLES(HAUL_VARIABLE_FIELD) } variable##_functions; \
+    static const char *const variable##_names[] = { FUNCTIONS(HAUL_NAME) VARIABLES(HAUL_VARIABLE_NAME) }; \
     static struct haul_library variable = { \
         .soname = soname_, .names = variable##_names, .functions = (void **)&variable##_functions, \
         .count = sizeof variable##_names / sizeof variable##_names[0], .once = PTHREAD_ONCE_INIT };
+#define HAUL_LIBRARY(variable, soname_, FUNCTIONS) \
+    HAUL_LIBRARY_WITH_VARIABLES(variable, soname_, FUNCTIONS, HAUL_NO_VARIABLES)
 #define HAUL_FORWARD(variable, type, name, parameters, arguments) \
     type name parameters { haul_library_need(&variable); return variable##_functions.name arguments; }
 #endif
