@@ -240,9 +240,12 @@ class Nginx:
     nginx's limit_conn does."""
 
     def __init__(self, workdir: str, root: str, servers: dict[str, int], tls: set[str] | None = None,
-                 certificate: tuple[str, str] | None = None, client_connections: dict[str, int] | None = None):
+                 certificate: tuple[str, str] | None = None, client_connections: dict[str, int] | None = None,
+                 request_logs: set[str] | None = None):
         self.workdir = workdir
         self.root = root
+        #: Servers that log every request (`request_log`): when it began and ended, by nginx's clock.
+        self.request_logs = request_logs or set()
         self.ports = {name: free_port() for name in servers}
         self.rates = servers
         self.tls = tls or set()
@@ -254,6 +257,10 @@ class Nginx:
     def url(self, server: str, name: str) -> str:
         scheme = "https" if server in self.tls else "http"
         return f"{scheme}://127.0.0.1:{self.ports[server]}/{name}"
+
+    def request_log(self, server: str) -> str | None:
+        """The file where `server` logs its requests (`Request`), if it is one of `request_logs`."""
+        return os.path.join(self.workdir, f"requests-{server}.log") if server in self.request_logs else None
 
     def config(self) -> str:
         blocks = []
@@ -268,7 +275,8 @@ class Nginx:
                           "ssl_protocols TLSv1.2 TLSv1.3;")
             else:
                 listen = f"listen 127.0.0.1:{port};"
-            blocks.append(f"  server {{ {listen} root {self.root}; {limit} }}  # {name}")
+            log = f" access_log {self.request_log(name)} timing;" if name in self.request_logs else ""
+            blocks.append(f"  server {{ {listen} root {self.root}; {limit}{log} }}  # {name}")
         tmp = os.path.join(self.workdir, "nginx-tmp")
         user = "user root root;" if os.geteuid() == 0 else ""
         return "\n".join([
@@ -280,6 +288,9 @@ class Nginx:
             "events { worker_connections 4096; }",
             "http {",
             "  access_log off;",
+            # A request's end (the time it was logged, after its last byte was handed to the socket) and its
+            # length, both in milliseconds, so its start is the one less the other (`Request`).
+            "  log_format timing '$msec $request_time $status $bytes_sent \"$http_range\"';",
             "  sendfile on;",
             "  tcp_nopush on;",
             "  keepalive_requests 100000;",
@@ -449,11 +460,33 @@ def rotated(items: list, round_: int) -> list:
 # --- Measuring one run ------------------------------------------------------------------------------
 
 @dataclass
+class Request:
+    """One request as nginx logged it (`Nginx.request_logs`): seconds since the epoch, to the millisecond."""
+    start: float
+    end: float
+    status: int
+    bytes: int
+    range: str
+
+    @staticmethod
+    def parse(line: str) -> "Request | None":
+        fields = line.split(" ", 4)
+        if len(fields) < 5:
+            return None
+        end, took = float(fields[0]), float(fields[1])
+        return Request(end - took, end, int(fields[2]), int(fields[3]), fields[4].strip().strip('"'))
+
+
+@dataclass
 class Sample:
     wall: float
     cpu: float
     rss_kib: int
     error: str | None = None
+    #: When the tool was started (seconds since the epoch, as nginx's log has it).
+    started: float = 0
+    #: The requests the server logged during the run, where the scenario reads a log (`Scenario.request_log`).
+    requests: list[Request] = field(default_factory=list)
 
 
 def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
@@ -462,6 +495,7 @@ def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
     launcher = [GNU_TIME, "-f", "%M", "-o", timefile, *argv]
     with open(logfile, "wb") as out:
         previous = signal.signal(signal.SIGALRM, _alarm)
+        epoch = time.time()
         started = time.perf_counter()
         process = subprocess.Popen(launcher, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                    start_new_session=True)
@@ -487,8 +521,30 @@ def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
     process.returncode = os.waitstatus_to_exitcode(status)
     rss = read_rss(timefile)
     if process.returncode != 0:
-        return Sample(wall, 0, 0, f"exit {process.returncode}: {tail(logfile)}")
-    return Sample(wall, usage.ru_utime + usage.ru_stime, rss)
+        return Sample(wall, 0, 0, f"exit {process.returncode}: {tail(logfile)}", started=epoch)
+    return Sample(wall, usage.ru_utime + usage.ru_stime, rss, started=epoch)
+
+
+def logged_requests(path: str, offset: int) -> list[Request]:
+    """The requests nginx logged in `path` after `offset`. nginx writes a request's line when the request
+    ends, before the tool that made it can exit, so a run's lines are all there when it has ended."""
+    with open(path) as f:
+        f.seek(offset)
+        return [r for r in map(Request.parse, f.read().splitlines()) if r]
+
+
+def phases(samples: list[Sample]) -> tuple[float, float, float] | None:
+    """Medians over `samples` (ms) of where a run's time went by the server's log: from the tool's start to its
+    first request, from then to the end of its last request, and from that end to the tool's exit (the end of
+    the transfer, the file's durability and the process's exit). None without logged requests."""
+    rows = [(min(r.start for r in s.requests) - s.started, max(r.end for r in s.requests) - s.started, s.wall)
+            for s in samples if s.error is None and s.requests]
+    if not rows:
+        return None
+    first = median([a for a, _, _ in rows]) * 1000
+    last = median([b - a for a, b, _ in rows]) * 1000
+    after = median([w - b for _, b, w in rows]) * 1000
+    return first, last, after
 
 
 class _Timeout(Exception):
@@ -705,6 +761,8 @@ class Scenario:
     #: VMs' disks) every file created in the minutes after a mass delete searches past the recently freed
     #: inodes (`recently_deleted`), and the next small-file scenario would pay for this one's 45,000 files.
     keep_outputs: bool = False
+    #: nginx's log of the scenario's requests (`Nginx.request_log`): each run's lines go to its sample.
+    request_log: str | None = None
 
     def run(self, rounds: int, workdir: str) -> None:
         base = os.path.join(workdir, "out", self.key)
@@ -746,7 +804,10 @@ class Scenario:
                         sample.error = "haul left by itself: the full-screen interface did not open"
                 else:
                     logfile = os.path.join(workdir, "logs", f"{self.key}-{slug(tool.name)}-{r}.log")
+                    logged = os.path.getsize(self.request_log) if self.request_log else 0
                     sample = measure(tool.argv(outdir), outdir, logfile, self.timeout)
+                    if self.request_log:
+                        sample.requests = logged_requests(self.request_log, logged)
                 if sample.error is None and tool.verify:
                     sample.error = verify(outdir, self.expected, self.hashes if r == 0 else None)
                 tool.samples.append(sample)
