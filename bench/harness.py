@@ -537,8 +537,13 @@ def phases(samples: list[Sample]) -> tuple[float, float, float] | None:
     """Medians over `samples` (ms) of where a run's time went by the server's log: from the tool's start to its
     first request, from then to the end of its last request, and from that end to the tool's exit (the end of
     the transfer, the file's durability and the process's exit). None without logged requests."""
-    rows = [(min(r.start for r in s.requests) - s.started, max(r.end for r in s.requests) - s.started, s.wall)
-            for s in samples if s.error is None and s.requests]
+    rows = []
+    for s in samples:
+        # A line nginx wrote late for an earlier run (a connection it found closed only after a delay) began
+        # before this run's spawn: not this run's. nginx's clock is read to the millisecond.
+        own = [r for r in s.requests if r.start >= s.started - 0.001]
+        if s.error is None and own:
+            rows.append((min(r.start for r in own) - s.started, max(r.end for r in own) - s.started, s.wall))
     if not rows:
         return None
     first = median([a for a, _, _ in rows]) * 1000
