@@ -526,8 +526,11 @@ def measure(argv: list[str], cwd: str, logfile: str, timeout: float) -> Sample:
 
 
 def logged_requests(path: str, offset: int) -> list[Request]:
-    """The requests nginx logged in `path` after `offset`. nginx writes a request's line when the request
-    ends, before the tool that made it can exit, so a run's lines are all there when it has ended."""
+    """The requests nginx logged in `path` after `offset`. nginx writes a request's line when it ends the
+    request: for an answer sent whole, when its last bytes are handed to the socket, before the tool can have
+    read them, so those are all there when the tool has exited. A connection the tool closed early is logged
+    when nginx notices (at once in these runs: axel's aborted first request is there); a line that came later
+    would fall in the next run's, which `phases` leaves out."""
     with open(path) as f:
         f.seek(offset)
         return [r for r in map(Request.parse, f.read().splitlines()) if r]
