@@ -229,8 +229,9 @@ struct DownloadStateMachine {
         if cancelled || error.category == .cancelled { return .cancelled }
         // Ended by the engine to fit a new rate cap: the rest at once, neither counted nor told.
         if error.isRefit {
-            carried += Swift.max(0, (resume?.completedBytes ?? 0) - attemptBase)
-            attemptBase = resume?.completedBytes ?? 0
+            let done = resume?.completedBytes ?? 0
+            carried += Swift.max(0, done - attemptBase)
+            attemptBase = done
             return requestContinuing(resume)
         }
         guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }

@@ -111,8 +111,9 @@ package struct TerminalImage: Sendable, Equatable {
 
 /// Pictures drawn by libchafa: as the bytes a terminal takes (`haul view`), or as cells for the full screen.
 package enum ChafaPicture {
-    /// nil when libchafa could be loaded, else why not (its drawings then come out empty).
-    package static var unavailable: String? { LoadedLibrary.failure(haul_chafa_load) }
+    /// nil when libchafa could be loaded, else why not (its drawings then come out empty). Asked once: a
+    /// library's load is tried once.
+    package static let unavailable = LoadedLibrary.failure(haul_chafa_load)
 
     /// What a picture printed for a terminal is.
     package struct Printed: Sendable, Equatable {

@@ -62,6 +62,11 @@ package struct PictureImage: Sendable {
     /// The eight bytes every PNG starts with.
     static let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
+    /// Why libjpeg and libpng cannot be loaded, if they cannot: asked once (a library's load is tried once),
+    /// not at each of a live preview's decodes.
+    private static let jpegUnavailable = LoadedLibrary.failure(haul_jpeg_load)
+    private static let pngUnavailable = LoadedLibrary.failure(haul_png_load)
+
     /// Decodes JPEG or PNG bytes (told by their signature), complete or any prefix.
     package init(bytes: [UInt8]) throws(PictureError) {
         if bytes.starts(with: Self.pngSignature) {
@@ -72,7 +77,7 @@ package struct PictureImage: Sendable {
     }
 
     private init(jpeg bytes: [UInt8]) throws(PictureError) {
-        if let failure = LoadedLibrary.failure(haul_jpeg_load) { throw PictureError(failure) }
+        if let failure = Self.jpegUnavailable { throw PictureError(failure) }
         var width: Int32 = 0
         var height: Int32 = 0
         var rows: Int32 = 0
@@ -97,7 +102,7 @@ package struct PictureImage: Sendable {
     }
 
     private init(png bytes: [UInt8]) throws(PictureError) {
-        if let failure = LoadedLibrary.failure(haul_png_load) { throw PictureError(failure) }
+        if let failure = Self.pngUnavailable { throw PictureError(failure) }
         var width: Int32 = 0
         var height: Int32 = 0
         var passes: Int32 = 0
