@@ -63,4 +63,14 @@ static inline int haul_punch_hole(int fd, long long offset, long long length) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }
 
+
+/* How many CPUs the calling thread may run on (its affinity mask, which taskset and cgroups' cpusets
+   narrow); at least 1. */
+static inline int haul_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int count = CPU_COUNT(&set);
+    return count > 0 ? count : 1;
+}
+
 #endif

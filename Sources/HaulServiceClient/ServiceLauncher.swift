@@ -78,7 +78,7 @@ enum ServiceLauncher {
             var answer: [UInt8] = []
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             while answer.count < 4096 {
-                let n = poll(&descriptor, 1, readyTimeout)
+                let n = IOExecutor.blocking { poll(&descriptor, 1, readyTimeout) }
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { break }
                 var chunk = [UInt8](repeating: 0, count: 4096)
@@ -100,7 +100,7 @@ extension ServiceLauncher {
         defer { close(fd) }
         // Blocking until the service's exclusive lock is gone: on the I/O executor.
         let locked = await withTaskExecutorPreference(IOExecutor.shared) { () -> Bool in
-            while flock(fd, LOCK_SH) != 0 { if errno != EINTR { return false } }
+            while IOExecutor.blocking({ flock(fd, LOCK_SH) }) != 0 { if errno != EINTR { return false } }
             return true
         }
         if !locked { throw StateDirectory.error("cannot wait for the lock", directory.lock) }

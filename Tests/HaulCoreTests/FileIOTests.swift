@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import SampleServer
 import TestSupport
+import Synchronization
 import Testing
 @testable import HaulCore
 
@@ -162,6 +163,76 @@ import Testing
         }.value
         #expect(ranOn == Array(repeating: starter, count: 20))
     }
+
+    /// No more than `runningLimit` jobs run at once: the others wait in the queue for a running one to end,
+    /// and no thread is started for them meanwhile (eleven threads for eight small downloads crowded the
+    /// core the curl thread needs).
+    @Test func noMoreThanItsRunningLimitRunAtOnce() async throws {
+        let executor = IOExecutor(maximumThreads: 16, runningLimit: 2)
+        let arrived = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        let inside = Gauge()
+        let tasks = (0..<5).map { _ in
+            Task(executorPreference: executor) { () -> Bool in
+                inside.enter()
+                arrived.signal()
+                // Waiting without `blocking`: this thread still counts as running.
+                let went = go.wait(timeout: .now() + 20) == .success
+                inside.leave()
+                return went
+            }
+        }
+        // Each task's first job was queued as it was made; two of them run and wait.
+        for _ in 0..<2 { #expect(arrived.wait(timeout: .now() + 20) == .success) }
+        #expect(executor.load.queued == 3)
+        #expect(executor.load.running == 2)
+        #expect(executor.threadCount == 2)
+        // Each one let go makes room for the next.
+        for _ in 0..<3 {
+            go.signal()
+            #expect(arrived.wait(timeout: .now() + 20) == .success)
+        }
+        for _ in 0..<2 { go.signal() }
+        for task in tasks { #expect(await task.value) }
+        #expect(inside.most == 2)
+        #expect(executor.threadCount == 2)
+    }
+
+    /// A thread waiting in `blocking` (an fsync, a lock another process holds) does not count as running: a
+    /// queued job gets a thread. Counted as running, the waiter here would wait for the very job that ends
+    /// its wait, behind a limit of one.
+    @Test func aThreadWaitingInBlockingLetsAQueuedJobRun() async {
+        let executor = IOExecutor(maximumThreads: 16, runningLimit: 1)
+        let entered = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        let waiter = Task(executorPreference: executor) { () -> Bool in
+            IOExecutor.blocking {
+                entered.signal()
+                return go.wait(timeout: .now() + 20) == .success
+            }
+        }
+        #expect(entered.wait(timeout: .now() + 20) == .success)
+        let releaser = Task(executorPreference: executor) { _ = go.signal() }
+        await releaser.value
+        #expect(await waiter.value)
+        // Back from the wait, the thread counts as running again; with nothing left both threads are idle.
+        #expect(executor.load.running == 0)
+        #expect(executor.threadCount == 2)
+    }
+
+    /// Outside the executor's threads (and nested), `blocking` just runs its body.
+    @Test func blockingElsewhereJustRuns() {
+        #expect(IOExecutor.blocking { IOExecutor.blocking { 42 } } == 42)
+        #expect(IOExecutor.shared.runningLimit >= 2)
+    }
+}
+
+/// How many are inside at once, and the most so far.
+private final class Gauge: Sendable {
+    private let state = Mutex((now: 0, most: 0))
+    func enter() { state.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+    func leave() { state.withLock { $0.now -= 1 } }
+    var most: Int { state.withLock { $0.most } }
 }
 
 private actor HopCounter {

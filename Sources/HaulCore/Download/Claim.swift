@@ -54,7 +54,9 @@ struct Claim {
     /// waited for (about a second at most, without the namespace lock) before it is passed over.
     static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
                      resume: Bool, remoteTime: Bool = true, continuing: Bool = false,
-                     wait: (_ milliseconds: UInt32) -> Void = { usleep($0 * 1000) },
+                     wait: (_ milliseconds: UInt32) -> Void = { milliseconds in
+                         IOExecutor.blocking { _ = usleep(milliseconds * 1000) }
+                     },
                      notice: (DownloadFact) -> Void) throws(HaulError) -> Taking
     {
         var waits: [UInt32] = continuing ? [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] : []

@@ -306,10 +306,20 @@ package final class PartFile: @unchecked Sendable {
         try writeAll(descriptor, split(bodyEnd, offset + Int64(bytes.count)), at: bodyEnd)
     }
 
+    /// A direct write waits for the device: from a mebibyte on, long enough that the I/O executor lets
+    /// another job run meanwhile (`IOExecutor.blocking`); a small file's hundred kilobytes are over sooner
+    /// than another thread would wake.
+    static let longDirectWrite = 1 << 20
+
+    private static func writeDirect(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
+        guard bytes.count >= longDirectWrite else { return try FileIO.writeAll(fd, bytes, at: offset) }
+        try IOExecutor.blocking { () throws(SystemError) in try FileIO.writeAll(fd, bytes, at: offset) }
+    }
+
     /// Writes whole pages through the second, direct-I/O descriptor.
     private func writeThroughSecond(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(HaulError) {
         do {
-            try FileIO.writeAll(fd, bytes, at: offset)
+            try Self.writeDirect(fd, bytes, at: offset)
             shared.withLockedValue { $0.directBytes += Int64(bytes.count) }
         } catch where error.code == EINVAL {
             // The file system takes O_DIRECT at open but not for writes: buffered from now on. The
@@ -360,7 +370,7 @@ package final class PartFile: @unchecked Sendable {
             return try writeAll(descriptor, bytes, at: offset)
         }
         var failure: Int32 = 0
-        do { try FileIO.writeAll(descriptor, bytes, at: offset) } catch { failure = error.code }
+        do { try Self.writeDirect(descriptor, bytes, at: offset) } catch { failure = error.code }
         // Back to buffered before anything else: a failed switch back would leave reads needing alignment.
         guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw PartFile.error("cannot set the flags of", path) }
         switch failure {
@@ -419,12 +429,12 @@ package final class PartFile: @unchecked Sendable {
 
     /// Flushes the data to stable storage.
     package func sync() throws(HaulError) {
-        guard fsync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
+        guard IOExecutor.blocking({ fsync(descriptor) }) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     /// Flushes the data (not all metadata) to stable storage: what a checkpoint needs.
     package func syncData() throws(HaulError) {
-        guard fdatasync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
+        guard IOExecutor.blocking({ fdatasync(descriptor) }) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     package func close() throws(HaulError) {

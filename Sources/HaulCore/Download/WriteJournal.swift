@@ -135,7 +135,7 @@ final class WriteJournal: Sendable {
     func sync() {
         sink.withLockedValue { sink in
             guard case .file(let fd, true) = sink else { return }
-            fdatasync(fd)
+            _ = IOExecutor.blocking { fdatasync(fd) }
             sink = .file(fd, dirty: false)
         }
     }

@@ -201,7 +201,10 @@ actor Recorder {
     }
 
     func record(_ events: [ManagerEvent]) {
-        do { try writer.record(events) } catch { ServiceRunner.log("haul service: \(error.message)") }
+        // A transaction and its fsync: the I/O executor's thread waits, and does not count as running.
+        do { try IOExecutor.blocking { () throws(StoreError) in try writer.record(events) } } catch {
+            ServiceRunner.log("haul service: \(error.message)")
+        }
         scheduleFlush()
     }
 
@@ -216,7 +219,9 @@ actor Recorder {
 
     private func flushDue() {
         flushTimer = nil
-        do { try writer.flushDue() } catch { ServiceRunner.log("haul service: \(error.message)") }
+        do { try IOExecutor.blocking { () throws(StoreError) in try writer.flushDue() } } catch {
+            ServiceRunner.log("haul service: \(error.message)")
+        }
         scheduleFlush()
     }
 
