@@ -63,7 +63,6 @@ static inline int haul_punch_hole(int fd, long long offset, long long length) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }
 
-
 /* How many CPUs the calling thread may run on (its affinity mask, which taskset and cgroups' cpusets
    narrow); at least 1. */
 static inline int haul_cpu_count(void) {

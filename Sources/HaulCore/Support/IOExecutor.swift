@@ -152,11 +152,14 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
         executor.lend(more)
         defer {
             // Running again, over the limit for a moment if others took the room: the next job is left to
-            // the others, or to this thread once fewer run (`work`).
+            // the others, or to this thread once fewer run (`work`). `errno` stays the body's, for a caller
+            // that reads it after a failed fsync, poll or flock.
+            let code = errno
             pthread_mutex_lock(executor.mutex)
             executor.busy += 1
             pthread_mutex_unlock(executor.mutex)
             worker.blocked = false
+            errno = code
         }
         return try body()
     }

@@ -201,11 +201,16 @@ actor Recorder {
     }
 
     func record(_ events: [ManagerEvent]) {
-        // A transaction and its fsync: the I/O executor's thread waits, and does not count as running.
-        do { try IOExecutor.blocking { () throws(StoreError) in try writer.record(events) } } catch {
+        write { writer throws(StoreError) in try writer.record(events) }
+        scheduleFlush()
+    }
+
+    /// One of the writer's transactions, which waits for its fsync: the I/O executor's thread does not count
+    /// as running meanwhile. A failure is logged (the writer keeps what it could not write pending).
+    private func write(_ transaction: (inout StoreWriter) throws(StoreError) -> Void) {
+        do { try IOExecutor.blocking { () throws(StoreError) in try transaction(&writer) } } catch {
             ServiceRunner.log("haul service: \(error.message)")
         }
-        scheduleFlush()
     }
 
     /// A progress left pending is written a second later, and no timer runs while nothing is pending.
@@ -219,16 +224,14 @@ actor Recorder {
 
     private func flushDue() {
         flushTimer = nil
-        do { try IOExecutor.blocking { () throws(StoreError) in try writer.flushDue() } } catch {
-            ServiceRunner.log("haul service: \(error.message)")
-        }
+        write { writer throws(StoreError) in try writer.flushDue() }
         scheduleFlush()
     }
 
     func close() {
         flushTimer?.cancel()
         flushTimer = nil
-        do { try writer.flush() } catch { ServiceRunner.log("haul service: \(error.message)") }
+        write { writer throws(StoreError) in try writer.flush() }
         closed = true
         for waiter in closeWaiters { waiter.resume() }
         closeWaiters = []
