@@ -37,19 +37,40 @@ let essentialsFirst: [String] = {
 
 // pkg-config's compile flags for `library` (its include directories), for a C target that includes its headers
 // but does not link it: libchafa is loaded when first used (Sources/CLoadOnUse), and a system library target
-// would add pkg-config's linker flags as well. Empty where pkg-config is missing or does not know the library
-// (the build then says which header it cannot find).
+// would add pkg-config's linker flags as well. Where pkg-config is missing or does not know the library, the
+// directories Debian and Ubuntu install it in (`debianIncludes`): SwiftPM keeps this manifest's result in its
+// cache until the manifest changes, so an empty answer from a build run before `make deps` would otherwise
+// outlive the packages' install, and every later build would fail on the header it cannot find.
 func compileFlags(of library: String) -> [String] {
+    pkgConfigFlags(of: library) ?? debianIncludes(of: library).map { "-I" + $0 }
+}
+
+// The include directories of `library`'s -dev package (and of those its headers include) on Debian and Ubuntu.
+func debianIncludes(of library: String) -> [String] {
+    #if arch(arm64)
+    let multiarch = "/usr/lib/aarch64-linux-gnu"
+    #else
+    let multiarch = "/usr/lib/x86_64-linux-gnu"
+    #endif
+    switch library {
+    case "chafa":
+        return ["/usr/include/chafa", multiarch + "/chafa/include", "/usr/include/glib-2.0", multiarch + "/glib-2.0/include"]
+    default:
+        return []
+    }
+}
+
+func pkgConfigFlags(of library: String) -> [String]? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["pkg-config", "--cflags", library]
     let output = Pipe()
     process.standardOutput = output
     process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return [] }
+    guard (try? process.run()) != nil else { return nil }
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return [] }
+    guard process.terminationStatus == 0 else { return nil }
     return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
 }
 
