@@ -57,7 +57,9 @@ final class ServiceStops: Sendable {
         }
     }
 
+    /// Waits for the stops, then removes the test directories their services were still writing in.
     func waitForAll() {
         group.wait()
+        TempDirectory.removeLeftBehind()
     }
 }

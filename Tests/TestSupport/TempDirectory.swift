@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// A fresh directory under the system temp dir, removed when the value is released.
@@ -23,14 +24,58 @@ public final class TempDirectory: Sendable {
 
     /// Removes the directory now (once; the release does nothing after it): for a holder whose last
     /// reference may outlive the process's end, such as a thread the process does not wait to be destroyed.
+    ///
+    /// A service a test started may still be writing here as the test ends (its state files are written
+    /// to a temporary name and renamed): an entry gone before its turn is no error, and a directory that a
+    /// writer refilled meanwhile is walked again. One that still cannot go is tried once more at the
+    /// process's exit, after the tests' services are stopped (`removeLeftBehind`).
     public func remove() {
         guard removed.withLock({ done in defer { done = true }; return !done }) else { return }
-        do {
-            try FileManager.default.removeItem(atPath: path)
-        } catch {
-            // Said, so that a test whose child process still writes here when it ends is found.
-            FileHandle.standardError.write(Data("TempDirectory: cannot remove \(path): \(error)\n".utf8))
+        for _ in 0..<3 {
+            if Self.removeTree(path) == 0 { return }
         }
+        Self.leftBehind.withLockedValue { $0.append(path) }
+        _ = Self.removeAtExit
+    }
+
+    // MARK: what a writer left
+
+    private static let leftBehind = NIOLockedValueBox<[String]>([])
+
+    /// Registers `removeLeftBehind` to run at exit, once.
+    private static let removeAtExit: Void = { atexit { TempDirectory.removeLeftBehind() } }()
+
+    /// Removes the directories whose removal failed while something still wrote there; says which cannot
+    /// go even now (a test whose child process outlives it is then found by its name).
+    public static func removeLeftBehind() {
+        let paths = leftBehind.withLockedValue { paths in defer { paths = [] }; return paths }
+        for path in paths {
+            let failure = removeTree(path)
+            if failure != 0 {
+                let reason = String(cString: strerror(failure))
+                FileHandle.standardError.write(Data("TempDirectory: cannot remove \(path): \(reason)\n".utf8))
+            }
+        }
+    }
+
+    /// `rm -rf path`, never following a symbolic link: 0, or the errno of what could not be removed. An
+    /// entry that is gone by the time its turn comes (renamed or removed by another process) is no error.
+    public static func removeTree(_ path: String) -> Int32 {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return errno == ENOENT ? 0 : errno }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return unlink(path) == 0 || errno == ENOENT ? 0 : errno }
+        guard let directory = opendir(path) else { return errno == ENOENT ? 0 : errno }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(directory)
+        for name in names {
+            let failure = removeTree(path + "/" + name)
+            if failure != 0 { return failure }
+        }
+        return rmdir(path) == 0 || errno == ENOENT ? 0 : errno
     }
 
     public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
