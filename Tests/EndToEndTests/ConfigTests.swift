@@ -116,6 +116,7 @@ import TestSupport
             rpc-listen = "127.0.0.1:0"
             rpc-allowed-dirs = ["~/dl", "more"]
             output-dir = "~/dl"
+            idle-exit = \(RPCService.idleExit)
             """)
         for starter in [["service", "start"], ["add", "--retries", "0", "http://127.0.0.1:1/x.bin"]] {
             let start = try await home.haul(starter)

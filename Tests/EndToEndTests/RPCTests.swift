@@ -13,6 +13,11 @@ struct RPCService {
     var secret = ""
     var pid = 0
 
+    /// With the aria2 face on, a service waits for front ends and never leaves by itself unless told: a test
+    /// process that dies before its homes stop their services (a sanitizer's abort) would leave them running.
+    /// Idle for this many seconds, they go (no test here idles that long).
+    static let idleExit = "300"
+
     /// Downloads go to `dir/dl`; `dir/more` is a second allowed root.
     static func start(_ extra: [String] = []) async throws -> RPCService {
         var service = RPCService()
@@ -20,7 +25,8 @@ struct RPCService {
         try FileManager.default.createDirectory(atPath: service.dir.file("more"), withIntermediateDirectories: true)
         let start = try await HaulProcess.run(
             ["service", "start", "--json", "--rpc-listen", "127.0.0.1:0", "--output-dir", service.dir.file("dl"),
-             "--rpc-allowed-dir", service.dir.file("dl"), "--rpc-allowed-dir", service.dir.file("more")] + extra,
+             "--rpc-allowed-dir", service.dir.file("dl"), "--rpc-allowed-dir", service.dir.file("more"),
+             "--idle-exit", Self.idleExit] + extra,
             in: service.dir.path, environment: service.home.environment)
         #expect(start.status == 0, "\(start.stderr)")
         let status = try #require(try JSONSerialization.jsonObject(with: Data(start.stdout.utf8)) as? [String: Any])
@@ -308,7 +314,7 @@ extension RPCService {
         var service = old
         let start = try await old.haul(["service", "start", "--json", "--rpc-listen", "127.0.0.1:0",
                                         "--output-dir", old.dir.file("dl"), "--rpc-allowed-dir", old.dir.file("dl"),
-                                        "--rpc-allowed-dir", old.dir.file("more")])
+                                        "--rpc-allowed-dir", old.dir.file("more"), "--idle-exit", idleExit])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(start.stdout.utf8)) as? [String: Any])
         service.url = try #require((status["rpc"] as? [String: Any])?["url"] as? String)
         return service
