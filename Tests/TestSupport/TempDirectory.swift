@@ -47,7 +47,7 @@ public final class TempDirectory: Sendable {
 
     /// Removes the directories whose removal failed while something still wrote there; says which cannot
     /// go even now (a test whose child process outlives it is then found by its name).
-    public static func removeLeftBehind() {
+    static func removeLeftBehind() {
         let paths = leftBehind.withLockedValue { paths in defer { paths = [] }; return paths }
         for path in paths {
             let failure = removeTree(path)

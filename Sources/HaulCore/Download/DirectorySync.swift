@@ -43,8 +43,13 @@ final class DirectorySync: @unchecked Sendable {
     }
 
     /// Returns once an fsync of the directory `directory` identifies, begun after this call, has finished:
-    /// another caller's, or this one's through `fsync` (each caller's own descriptor of that directory).
+    /// another caller's, or this one's through `fsync` (each caller's own descriptor of that directory). The
+    /// whole of it is a wait (`IOExecutor.blocking`).
     func sync(_ directory: Identity, fsync: () -> Void) {
+        IOExecutor.blocking { commit(directory, fsync: fsync) }
+    }
+
+    private func commit(_ directory: Identity, fsync: () -> Void) {
         pthread_mutex_lock(mutex)
         directories[directory, default: Directory()].requested += 1
         let ticket = directories[directory, default: Directory()].requested

@@ -92,7 +92,7 @@ final class OutputDirectory: Sendable {
     /// directory the download went to, even if its path now leads elsewhere). Group-committed across
     /// downloads by `DirectorySync`.
     func syncNames() {
-        IOExecutor.blocking { DirectorySync.shared.sync(identity) { _ = fsync(descriptor) } }
+        DirectorySync.shared.sync(identity) { _ = fsync(descriptor) }
     }
 
     deinit { _ = Glibc.close(descriptor) }
@@ -283,7 +283,7 @@ final class OutputDirectory: Sendable {
 
     /// Makes the renames and creates done so far in this directory durable.
     func sync() {
-        _ = IOExecutor.blocking { fsync(descriptor) }
+        _ = FileIO.sync(descriptor)
     }
 
     /// The temporary names `replace` uses for `name`: `name.HEX.tmp`, HEX being 1 to 8 hex digits.

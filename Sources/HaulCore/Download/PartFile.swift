@@ -429,12 +429,12 @@ package final class PartFile: @unchecked Sendable {
 
     /// Flushes the data to stable storage.
     package func sync() throws(HaulError) {
-        guard IOExecutor.blocking({ fsync(descriptor) }) == 0 else { throw PartFile.error("cannot sync", path) }
+        guard FileIO.sync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     /// Flushes the data (not all metadata) to stable storage: what a checkpoint needs.
     package func syncData() throws(HaulError) {
-        guard IOExecutor.blocking({ fdatasync(descriptor) }) == 0 else { throw PartFile.error("cannot sync", path) }
+        guard FileIO.sync(descriptor, dataOnly: true) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     package func close() throws(HaulError) {

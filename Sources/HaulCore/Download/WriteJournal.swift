@@ -135,7 +135,7 @@ final class WriteJournal: Sendable {
     func sync() {
         sink.withLockedValue { sink in
             guard case .file(let fd, true) = sink else { return }
-            _ = IOExecutor.blocking { fdatasync(fd) }
+            _ = FileIO.sync(fd, dataOnly: true)
             sink = .file(fd, dirty: false)
         }
     }

@@ -15,6 +15,12 @@ package struct SystemError: Error, Equatable, CustomStringConvertible {
 /// counts. An `offset` reads or writes there (`pread`/`pwrite`, the descriptor's position stays); nil uses
 /// and moves the position (`read`/`write`).
 package enum FileIO {
+    /// `fsync`, or `fdatasync` when `dataOnly`: its result, `errno` its own. A wait for the device, so on the
+    /// I/O executor's threads the thread does not count as running meanwhile (`IOExecutor.blocking`).
+    package static func sync(_ fd: Int32, dataOnly: Bool = false) -> Int32 {
+        IOExecutor.blocking { dataOnly ? fdatasync(fd) : fsync(fd) }
+    }
+
     /// Writes all of `bytes`.
     package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil)
         throws(SystemError)
