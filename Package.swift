@@ -5,7 +5,7 @@ import PackageDescription
 // HaulCLI sees the members of the modules it imports, not of what those import in turn: TOMLKit imports
 // Foundation, whose `String` extensions (`trimmingCharacters`, `contains`, `range(of:)`) would otherwise be
 // picked over the standard library's and link Foundation, CoreFoundation and ICU into `haul`
-// (docs/benchmarks.md, "Thirty-second pass"). haul's modules import FoundationEssentials; the others import
+// (docs/benchmarks-history.md, "Thirty-second pass"). haul's modules import FoundationEssentials; the others import
 // nothing that brings Foundation. Its files import CLinux beside Glibc: a C type both declare (`stat`) is
 // counted as either one's, depending on the order the compiler loaded them.
 let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]

@@ -18,7 +18,7 @@ import TestSupport
 
     /// `haul` starts without Foundation proper (CoreFoundation, ICU: its modules import FoundationEssentials)
     /// and without libcurl and its thirty libraries, which it loads when a download first needs them, on the
-    /// other core while the command line is parsed (docs/benchmarks.md, "Thirty-second pass").
+    /// other core while the command line is parsed (docs/benchmarks-history.md, "Thirty-second pass").
     @Test func haulStartsWithoutFoundationOrLibcurl() async throws {
         let haul = try Data(contentsOf: URL(fileURLWithPath: HaulProcess.binary), options: .alwaysMapped)
         // Foundation's symbols, its own types' and its extensions' (`$sSy10FoundationE...`) alike.

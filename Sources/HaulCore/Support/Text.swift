@@ -3,7 +3,7 @@ import FoundationEssentials
 // The few string operations haul used from Foundation proper (`trimmingCharacters(in: .whitespaces)`,
 // `removingPercentEncoding`). `haul` links FoundationEssentials alone: Foundation brings CoreFoundation, its
 // internationalisation and ICU's tables (48 MB of the binary), whose relocations, constructors and ~1,850
-// conformance records every start paid for (docs/benchmarks.md, "Thirty-second pass").
+// conformance records every start paid for (docs/benchmarks-history.md, "Thirty-second pass").
 
 extension StringProtocol {
     /// Without the leading and trailing characters of `CharacterSet.whitespaces`: tab, the Unicode space
