@@ -55,12 +55,12 @@ static const char *failure; // set by `load` when libcurl or one of its function
 static char failureText[512];
 
 static void load(void) {
-    // The soname of libcurl 7.16 onwards (every libcurl4 package): the one the headers describe. Lazily
-    // bound: libcurl's own calls into its libraries are resolved when first made, not all at the load,
-    // which a download's first request waits for (most of those libraries are linked to bind at once
-    // whatever is asked, libcurl is not): from the spawn to the first request, 15.6 and 16.8 ms against
-    // 16.2 and 17.7 (medians of two runs of 60 alternating starts; the dlopen alone, in C, 1.2 ms less).
-    // Every function haul calls is looked up below, so a libcurl without one is still refused here.
+    // The soname of libcurl 7.16 onwards (every libcurl4 package): the one the headers describe. Asked to
+    // bind lazily, though Debian links libcurl and most of the libraries it needs to bind at once
+    // (DF_BIND_NOW), which the loader obeys whatever is asked: a libcurl built otherwise has its calls
+    // into those libraries resolved when first made, not all at the load a download's first request
+    // waits for. Every function haul calls is looked up below, so a libcurl without one is still refused
+    // here.
     void *library = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_LOCAL);
     if (library == NULL) {
         snprintf(failureText, sizeof failureText, "%s", dlerror());
