@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import Synchronization
 
 /// A fresh directory under the system temp dir, removed when the value is released.
@@ -34,13 +33,13 @@ public final class TempDirectory: Sendable {
         for _ in 0..<3 {
             if Self.removeTree(path) == 0 { return }
         }
-        Self.leftBehind.withLockedValue { $0.append(path) }
+        Self.leftBehind.withLock { $0.append(path) }
         _ = Self.removeAtExit
     }
 
     // MARK: what a writer left
 
-    private static let leftBehind = NIOLockedValueBox<[String]>([])
+    private static let leftBehind = Mutex<[String]>([])
 
     /// Registers `removeLeftBehind` to run at exit, once.
     private static let removeAtExit: Void = { atexit { TempDirectory.removeLeftBehind() } }()
@@ -48,7 +47,7 @@ public final class TempDirectory: Sendable {
     /// Removes the directories whose removal failed while something still wrote there; says which cannot
     /// go even now (a test whose child process outlives it is then found by its name).
     static func removeLeftBehind() {
-        let paths = leftBehind.withLockedValue { paths in defer { paths = [] }; return paths }
+        let paths = leftBehind.withLock { paths in defer { paths = [] }; return paths }
         for path in paths {
             let failure = removeTree(path)
             if failure != 0 {
@@ -67,7 +66,7 @@ public final class TempDirectory: Sendable {
         guard let directory = opendir(path) else { return errno == ENOENT ? 0 : errno }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             if name != "." && name != ".." { names.append(name) }
         }
         closedir(directory)
