@@ -81,6 +81,33 @@ import Testing
     /// the bytes the state records. (The server closes after handing 5 MiB to its socket; a slow run can
     /// see the close before the last of them.)
     @discardableResult
+    /// The last progress of a body that stops (a drop here; a pause or a stop end it the same way) counts every
+    /// byte written and checkpointed: the service's record of a paused download said 1310720 where the part
+    /// held 1359872, the offset its resume then asked for. Eight drops: whether the connection's end comes as
+    /// an error or as an early end of the stream is libcurl's timing, and only the first lost the count.
+    @Test func theLastProgressCountsEveryByteWritten() async throws {
+        try await withSampleServer { (server) async throws in
+            for round in 0..<8 {
+                let dir = TempDirectory()
+                var faults = SampleServerFaults()
+                // Not on a report's boundary: reports come every 200 KiB (1/100 of the file) or 100 ms.
+                faults.dropAfterBytes = (3 << 20) + 12_345 + round * 4_099
+                faults.dropLimit = 1
+                server.setFaults(faults)
+                let last = NIOLockedValueBox<Int64>(-1)
+                let (result, _) = await Downloader.quickRetries.runCollectingFacts(
+                    DownloadJob.sample(server, "medium.bin", dir, retries: 0)) { progress in
+                    last.withLockedValue { $0 = progress.completed }
+                }
+                #expect(result.failure?.category == .network)
+                let state = try JSONDecoder().decode(
+                    ResumeState.self, from: Data(contentsOf: URL(fileURLWithPath: dir.file("medium.bin.part.json"))))
+                #expect(state.completedBytes > 3 << 20)
+                #expect(last.withLockedValue { $0 } == state.completedBytes, "round \(round): \(state.completed)")
+            }
+        }
+    }
+
     func interruptedRun(_ server: SampleServer, _ dir: TempDirectory) async throws -> Int64 {
         var faults = SampleServerFaults()
         faults.dropAfterBytes = 5 << 20

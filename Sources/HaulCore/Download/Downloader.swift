@@ -323,8 +323,14 @@ package struct Downloader: Sendable {
             }
         } catch {
             let failure = HaulError.from(error)
-            // Everything written, not only what the last report counted.
-            written = Swift.max(written, mark.offset)
+            // Everything written, not only what the last report counted: the accumulator's last write (a
+            // pause's, a stop's) is on disk and in the resume state, so the last report says it too. A pause
+            // otherwise showed fewer bytes than the resume then asked the server past.
+            if mark.offset > written {
+                events(.progress(DownloadProgress(completed: mark.offset, batchBytes: mark.offset - written,
+                                                  total: body.total, bytesPerSecond: 0)))
+                written = mark.offset
+            }
             if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
             throw failure
         }
