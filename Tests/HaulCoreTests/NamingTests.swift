@@ -69,9 +69,14 @@ import Testing
         #expect(name("attachment; filename*=UTF-8''caf%C3%A9.bin") == "café.bin")
         #expect(name("attachment; filename*=UTF-8''%e2%82%ac%20rates.txt") == "€ rates.txt")
         #expect(name("attachment; filename*=ISO-8859-1''caf%E9.bin; filename=\"fallback.bin\"") == "café.bin")
+        // tc2231's attwithfn2231utf8-bad alone: no name from the header (the URL's name then).
+        #expect(name("attachment; filename*=iso-8859-1''foo-%c3%a4-%e2%82%ac.html") == nil)
+        #expect(name("attachment; filename*=iso-8859-1''foo-%c3%a4.html") == "foo-Ã¤.html")
         // A filename* that cannot be read is left out: the plain filename stands.
         for broken in ["UTF-8''caf%E9.bin", "UTF-8''bad%zz", "UTF-8''half%E", "KOI8-R''x.bin", "UTF-8'x.bin",
-                       "x.bin", "\"UTF-8''quoted.bin\""] {
+                       "x.bin", "\"UTF-8''quoted.bin\"",
+                       // tc2231's attwithfn2231utf8-bad: UTF-8 bytes labelled ISO-8859-1, 0x82 a C1 control there.
+                       "iso-8859-1''foo-%c3%a4-%e2%82%ac.html", "ISO-8859-1''bell%07.bin", "ISO-8859-1''del%7F.bin"] {
             #expect(name("attachment; filename=\"fallback.bin\"; filename*=\(broken)") == "fallback.bin", "\(broken)")
         }
         // Invalid syntax: the whole header means nothing.

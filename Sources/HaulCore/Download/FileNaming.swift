@@ -327,7 +327,12 @@ enum ContentDisposition {
         }
         switch pieces[0].lowercased() {
         case "utf-8": return String(validating: bytes, as: UTF8.self)
-        case "iso-8859-1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+        case "iso-8859-1":
+            // Its graphic characters only: a byte of C0, DEL or C1 (0x80-0x9F) is no ISO-8859-1 text, and such
+            // bytes are most often UTF-8 sent under the wrong label (tc2231's `attwithfn2231utf8-bad`:
+            // `%e2%82%ac`, the euro sign's UTF-8, holds 0x82).
+            guard bytes.allSatisfy({ (0x20..<0x7F).contains($0) || $0 >= 0xA0 }) else { return nil }
+            return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
         default: return nil
         }
     }
