@@ -94,19 +94,21 @@ struct Aria2Face: Sendable {
         ["code": .int(Int64(failure.code)), "message": .string(failure.message)]
     }
 
-    /// nil when `token` is the secret. A wrong one is answered after a short delay, and a peer with too
-    /// many wrong ones in a minute is refused outright for a while (429).
+    /// nil when `token` is the secret: the right secret is always answered, whatever came before it from
+    /// the same address (every local client shares 127.0.0.1, and a stale front end polling with an old
+    /// secret, or another local user, must not lock the owner's front ends out). A wrong one is answered
+    /// after a short delay, and past the limit a minute with 429 instead of 400.
     private func authorize(_ token: String?, peer: String) async -> JSONRPC.Failure? {
-        if await gate.isBlocked(peer) { return .tooManyWrongSecrets }
         if let token, secret.matches(token) { return nil }
-        await gate.failed(peer)
+        let blocked = await gate.isBlocked(peer)
+        if !blocked { await gate.failed(peer) }
         try? await Task.sleep(for: SecretGate.delay)
-        return .unauthorized
+        return blocked ? .tooManyWrongSecrets : .unauthorized
     }
 }
 
-/// Counts wrong secrets per peer address: more than `limit` in a minute and that peer is refused (429)
-/// until the minute has passed.
+/// Counts wrong secrets per peer address: more than `limit` in a minute and that peer's wrong secrets are
+/// refused (429) until the minute has passed. Only wrong ones: a right secret is never held back.
 actor SecretGate {
     static let limit = 10
     static let window: Duration = .seconds(60)
