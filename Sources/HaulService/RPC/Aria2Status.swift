@@ -62,9 +62,10 @@ enum Aria2Status {
         }
     }
 
-    /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some.
+    /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some. `completed`
+    /// gives the byte ranges on disk (asked only when `bitfield` is wanted and the download is not done).
     static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?,
-                       at now: ContinuousClock.Instant = .now) -> JSON {
+                       at now: ContinuousClock.Instant = .now, completed ranges: () -> [ByteRange] = { [] }) -> JSON {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: @autoclosure () -> JSON) {
             if keys == nil || keys!.contains(key) { members.append((key, value())) }
@@ -78,10 +79,15 @@ enum Aria2Status {
         put("totalLength", .number(total))
         put("completedLength", .number(completed))
         put("uploadLength", "0")
+        let pieces = total > 0 ? (total + pieceLength - 1) / pieceLength : 0
+        if pieces > 0 {
+            put("bitfield", .string(bitfield(pieces: pieces, total: total,
+                                             completed: entry.state == .done ? [ByteRange(0, total)] : ranges())))
+        }
         put("downloadSpeed", .number(Int64(entry.speed(at: now).rounded())))
         put("uploadSpeed", "0")
         put("connections", .number(active ? segments : 0))
-        put("numPieces", .number(total > 0 ? (total + pieceLength - 1) / pieceLength : 0))
+        put("numPieces", .number(pieces))
         put("pieceLength", .number(pieceLength))
         put("dir", .string(entry.directory))
         put("files", files(of: entry))
@@ -99,6 +105,63 @@ enum Aria2Status {
             break
         }
         return .object(members)
+    }
+
+    /// aria2's `bitfield`: hex, high bit first, one bit a piece of `pieceLength`, set when the piece lies
+    /// wholly within the completed ranges; the bits past the last piece are zero. The first 3 of 7 pieces
+    /// done: "e0".
+    static func bitfield(pieces: Int64, total: Int64, completed ranges: [ByteRange]) -> String {
+        var bytes = [UInt8](repeating: 0, count: Int((pieces + 7) / 8))
+        for range in merged(ranges) {
+            let first = (range.start + pieceLength - 1) / pieceLength
+            // The last piece ends at `total`, not at a multiple of the piece length.
+            let end = range.end >= total ? pieces : Swift.min(range.end / pieceLength, pieces)
+            var piece = Swift.max(first, 0)
+            while piece < end {
+                bytes[Int(piece / 8)] |= 0x80 >> UInt8(piece % 8)
+                piece += 1
+            }
+        }
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
+    }
+
+    /// Sorted, touching and overlapping ranges joined (a state file is written so, but one edited by
+    /// hand need not be).
+    private static func merged(_ ranges: [ByteRange]) -> [ByteRange] {
+        var merged: [ByteRange] = []
+        for range in ranges.sorted(by: { $0.start < $1.start }) where range.end > range.start {
+            if let last = merged.last, range.start <= last.end {
+                merged[merged.count - 1].end = Swift.max(last.end, range.end)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
+
+    /// The completed ranges a download's `NAME.part.json` records (every checkpoint, a quarter second
+    /// apart while it runs, and at each pause or stop), when it is this download's: same URL and size.
+    /// None when there is no such file or it cannot be trusted (a link is not followed, a FIFO not opened
+    /// for long, a large file not read).
+    static func completedRanges(of entry: Roster.Entry) -> [ByteRange] {
+        let fd = open(path(of: entry) + ".part.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 1 << 20 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        guard (try? FileIO.readFully(fd, into: &bytes, at: 0)) == bytes.count,
+            let state = try? JSONDecoder().decode(ResumeState.self, from: Data(bytes)),
+            state.url == URLRedaction.masked(entry.url), entry.total == nil || state.total == entry.total
+        else { return [] }
+        return state.completed
     }
 
     static func path(of entry: Roster.Entry) -> String {

@@ -169,7 +169,8 @@ extension Service {
     }
 
     private func status(_ entry: Roster.Entry, keys: Set<String>?) async -> JSON {
-        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys)
+        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys,
+                           completed: { Aria2Status.completedRanges(of: entry) })
     }
 
     private func stop(_ p: Parameters, as outcome: DownloadState) async -> Outcome {
