@@ -52,7 +52,8 @@ struct RPCRequestPolicy: Sendable {
         return name == "localhost" || name == "127.0.0.1" || name == "::1" || name == host.lowercased()
     }
 
-    /// No Origin (scripts, curl, aria2p), a browser extension, or a configured origin.
+    /// No Origin (scripts, curl), a browser extension, the listening address's own origin, or a configured
+    /// origin.
     func allowsOrigin(_ origin: String?) -> Bool {
         guard let origin else { return true }
         let lower = origin.lowercased()
@@ -61,7 +62,26 @@ struct RPCRequestPolicy: Sendable {
             return true
         }
         let trimmed = lower.hasSuffix("/") ? String(lower.dropLast()) : lower
-        return origins.contains { $0.lowercased() == trimmed || $0.lowercased() + "/" == lower }
+        return isOwnOrigin(trimmed) || origins.contains { $0.lowercased() == trimmed || $0.lowercased() + "/" == lower }
+    }
+
+    /// `http://HOST:PORT` of the bound address, or of `localhost` (`https://` too): what Python's
+    /// websocket-client, under aria2p's notification listener, sends by default. No page is served from
+    /// there, so no foreign page can send it.
+    private func isOwnOrigin(_ origin: String) -> Bool {
+        let port = port
+        let name = host.lowercased()
+        let names = [name.contains(":") && !name.hasPrefix("[") ? "[\(name)]" : name, "localhost"]
+        for scheme in ["http", "https"] {
+            // websocket-client leaves out a scheme's default port, as browsers do.
+            let defaultPort = scheme == "http" ? 80 : 443
+            for name in names {
+                if origin == "\(scheme)://\(name):\(port)" || (port == defaultPort && origin == "\(scheme)://\(name)") {
+                    return true
+                }
+            }
+        }
+        return false
     }
 }
 
@@ -140,7 +160,9 @@ enum RPCServer {
             return Response(status: .ok, headers: headers)
         }
         let host = policy.host
-        let plain = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: maxBody))) { head, channel, _ in
+        // Text messages must be valid UTF-8: one that is not closes the session with 1007 (RFC 6455).
+        let ws = WebSocketServerConfiguration(maxFrameSize: maxBody, validateUTF8: true)
+        let plain = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: ws)) { head, channel, _ in
                 guard head.path?.split(separator: "?").first == "/jsonrpc", policy.allowsHost(head.authority),
                     policy.allowsOrigin(head.headerFields[.origin])
                 else {
@@ -149,7 +171,8 @@ enum RPCServer {
                 }
                 let peer = channel.remoteAddress?.ipAddress ?? "unknown"
                 return .upgrade([:]) { inbound, outbound, _ in
-                    await session(inbound: inbound, outbound: outbound, face: face, service: service, peer: peer)
+                    try await RPCSession.run(inbound: inbound, outbound: outbound, channel: channel, face: face,
+                                             service: service, peer: peer)
                 }
             }
         return Application(
@@ -163,33 +186,6 @@ enum RPCServer {
                 await onRunning(port)
             },
             logger: logger)
-    }
-
-    /// One WebSocket session: calls in, replies and notifications out, one writer.
-    private static func session(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
-                                face: Aria2Face, service: Service, peer: String) async {
-        let notifications = await service.listenAria2()
-        let (out, sink) = AsyncStream.makeStream(of: String.self)
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                for await notification in notifications { sink.yield(notification.text) }
-            }
-            tasks.addTask {
-                do {
-                    for try await message in inbound.messages(maxSize: maxBody) {
-                        guard case .text(let text) = message else { continue }
-                        sink.yield(await face.respond(body: Array(text.utf8), peer: peer).reply.text)
-                    }
-                } catch {
-                    // A client gone mid-call, or a message too large: the session ends, the service goes on.
-                }
-                sink.finish()
-            }
-            for await text in out {
-                do { try await outbound.writeTextMessage(text) } catch { break }
-            }
-            tasks.cancelAll()
-        }
     }
 
     /// `a=1&b=2`, each value percent-decoded (a `+` stays a `+`: base64 holds them).
