@@ -82,6 +82,29 @@ import TestSupport
         }
     }
 
+    /// aria2p's notification listener, its own (websocket-client, which sends the listening address as its
+    /// Origin), hears a download start and complete: it was refused (400) before that origin was allowed.
+    @Test(arguments: Peer.allCases) func aria2psListenerHearsStartAndComplete(peer: Peer) async throws {
+        let python = Self.venv + "python"
+        try #require(FileManager.default.isExecutableFile(atPath: python),
+                     "the aria2 clients are not installed: run `make pydeps`")
+        let downloads = TempDirectory()
+        // 1 MiB/s: small.bin runs for a moment, long enough to be started before it completes.
+        try await withSampleServer(rate: 1 << 20) { server in
+            let running = try await Self.start(peer, downloads: downloads)
+            let run = try await runProcess([python, Self.root + "/Tests/Aria2Clients/notifications.py",
+                                            "--port", String(running.port), "--secret-file", running.secretFile,
+                                            "--url", server.downloadURL("small.bin")])
+            await running.stop()
+            try #require(run.status == 0, "\(peer): \(run.output)")
+            let line = try #require(run.output.split(separator: "\n").last)
+            let heard = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(heard["start"] as? Bool == true && heard["complete"] as? Bool == true, "\(peer): \(heard)")
+            #expect(heard["status"] as? String == "complete")
+            #expect(try FileDigest.hex(of: try #require(heard["path"] as? String)) == expectedSHA256("small.bin"))
+        }
+    }
+
     @Test(arguments: Peer.allCases) func realClientsDriveIt(peer: Peer) async throws {
         let python = Self.venv + "python"
         try #require(FileManager.default.isExecutableFile(atPath: python),

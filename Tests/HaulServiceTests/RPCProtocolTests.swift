@@ -187,6 +187,114 @@ struct RPCProtocolTests {
         #expect(withNull.allowsOrigin("null"))
     }
 
+    /// The listening address's own origin is what Python's websocket-client (aria2p's notification
+    /// listener) sends by default: `http://127.0.0.1:PORT`, of the port bound.
+    @Test func theListeningAddressesOwnOriginIsAllowed() {
+        let policy = RPCRequestPolicy(host: "127.0.0.1", port: 0, allowRemote: false, origins: [])
+        policy.bound(to: 41234)
+        for good in ["http://127.0.0.1:41234", "http://localhost:41234", "https://127.0.0.1:41234", "HTTP://LOCALHOST:41234/"] {
+            #expect(policy.allowsOrigin(good), "\(good)")
+        }
+        for bad in ["http://127.0.0.1:41235", "http://127.0.0.1", "http://127.0.0.1:0", "http://127.0.0.2:41234",
+                    "http://evil.example:41234", "ws://127.0.0.1:41234"] {
+            #expect(!policy.allowsOrigin(bad), "\(bad)")
+        }
+        let v6 = RPCRequestPolicy(host: "::1", port: 6800, allowRemote: false, origins: [])
+        #expect(v6.allowsOrigin("http://[::1]:6800") && !v6.allowsOrigin("http://::1:6800"))
+        let standard = RPCRequestPolicy(host: "127.0.0.1", port: 80, allowRemote: false, origins: [])
+        #expect(standard.allowsOrigin("http://127.0.0.1") && !standard.allowsOrigin("https://127.0.0.1"))
+    }
+
+    // MARK: bitfield
+
+    /// aria2's `bitfield`: hex, high bit first, a bit a piece of 1 MiB, set only for a piece wholly done.
+    @Test func theBitfieldShowsWholePiecesOfTheCompletedRanges() {
+        let mib = Aria2Status.pieceLength
+        func bits(_ total: Int64, _ ranges: [(Int64, Int64)]) -> String {
+            Aria2Status.bitfield(pieces: (total + mib - 1) / mib, total: total,
+                                 completed: ranges.map { ByteRange($0.0, $0.1) })
+        }
+        #expect(bits(7 * mib, [(0, 3 * mib)]) == "e0", "the first 3 of 7")
+        #expect(bits(7 * mib, []) == "00")
+        #expect(bits(7 * mib, [(0, 7 * mib)]) == "fe", "all 7, the padding bit zero")
+        #expect(bits(9 * mib, [(0, 9 * mib)]) == "ff80")
+        // Holes show as holes; a piece partly done is not done.
+        #expect(bits(7 * mib, [(0, mib), (2 * mib, 3 * mib)]) == "a0")
+        #expect(bits(7 * mib, [(0, mib + mib / 2), (2 * mib - 1, 4 * mib + 1)]) == "b0")
+        #expect(bits(7 * mib, [(mib / 2, 7 * mib)]) == "7e")
+        // The last piece is short: done when the range reaches the end of the file.
+        #expect(bits(6 * mib + 100, [(6 * mib, 6 * mib + 100)]) == "02")
+        #expect(bits(6 * mib + 100, [(6 * mib, 6 * mib + 99)]) == "00")
+        // Unmerged and overlapping (a state file edited by hand): the same as merged.
+        #expect(bits(16 * mib, [(8 * mib, 16 * mib), (0, mib), (mib, 2 * mib), (mib / 2, mib + 1)]) == "c0ff")
+    }
+
+    @Test func statusCarriesTheBitfieldFromTheRangesAndAllOnesWhenDone() {
+        let mib = Aria2Status.pieceLength
+        var entry = Roster.Entry(id: 1, url: "http://h/x", directory: "/tmp", name: "x", added: Date(),
+                                 gid: "0123456789abcdef")
+        entry.total = 7 * mib
+        entry.state = .paused
+        entry.completed = 3 * mib
+        let paused = Aria2Status.status(of: entry, job: nil, keys: ["bitfield", "numPieces"],
+                                        completed: { [ByteRange(0, 3 * mib)] })
+        #expect(paused["bitfield"] == "e0" && paused["numPieces"] == "7")
+        entry.state = .done
+        let done = Aria2Status.status(of: entry, job: nil, keys: ["bitfield"], completed: { [] })
+        #expect(done["bitfield"] == "fe")
+        // Not read unless asked for.
+        let unasked = Aria2Status.status(of: entry, job: nil, keys: ["gid"], completed: {
+            Issue.record("the ranges were read for a status without bitfield")
+            return []
+        })
+        #expect(unasked["bitfield"] == nil)
+    }
+
+    // MARK: a WebSocket session's outbox
+
+    /// A reply is handed over only when the writer takes it: the session reads no further call meanwhile.
+    @Test func aReplyWaitsForTheWriter() async {
+        let outbox = SessionOutbox(notificationLimit: 4)
+        let (taken, signal) = AsyncStream.makeStream(of: Bool.self)
+        let sender = Task {
+            signal.yield(await outbox.send(reply: "r1"))
+            signal.yield(await outbox.send(reply: "r2"))
+            signal.finish()
+        }
+        var results = taken.makeAsyncIterator()
+        #expect(await outbox.next() == "r1")
+        #expect(await results.next() == true)
+        // r2 is queued: its sender waits until it is taken, and the write under way counts as stalled
+        // until it is done.
+        #expect(outbox.isStalled(longerThan: .zero))
+        outbox.wrote()
+        #expect(!outbox.isStalled(longerThan: .zero))
+        #expect(await outbox.next() == "r2")
+        #expect(await results.next() == true)
+        await sender.value
+        outbox.finish(dropping: false)
+        #expect(await outbox.next() == nil)
+        #expect(await outbox.send(reply: "late") == false)
+    }
+
+    /// Notifications cannot wait: past the limit unsent, the session is to be closed; closing lets a waiting
+    /// sender go and drops what was queued.
+    @Test func notificationsAreBoundedAndClosingLetsTheSenderGo() async {
+        let outbox = SessionOutbox(notificationLimit: 3)
+        #expect(outbox.notify("n1") && outbox.notify("n2") && outbox.notify("n3"))
+        #expect(!outbox.notify("n4"), "a fourth unsent")
+        #expect(await outbox.next() == "n1")
+        outbox.wrote()
+        #expect(outbox.notify("n4"))
+        let sender = Task { await outbox.send(reply: "r") }
+        // The reply waits behind n2, n3 and n4; closing lets its sender go without it.
+        while outbox.queued < 4 { await Task.yield() }
+        outbox.finish(dropping: true)
+        #expect(await sender.value == false)
+        #expect(await outbox.next() == nil)
+        #expect(!outbox.notify("n5"))
+    }
+
     // MARK: the secret
 
     @Test func theSecretIsMadeOnceAndPrivate() throws {
