@@ -42,6 +42,7 @@ enum TUILaunch {
             })
         // The demo runs in this process and leaves the user's queue alone; everything else is the service's.
         let control: any DownloadControl
+        var service: ServiceLink?
         if demo != nil {
             control = DownloadManager(concurrency: command.concurrency, batched: true)
         } else {
@@ -52,6 +53,7 @@ enum TUILaunch {
                 // (one started now has it already).
                 if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
                 control = RemoteControl(client: client)
+                service = Self.link(client, starting: ServiceSettings.starting(jobs: command.concurrency))
             } catch {
                 TextOutput.standard.err("haul: \(error.message)")
                 return FailureCategory.other.exitCode
@@ -63,6 +65,7 @@ enum TUILaunch {
         screen.notify = !command.noNotify
         screen.transfer = command.transferOptions
         screen.pictures = command.pictures ?? PictureMode.detect(environment: ProcessInfo.processInfo.environment)
+        screen.service = service
         let code: Int32?
         do {
             code = try await FullScreen.run(screen, manager: control)
@@ -72,5 +75,31 @@ enum TUILaunch {
         }
         await demo?.stop()
         return code
+    }
+
+    /// The attached screen's way to the service: its events with the snapshot's end marked, and a connection
+    /// made again as any client makes it (starting the service with `starting` when none runs).
+    static func link(_ client: ServiceClient, starting: [String]) -> ServiceLink {
+        ServiceLink(
+            events: {
+                let parts = client.eventStream()
+                return AsyncStream { continuation in
+                    let reader = Task {
+                        do {
+                            for try await part in parts {
+                                switch part {
+                                case .events(let events): continuation.yield(.events(events))
+                                case .live: continuation.yield(.live)
+                                }
+                            }
+                        } catch {}
+                        continuation.finish()
+                    }
+                    continuation.onTermination = { _ in reader.cancel() }
+                }
+            },
+            connect: { () async throws(HaulError) in
+                _ = try await ServiceClient.connect(client.directory, starting: starting)
+            })
     }
 }

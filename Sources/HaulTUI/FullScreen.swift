@@ -22,6 +22,8 @@ package struct FullScreenOptions: Sendable {
     /// The command line's transfer options (timeouts, CA certificates, proxy, credentials...): the files
     /// view's listing requests go out with them too.
     package var transfer = TransferOptions()
+    /// The service, when the screen is attached to it: its events, and the way back to it after it went away.
+    package var service: ServiceLink?
 
     package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -55,8 +57,8 @@ package enum FullScreen {
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)
         state.multiPartSegments = options.segments > 1 ? options.segments : 4
-        let loop = AppLoop(manager: manager, screen: try NcursesTerminal(), clock: ContinuousClock(),
-                           files: .curl(options.transfer), makeJob: options.makeJob)
+        let loop = AppLoop(manager: manager, service: options.service, screen: try NcursesTerminal(),
+                           clock: ContinuousClock(), files: .curl(options.transfer), makeJob: options.makeJob)
         return try await loop.run(state, urls: options.urls)
     }
 }

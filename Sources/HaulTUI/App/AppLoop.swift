@@ -26,6 +26,9 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     }
 
     let manager: any DownloadControl
+    /// The service the manager's requests go to, when attached: its events come from here, and after it went
+    /// away the loop connects again (nil: the downloads run in this process).
+    let service: ServiceLink?
     let screen: any Screen
     let clock: C
     let files: FilesClient
@@ -35,10 +38,11 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// How long quitting waits for paused downloads to save their state.
     let quitTimeout: Duration
 
-    init(manager: any DownloadControl, screen: any Screen, clock: C, files: FilesClient = .curl,
-         frameInterval: Duration = .seconds(1) / 30, quitTimeout: Duration = .seconds(5),
+    init(manager: any DownloadControl, service: ServiceLink? = nil, screen: any Screen, clock: C,
+         files: FilesClient = .curl, frameInterval: Duration = .seconds(1) / 30, quitTimeout: Duration = .seconds(5),
          makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
         self.manager = manager
+        self.service = service
         self.screen = screen
         self.clock = clock
         self.files = files
@@ -74,16 +78,26 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         let files = self.files
         let clock = self.clock
 
+        let service = self.service
+
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await events in manager.eventBatches() { sink.yield(.managerEvents(events)) }
-            }
             var frames = FramePacer<C.Instant>(interval: frameInterval)
             var delayedFrame: Task<Void, Never>?
             var waitForIdle: Task<Void, Never>?
+            // The service's events, or the wait to connect to it again and the attempt. Unstructured, as
+            // `waitForIdle`: a start of the service under way cannot be cancelled, and `q` must not wait for it.
+            var link: Task<Void, Never>?
             defer {
                 delayedFrame?.cancel()
                 waitForIdle?.cancel()
+                link?.cancel()
+            }
+            if let service {
+                link = Task { await Self.follow(service, clock: clock, sink: sink) }
+            } else {
+                group.addTask {
+                    for await events in manager.eventBatches() { sink.yield(.managerEvents(events)) }
+                }
             }
 
             func draw() {
@@ -108,6 +122,24 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                 case .open(let path):
                     if let problem = Opener.open(path) { sink.yield(.message(.notice(problem))) }
                 case .notify(let text): screen.notify(text)
+                case .reconnect(let delay):
+                    guard let service else { return }
+                    link?.cancel()
+                    link = Task {
+                        guard (try? await clock.sleep(for: delay)) != nil else { return }
+                        do throws(HaulError) {
+                            try await service.connect()
+                        } catch {
+                            if !Task.isCancelled { sink.yield(.message(.service(.failed(error.message)))) }
+                            return
+                        }
+                        guard !Task.isCancelled else { return }
+                        sink.yield(.message(.service(.connected)))
+                        await Self.follow(service, clock: clock, sink: sink)
+                    }
+                case .loadLimit:
+                    let control = manager
+                    group.addTask { sink.yield(.message(.limitLoaded(await control.overallLimit))) }
                 case .startClock: ticker.start()
                 case .stopClock: ticker.stop()
                 case .loadFiles:
@@ -203,6 +235,20 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         await screen.stop()
         if let number = stopSignal.withLockedValue({ $0 }) { return 128 + number }
         return await manager.exitCode
+    }
+
+    /// Feeds the service's events to the loop, from its snapshot on, and says when they end (unless the loop
+    /// is leaving): the service stopped or went away, after a connection that lasted this long.
+    private static func follow(_ service: ServiceLink, clock: C, sink: AsyncStream<Input>.Continuation) async {
+        let since = clock.now
+        for await part in service.events() {
+            switch part {
+            case .events(let events): sink.yield(.managerEvents(events))
+            case .live: sink.yield(.message(.service(.live)))
+            }
+        }
+        guard !Task.isCancelled else { return }
+        sink.yield(.message(.service(.lost(after: since.duration(to: clock.now)))))
     }
 
     /// Pictures use what the terminal draws well: 24-bit colour when it has it (`COLORTERM`) and pictures are

@@ -22,6 +22,16 @@ struct AppState: Sendable, Equatable {
         case picture(path: String)
     }
 
+    /// The connection of an attached screen to the service (always `.connected` for this process's downloads).
+    enum Connection: Sendable, Equatable {
+        case connected
+        /// Its event stream ended (the service stopped or crashed): waiting to connect again. `attempts` to
+        /// connect have failed since, the last for `problem`.
+        case lost(attempts: Int, problem: String?)
+        /// Connected again; the snapshot is coming into `resync`.
+        case resyncing
+    }
+
     var size: Size
     var view: View = .downloads
     /// One row per download, in the order added.
@@ -55,6 +65,13 @@ struct AppState: Sendable, Equatable {
     var quitting = false
     /// A client of the service: the downloads outlive the screen, and `q` detaches from them.
     var attached = false
+    /// Whether the service's events come (attached), as this screen last heard.
+    var connection = Connection.connected
+    /// While connected again (`.resyncing`): the rows of the service's snapshot so far, which replace `rows`
+    /// once it is whole. The rows shown meanwhile stay as they were.
+    var resync: [DownloadRow]?
+    /// Attempts to reach the service since a connection last lasted (`ReconnectBackoff`).
+    var reconnectStep = 0
     /// The overall receive cap (bytes per second) that `+`/`-` change; nil = none.
     var overallLimit: Int64?
     /// A download seen running for `notifyAfterSeconds` of the clock tells the desktop when it is done.
@@ -92,7 +109,15 @@ struct AppState: Sendable, Equatable {
     var withoutRows: AppState {
         var copy = self
         copy.rows = []
+        // Not shown until the snapshot is whole (`.live`, a message compared whole).
+        copy.resync = nil
         return copy
+    }
+
+    /// The service went away and is not back yet: keys for it cannot be delivered.
+    var serviceLost: Bool {
+        if case .lost = connection { return true }
+        return false
     }
 
     /// Downloads queued or running that the user has not asked to stop.

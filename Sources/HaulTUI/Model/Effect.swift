@@ -30,6 +30,26 @@ enum Effect: Sendable, Equatable {
     case open(path: String)
     /// Tell the desktop, through the terminal (OSC 9 / 777).
     case notify(String)
+    /// Connect to the service again after `after` (on the loop's clock), starting it when none runs; then
+    /// follow its events from the snapshot on.
+    case reconnect(after: Duration)
+    /// Ask the service for its overall cap (after connecting again: it may have restarted without it).
+    case loadLimit
     /// Leave: restore the terminal; with `pausing`, pause every running download first (they stay resumable).
     case quit(pausing: Bool)
+}
+
+extension Effect {
+    /// A request to the one who runs the downloads (the service, when attached): it cannot be delivered while
+    /// the service is gone.
+    var goesToTheManager: Bool {
+        switch self {
+        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .setLimit,
+            .setOverallLimit:
+            true
+        case .startClock, .stopClock, .loadFiles, .showPicture, .describePicture, .open, .notify, .reconnect,
+            .loadLimit, .quit:
+            false
+        }
+    }
 }

@@ -21,6 +21,20 @@ enum Message: Sendable, Equatable {
     case limitLoaded(Int64?)
     /// A line for the footer (an effect that could not be carried out).
     case notice(String)
+    /// What became of the connection to the service (a screen attached to it).
+    case service(ServiceMessage)
+}
+
+/// The connection of an attached screen to the service, as the app loop sees it.
+enum ServiceMessage: Sendable, Equatable {
+    /// The event stream ended, after it had lasted `after`: the service stopped, crashed, or cannot be reached.
+    case lost(after: Duration)
+    /// An attempt to connect again failed, for this reason.
+    case failed(String)
+    /// Connected again: the service's snapshot follows.
+    case connected
+    /// The snapshot is whole (also at the first connection).
+    case live
 }
 
 /// Why the files listing could not be shown.

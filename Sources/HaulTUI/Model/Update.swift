@@ -20,7 +20,19 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .key(let key):
         if state.quitting { return [] }
         state.message = nil
-        effects = handle(key, in: &state)
+        if state.serviceLost {
+            // Nothing can reach the service now: a key that would ask it for something changes nothing, and
+            // says so (what only this screen does, such as moving, the help or `q`, still works).
+            let before = state
+            effects = handle(key, in: &state)
+            if effects.contains(where: \.goesToTheManager) {
+                state = before
+                state.message = AppState.notSent
+                effects = []
+            }
+        } else {
+            effects = handle(key, in: &state)
+        }
     case .resize(let size):
         state.size = size
         // A picture is fitted to the screen: fit it again.
@@ -46,6 +58,14 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         default:
             effects = []
         }
+    case .manager(let event) where state.resync != nil:
+        // The snapshot after connecting again: gathered aside, shown once whole (`.live`).
+        var gathering = AppState(size: state.size)
+        gathering.rows = state.resync ?? []
+        state.resync = nil
+        apply(event, to: &gathering)
+        state.resync = gathering.rows
+        effects = []
     case .manager(let event):
         apply(event, to: &state)
         effects = notification(for: event, in: state) + followLivePicture(&state)
@@ -79,6 +99,8 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .interrupt:
         if state.quitting { return [] }
         effects = quit(&state, pausing: state.pausesOnInterrupt)
+    case .service(let change):
+        effects = state.quitting ? [] : apply(change, to: &state)
     }
     if case .picture? = state.overlay {} else {
         state.picture = nil
@@ -110,9 +132,10 @@ func steppedLimit(_ current: Int64?, up: Bool, speed: Double) -> Int64? {
     return steps.last { $0 < current } ?? steps[0]
 }
 
-/// `.startClock` or `.stopClock` when whether the clock should run has changed.
+/// `.startClock` or `.stopClock` when whether the clock should run has changed. It stops while the service is
+/// away: nothing is known to run then.
 private func clockEdges(_ state: inout AppState) -> [Effect] {
-    let shouldRun = state.hasRunningDownloads && !state.quitting
+    let shouldRun = state.hasRunningDownloads && !state.quitting && state.connection == .connected
     guard shouldRun != state.clockRunning else { return [] }
     state.clockRunning = shouldRun
     return [shouldRun ? .startClock : .stopClock]
@@ -127,6 +150,56 @@ private func quit(_ state: inout AppState, pausing: Bool) -> [Effect] {
         }
     }
     return [.quit(pausing: pausing)]
+}
+
+// MARK: the connection to the service
+
+extension AppState {
+    /// What a key that needs the service says while it is away.
+    static let notSent = "Not sent: the service stopped (reconnecting; q quits)"
+}
+
+/// The service went away, an attempt to reach it again failed, it is back, its snapshot is whole.
+private func apply(_ change: ServiceMessage, to state: inout AppState) -> [Effect] {
+    switch change {
+    case .lost(let lasted):
+        // A connection that lasted starts the waits again from the shortest; one that ended at once does not.
+        if lasted >= ReconnectBackoff.resetAfter { state.reconnectStep = 0 }
+        state.connection = .lost(attempts: 0, problem: nil)
+        state.resync = nil
+        // Nothing is known to arrive any more.
+        for index in state.rows.indices { state.rows[index].bytesPerSecond = 0 }
+        // Whether the service's downloads keep going without this screen is no question while it is away.
+        if state.overlay == .confirmDetach { state.overlay = nil }
+        return [nextAttempt(&state)]
+    case .failed(let problem):
+        if case .lost(let attempts, _) = state.connection {
+            state.connection = .lost(attempts: attempts + 1, problem: problem)
+        } else {
+            state.connection = .lost(attempts: 1, problem: problem)
+        }
+        return [nextAttempt(&state)]
+    case .connected:
+        state.connection = .resyncing
+        state.resync = []
+        return [.loadLimit]
+    case .live:
+        guard state.connection == .resyncing else { return [] }
+        // What the service holds now replaces what was shown; what only this screen counted stays.
+        let watched = Dictionary(state.rows.map { ($0.id, $0.secondsWatched) }, uniquingKeysWith: { first, _ in first })
+        state.rows = state.resync ?? []
+        for index in state.rows.indices { state.rows[index].secondsWatched = watched[state.rows[index].id] ?? 0 }
+        state.resync = nil
+        state.connection = .connected
+        state.selection = min(state.selection, max(0, state.rows.count - 1))
+        if case .details(let id)? = state.overlay, state.index(of: id) == nil { state.overlay = nil }
+        return []
+    }
+}
+
+private func nextAttempt(_ state: inout AppState) -> Effect {
+    defer { state.reconnectStep += 1 }
+    return .reconnect(after: ReconnectBackoff.delay(step: state.reconnectStep))
 }
 
 // MARK: manager events
@@ -247,7 +320,8 @@ private func perform(_ command: Command, in state: inout AppState) -> [Effect] {
         state.message = next.map { "Limit: \(ByteFormat.rate(Double($0)))" } ?? "No limit"
         return [.setOverallLimit(next)]
     case .quit:
-        if state.hasRunningDownloads {
+        // With the service away there is nothing to ask: its downloads are as it left them.
+        if state.hasRunningDownloads && !state.serviceLost {
             state.overlay = state.attached ? .confirmDetach : .confirmQuit
         } else {
             return quit(&state, pausing: false)

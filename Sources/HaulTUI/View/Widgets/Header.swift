@@ -2,8 +2,13 @@ import HaulCore
 
 /// Row 0: the program and view on the left; the elapsed clock, total speed and "N of M done" on the right.
 /// On a narrow screen the least important parts go first: the view name, the speed, the clock's label.
+/// While the service is away (an attached screen), its right side says so instead, on a yellow bar.
 enum Header {
     static func draw(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
+        if state.connection != .connected {
+            drawAway(state, glyphs: glyphs, into: &canvas)
+            return
+        }
         let y = 0
         let width = canvas.width
         let bar = state.colors ? Style(foreground: .black, background: .cyan) : Style.reverse
@@ -32,5 +37,39 @@ enum Header {
         if state.clockRunning, let clockX = right.firstRange(of: clock).map({ DisplayWidth.of(String(right[..<$0.lowerBound])) }) {
             canvas.restyle(x: rightX + clockX, y: y, count: DisplayWidth.of(clock)) { $0.bold = true }
         }
+    }
+}
+
+extension Header {
+    /// The line an attached screen shows while the service is away, or while its snapshot comes back.
+    static func connectionLine(_ state: AppState, glyphs: Glyphs) -> (short: String, long: String)? {
+        switch state.connection {
+        case .connected:
+            return nil
+        case .lost(let attempts, let problem):
+            let line = "service stopped; reconnecting\(glyphs.ellipsis)"
+            guard let problem, attempts > 0 else { return (line, line) }
+            let tries = attempts == 1 ? "1 attempt" : "\(attempts) attempts"
+            return (line, "\(line) (\(tries) failed: \(problem))")
+        case .resyncing:
+            let line = "service back; loading the queue\(glyphs.ellipsis)"
+            return (line, line)
+        }
+    }
+
+    private static func drawAway(_ state: AppState, glyphs: Glyphs, into canvas: inout Canvas) {
+        guard let line = connectionLine(state, glyphs: glyphs) else { return }
+        let width = canvas.width
+        let bar = state.colors ? Style(foreground: .black, background: .yellow) : Style.reverse
+        canvas.fill(x: 0, y: 0, count: width, style: bar)
+        let view = state.view == .downloads ? "Downloads" : "Files"
+        // As much of the view's name as leaves the short line room; then as much of the long line as fits.
+        let lefts = [" haul \(glyphs.separator) \(view)", " haul", ""]
+        let left = lefts.first { DisplayWidth.of($0) + DisplayWidth.of(line.short) + 3 <= width } ?? ""
+        canvas.put(left, x: 0, y: 0, limit: width, style: bar.with { $0.bold = true })
+        let room = max(0, width - DisplayWidth.of(left) - (left.isEmpty ? 0 : 1))
+        let right = Text.truncated(" \(line.long) ", to: room, ellipsis: glyphs.ellipsis)
+        let rightX = max(0, width - DisplayWidth.of(right))
+        canvas.put(right, x: rightX, y: 0, limit: width - rightX, style: bar.with { $0.bold = true })
     }
 }
