@@ -144,6 +144,32 @@ package struct ServiceClient: Sendable {
     /// writes whatever came while its last write was under way in one), so that a reader wakes once a
     /// read, not once an event.
     package func eventBatches() -> AsyncThrowingStream<[ManagerEvent], any Error> {
+        let parts = eventStream()
+        return AsyncThrowingStream { continuation in
+            let reader = Task {
+                do {
+                    for try await part in parts {
+                        if case .events(let batch) = part { continuation.yield(batch) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in reader.cancel() }
+        }
+    }
+
+    /// What the event stream brings, in order: batches of events, and the mark where the snapshot ends.
+    package enum EventStreamPart: Sendable, Equatable {
+        case events([ManagerEvent])
+        /// The snapshot is complete: the events so far are what the service holds; what follows happens now.
+        case live
+    }
+
+    /// The event stream with the end of its snapshot marked (the service's `: live` comment): a client that
+    /// attaches again after the service went away replaces what it showed with the snapshot once it is whole.
+    package func eventStream() -> AsyncThrowingStream<EventStreamPart, any Error> {
         var request = request(.get, "/v1/events")
         // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
         request.options.stallTimeout = 0
@@ -158,10 +184,20 @@ package struct ServiceClient: Sendable {
                     var lines = ServerSentEvents()
                     let decoder = JSONDecoder()
                     for try await bytes in transfer.bytes {
-                        let batch = lines.feed(bytes).compactMap { data in
-                            (try? decoder.decode(Wire.Event.self, from: data))?.managerEvent
+                        var batch: [ManagerEvent] = []
+                        for part in lines.parts(bytes) {
+                            switch part {
+                            case .data(let data):
+                                if let event = (try? decoder.decode(Wire.Event.self, from: data))?.managerEvent {
+                                    batch.append(event)
+                                }
+                            case .live:
+                                if !batch.isEmpty { continuation.yield(.events(batch)) }
+                                batch.removeAll()
+                                continuation.yield(.live)
+                            }
                         }
-                        if !batch.isEmpty { continuation.yield(batch) }
+                        if !batch.isEmpty { continuation.yield(.events(batch)) }
                     }
                     continuation.finish()
                 } catch {
@@ -238,14 +274,29 @@ package struct ServiceClient: Sendable {
     }
 }
 
-/// Splits a server-sent event stream into its events' `data`.
+/// Splits a server-sent event stream into its events' `data`, and finds the `: live` comment that ends the
+/// service's snapshot.
 struct ServerSentEvents {
+    enum Part: Equatable {
+        case data(Data)
+        /// The comment `: live`: the snapshot is complete.
+        case live
+    }
+
     private var line: [UInt8] = []
     private var data: [UInt8] = []
 
     /// The events this batch completes.
     mutating func feed<S: Sequence<UInt8>>(_ bytes: S) -> [Data] {
-        var events: [Data] = []
+        parts(bytes).compactMap { part in
+            if case .data(let data) = part { return data }
+            return nil
+        }
+    }
+
+    /// The events this batch completes, and where the snapshot ends among them.
+    mutating func parts<S: Sequence<UInt8>>(_ bytes: S) -> [Part] {
+        var parts: [Part] = []
         for byte in bytes {
             guard byte == 0x0A else {
                 line.append(byte)
@@ -253,16 +304,18 @@ struct ServerSentEvents {
             }
             if line.last == 0x0D { line.removeLast() }
             if line.isEmpty {
-                if !data.isEmpty { events.append(Data(data)) }
+                if !data.isEmpty { parts.append(.data(Data(data))) }
                 data.removeAll(keepingCapacity: true)
             } else if line.starts(with: "data:".utf8) {
                 var value = line.dropFirst(5)
                 if value.first == 0x20 { value = value.dropFirst() }
                 if !data.isEmpty { data.append(0x0A) }
                 data.append(contentsOf: value)
+            } else if line.elementsEqual(": live".utf8) {
+                parts.append(.live)
             }
             line.removeAll(keepingCapacity: true)
         }
-        return events
+        return parts
     }
 }

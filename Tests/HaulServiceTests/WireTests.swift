@@ -104,6 +104,17 @@ import TestSupport
         }
     }
 
+    /// The snapshot's end (`: live`) is found where it is among the events, however the reads cut the stream:
+    /// a screen that attaches again shows the new snapshot once it is whole.
+    @Test func theSnapshotsEndIsFoundAnywhere() {
+        let stream = Array("data: 1\n\n: live\n\ndata: 2\n\n: other\n\n".utf8)
+        for cut in 0...stream.count {
+            var parser = ServerSentEvents()
+            let parts = parser.parts(stream[..<cut]) + parser.parts(stream[cut...])
+            #expect(parts == [.data(Data("1".utf8)), .live, .data(Data("2".utf8))])
+        }
+    }
+
     /// `ls` (and aria2's `downloadSpeed`) say 0 for a download nothing has come from for two seconds, not the
     /// last rate measured: a rate cap's silence after libcurl's burst showed 12 MiB/s for half a minute.
     @Test func aQuietDownloadsSpeedIsZero() throws {
