@@ -24,7 +24,8 @@ import TestSupport
     @Test func anExistingFileReadableByOthersIsMadePrivate() throws {
         let directory = TempDirectory()
         let path = directory.file("haul.sqlite")
-        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
+        try Store(directory: directory.path).close()
+        #expect(chmod(path, 0o644) == 0)
         #expect(F.mode(of: path) == 0o644)
         _ = try Store(directory: directory.path)
         #expect(F.mode(of: path) == 0o600)

@@ -195,6 +195,8 @@ actor Recorder {
     private var flushTimer: Task<Void, Never>?
     private var closed = false
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The last write's error, logged once.
+    private var failure: String?
 
     init(writer: StoreWriter) {
         self.writer = writer
@@ -206,16 +208,24 @@ actor Recorder {
     }
 
     /// One of the writer's transactions, which waits for its fsync: the I/O executor's thread does not count
-    /// as running meanwhile. A failure is logged (the writer keeps what it could not write pending).
+    /// as running meanwhile. A failure is logged once, not at each retry (the writer keeps what it could not
+    /// write pending), and the first write that goes through after it says so.
     private func write(_ transaction: (inout StoreWriter) throws(StoreError) -> Void) {
-        do { try IOExecutor.blocking { () throws(StoreError) in try transaction(&writer) } } catch {
-            ServiceRunner.log("haul service: \(error.message)")
+        do {
+            try IOExecutor.blocking { () throws(StoreError) in try transaction(&writer) }
+            if failure != nil {
+                failure = nil
+                ServiceRunner.log("haul service: \(Store.fileName) can be written again; what waited is stored")
+            }
+        } catch {
+            if failure != error.message { ServiceRunner.log("haul service: \(error.message)") }
+            failure = error.message
         }
     }
 
     /// A progress left pending is written a second later, and no timer runs while nothing is pending.
     private func scheduleFlush() {
-        guard flushTimer == nil, writer.pendingCount > 0, !closed else { return }
+        guard flushTimer == nil, writer.waiting, !closed else { return }
         flushTimer = Task { [weak self] in
             guard (try? await Task.sleep(for: StoreWriter.progressInterval)) != nil else { return }
             await self?.flushDue()
@@ -232,6 +242,9 @@ actor Recorder {
         flushTimer?.cancel()
         flushTimer = nil
         write { writer throws(StoreError) in try writer.flush() }
+        if writer.unwrittenCount > 0 {
+            ServiceRunner.log("haul service: \(writer.unwrittenCount) change(s) to the queue could not be stored")
+        }
         closed = true
         for waiter in closeWaiters { waiter.resume() }
         closeWaiters = []

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HaulCore
+import Synchronization
 
 /// The queue and its history in `STATE/haul.sqlite` (mode 0600), written by the service alone from the
 /// manager's events (through `StoreWriter`) and read for `ls` and on start.
@@ -10,38 +11,108 @@ import HaulCore
 /// wait for the writer. Every call is synchronous (blocking file I/O: call it off the cooperative pool) and
 /// throws only `StoreError`, whose message is one line.
 ///
+/// The -wal is copied into `haul.sqlite` (checkpointed) a minute after the last checkpoint at the latest while
+/// writes come, and wholly on `close`, which leaves `haul.sqlite` alone: the file holds the queue, and a copy
+/// of it is a backup.
+///
 /// A file this build must not write is refused, never deleted, replaced or migrated over: one that is not a
-/// readable database (`.unreadable`), and one a newer haul migrated (`.newerSchema`).
+/// readable database, is cut short or lost its tables, or whose -wal is not a write-ahead log (`.unreadable`),
+/// and one a newer haul migrated (`.newerSchema`).
+///
+/// A file that cannot be written (read-only, immutable) opens for reading: writes fail with `.readOnly`, and
+/// the first write once it can be written again opens the file anew and goes through.
 final class Store: Sendable {
     static let fileName = "haul.sqlite"
 
     /// The database file.
     let path: String
-    /// Internal for tests, which use it to constrain the writer connection.
-    let pool: DatabasePool
+    /// How long writes may pile up in the -wal before a checkpoint copies them into the file.
+    private let checkpointInterval: Duration
+    private let connections: Mutex<Connections>
+
+    private struct Connections {
+        var pool: DatabasePool
+        /// A write failed as read-only, or the file could not be written when it was opened: the next write
+        /// opens the file again first, once it can be written.
+        var readOnly: Bool
+        var lastCheckpoint: ContinuousClock.Instant
+    }
+
+    /// The connections. Internal for tests, which use it to constrain the writer connection.
+    var pool: DatabasePool { connections.withLock { $0.pool } }
 
     /// Opens (creating if absent) `directory/haul.sqlite` and brings its schema up to this build's.
     /// The directory exists already (the service makes it, mode 0700).
-    init(directory: String) throws(StoreError) {
+    init(directory: String, checkpointInterval: Duration = .seconds(60)) throws(StoreError) {
         path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        self.checkpointInterval = checkpointInterval
         try StoreFile.prepare(path, in: directory)
+        try StoreFile.inspect(path)
         try StoreFile.check(path)
+        // A file that cannot be written opens for reading (GRDB would write to it to set up WAL mode), as it
+        // is: a schema this build would update cannot be read as it is, and is refused meanwhile.
+        let readOnly = !Self.canWrite(path)
+        let pool = try Self.open(path, readOnly: readOnly)
+        do throws(StoreError) {
+            try storeOperation("cannot open the queue") {
+                if !readOnly {
+                    try StoreSchema.migrator.migrate(pool)
+                } else if try !pool.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) {
+                    throw StoreError.readOnly("cannot update the queue's schema")
+                }
+            }
+        } catch {
+            try? pool.close()
+            throw error
+        }
+        connections = Mutex(Connections(pool: pool, readOnly: readOnly, lastCheckpoint: .now))
+    }
+
+    private static func open(_ path: String, readOnly: Bool = false) throws(StoreError) -> DatabasePool {
         var configuration = Configuration()
-        configuration.label = Self.fileName
+        configuration.readonly = readOnly
+        configuration.label = fileName
         configuration.foreignKeysEnabled = true
         // Only the service writes; a wait would be another process reading (the sqlite3 shell).
         configuration.busyMode = .timeout(5)
         configuration.maximumReaderCount = 2
-        let path = path
-        pool = try storeOperation("cannot open the queue") {
+        return try storeOperation("cannot open the queue") {
             try DatabasePool(path: path, configuration: configuration)
         }
-        try storeOperation("cannot open the queue") { [pool] in try StoreSchema.migrator.migrate(pool) }
     }
 
-    /// Checkpoints the WAL into the file and closes every connection; the store is unusable afterwards.
+    /// Whether this process may open `path` for writing (root passes a mode, not an immutable flag).
+    private static func canWrite(_ path: String) -> Bool {
+        faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
+    }
+
+    /// Why the queue cannot be written now, in one line, or nil.
+    var writeProblem: String? {
+        connections.withLock { $0.readOnly } && !Self.canWrite(path)
+            ? "\(Self.fileName) cannot be written (read-only): adds fail, and changes wait in memory until it can"
+            : nil
+    }
+
+    /// Copies the -wal into the file (a checkpoint that waits for readers) and closes every connection,
+    /// the readers first, so that SQLite removes the -wal and -shm as the last one closes. The store is
+    /// unusable afterwards.
     func close() throws(StoreError) {
+        let (pool, readOnly) = connections.withLock { ($0.pool, $0.readOnly) }
+        // Idle readers close now: the writer's close is then the last, which checkpoints again and removes
+        // the -wal.
+        pool.releaseMemory()
+        var checkpointError: StoreError?
+        if !readOnly {
+            do {
+                try storeOperation("cannot copy the queue's -wal into \(Self.fileName)") {
+                    _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+                }
+            } catch {
+                checkpointError = error
+            }
+        }
         try storeOperation("cannot close the queue") { try pool.close() }
+        if let checkpointError { throw checkpointError }
     }
 
     // MARK: writes
@@ -159,8 +230,64 @@ final class Store: Sendable {
 
     // MARK: transactions
 
+    /// A write transaction. One that fails as read-only is tried once more, on connections opened anew,
+    /// when the file can be written again; while it cannot, each write fails with `.readOnly` at once.
     private func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        try storeOperation("cannot write the queue") { try pool.write(body) }
+        var pool = try writablePool()
+        do throws(StoreError) {
+            return try commit(body, on: pool)
+        } catch where error.kind == .readOnly {
+            connections.withLock { $0.readOnly = true }
+            pool = try writablePool()
+            do throws(StoreError) {
+                return try commit(body, on: pool)
+            } catch where error.kind == .readOnly {
+                connections.withLock { $0.readOnly = true }
+                throw error
+            }
+        }
+    }
+
+    private func commit<T>(_ body: (Database) throws -> T, on pool: DatabasePool) throws(StoreError) -> T {
+        let value = try storeOperation("cannot write the queue") { try pool.write(body) }
+        let due = connections.withLock { connections in
+            connections.readOnly = false
+            let now = ContinuousClock.now
+            guard connections.lastCheckpoint.duration(to: now) >= checkpointInterval else { return false }
+            connections.lastCheckpoint = now
+            return true
+        }
+        // After this write, on the writer's queue: the caller does not wait for it. A reader on an old
+        // snapshot only stops it short (the rest goes next time); a failure leaves the -wal as it was.
+        if due { pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) } }
+        return value
+    }
+
+    /// The pool to write with: the one open, or, after a read-only failure, a new one once the file can
+    /// be written (the old one closes).
+    private func writablePool() throws(StoreError) -> DatabasePool {
+        let (current, readOnly) = connections.withLock { ($0.pool, $0.readOnly) }
+        guard readOnly else { return current }
+        guard Self.canWrite(path) else { throw StoreError.readOnly("cannot write the queue") }
+        // Never a new file in place of one that went: SQLite would make an empty queue there.
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError(.file, "cannot write the queue: \(path) is gone")
+        }
+        let reopened = try Self.open(path)
+        let replaced = connections.withLock { connections -> DatabasePool? in
+            // Another write may have reopened it meanwhile: that one stays.
+            guard connections.pool === current else { return nil }
+            connections.pool = reopened
+            connections.readOnly = false
+            return current
+        }
+        guard let replaced else {
+            try? reopened.close()
+            return pool
+        }
+        try? replaced.close()
+        return reopened
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {

@@ -11,6 +11,9 @@ struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case newerSchema
         /// SQLite reported a full disk (or an I/O error) on a write; what was stored before is intact.
         case diskFull
+        /// The file cannot be written (made read-only or immutable, a read-only mount): the queue reads, and
+        /// the store opens it again for writing once it can be written.
+        case readOnly
         /// The file or its directory is not what the store expects (missing directory, not a regular
         /// file, another owner).
         case file
@@ -42,12 +45,19 @@ struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
                 return StoreError(.diskFull, "\(doing): disk full or I/O error (\(Store.fileName))")
             case .SQLITE_NOTADB, .SQLITE_CORRUPT:
                 return unreadable(error.message ?? "\(error.resultCode)")
+            case .SQLITE_READONLY:
+                return readOnly(doing)
             default:
                 return StoreError(.other, "\(doing) (\(Store.fileName)): \(error.message ?? "\(error.resultCode)")")
             }
         default:
             return StoreError(.other, "\(doing) (\(Store.fileName)): \(error)")
         }
+    }
+
+    /// `doing` failed because the file cannot be written.
+    static func readOnly(_ doing: String) -> StoreError {
+        StoreError(.readOnly, "\(doing): \(Store.fileName) cannot be written (read-only)")
     }
 
     static func unreadable(_ reason: String) -> StoreError {

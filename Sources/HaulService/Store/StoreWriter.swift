@@ -24,6 +24,9 @@ struct StoreWriter: Sendable {
     private var pending: [DownloadID: DownloadProgress] = [:]
     /// When each download's progress was last written, on `elapsed`'s scale.
     private var lastProgressWrite: [DownloadID: Duration] = [:]
+    /// Events of writes that failed because the file could not be written (read-only, full): written first,
+    /// in order, by the next write that goes through.
+    private var unwritten: [ManagerEvent] = []
 
     init<C: Clock<Duration>>(store: Store, clock: C, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
@@ -35,9 +38,17 @@ struct StoreWriter: Sendable {
     /// How many downloads have progress waiting.
     var pendingCount: Int { pending.count }
 
+    /// How many events wait for the file to be writable again.
+    var unwrittenCount: Int { unwritten.count }
+
+    /// Whether anything waits to be written (progress, or the events of a failed write): a later `flushDue`
+    /// writes it.
+    var waiting: Bool { !pending.isEmpty || !unwritten.isEmpty }
+
     /// Writes `events` in one transaction, with the progress that is due. On an error nothing of it is
-    /// written: the progress stays pending for a later write; the other events are not kept (the caller
-    /// reports the error).
+    /// written: the progress stays pending for a later write; the other events are kept for the next write
+    /// when the file could not be written (`.readOnly`, `.diskFull`: they are facts the queue must hold once
+    /// it can), and not kept on any other error (the caller reports the error).
     mutating func record(_ events: [ManagerEvent]) throws(StoreError) {
         try write(events, flushingAll: false)
     }
@@ -58,7 +69,7 @@ struct StoreWriter: Sendable {
         var lastWrite = lastProgressWrite
         // What stays pending if the write fails: the latest progress of each download, written or not.
         var latest = self.pending
-        var batch: [ManagerEvent] = []
+        var batch = unwritten
 
         func flushPending(_ id: DownloadID) {
             if let progress = pending.removeValue(forKey: id) {
@@ -94,8 +105,14 @@ struct StoreWriter: Sendable {
             try store.apply(batch, at: now())
         } catch {
             self.pending = latest
+            if error.kind == .readOnly || error.kind == .diskFull {
+                unwritten = batch.filter { if case .progress = $0 { false } else { true } }
+            } else {
+                unwritten = []
+            }
             throw error
         }
+        unwritten = []
         self.pending = pending
         lastProgressWrite = lastWrite
     }
