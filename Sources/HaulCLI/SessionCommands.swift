@@ -199,6 +199,8 @@ struct List: SessionVerb {
     func execute() async throws(HaulError) -> Int32 {
         let client = try await ServiceClient.connect(SessionCommands.directory)
         let downloads = try await client.list()
+        // A queue that cannot be written lists as it is, and says so.
+        if let problem = try? await client.status().store { TextOutput.standard.err("haul: \(problem)") }
         if json {
             TextOutput.standard.out(String(decoding: Wire.encode(downloads), as: UTF8.self))
         } else {
@@ -422,6 +424,7 @@ struct ServiceStatus: SessionVerb {
             if let rpc = status.rpc {
                 TextOutput.standard.out("aria2 JSON-RPC: \(rpc.url) (secret in \(rpc.secretFile))")
             }
+            if let problem = status.store { TextOutput.standard.out("haul service: \(problem)") }
         } else {
             TextOutput.standard.out("haul service: not running (\(status.socket))")
         }

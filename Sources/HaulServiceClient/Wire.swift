@@ -218,6 +218,8 @@ package enum Wire {
         package var limit: Int64?
         /// Downloads at once (`-j`), while a service runs.
         package var jobs: Int?
+        /// Why the queue cannot be written now (its file read-only), in one line; absent when it can.
+        package var store: String?
 
         /// What to give an aria2 front end: the URL, and the file that holds the secret (never the secret).
         package struct RPC: Codable, Sendable, Equatable {
@@ -231,7 +233,7 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case running, pid, socket, downloads, active, attached, version, rpc, limit, jobs
+            case running, pid, socket, downloads, active, attached, version, rpc, limit, jobs, store
         }
 
         /// Every key; `pid` is `null` when no service runs.
@@ -247,6 +249,7 @@ package enum Wire {
             try container.encodeIfPresent(rpc, forKey: .rpc)
             try container.encodeIfPresent(limit, forKey: .limit)
             try container.encodeIfPresent(jobs, forKey: .jobs)
+            try container.encodeIfPresent(store, forKey: .store)
         }
 
         package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,

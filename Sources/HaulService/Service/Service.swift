@@ -362,6 +362,7 @@ actor Service {
         }
         status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
         status.jobs = aria2Globals.concurrency
+        status.store = store.writeProblem
         return status
     }
 
