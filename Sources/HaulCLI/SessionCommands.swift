@@ -282,7 +282,7 @@ package struct ServiceSettings: ParsableArguments {
         "The PEM private key of --rpc-certificate, readable by you alone.", valueName: "file"))
     package var rpcPrivateKey: String?
 
-    @Option(name: .customLong("output-dir"), help: ArgumentHelp(
+    @Option(name: [.customShort("o"), .customLong("output-dir")], help: ArgumentHelp(
         "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
     var outputDir: String?
 

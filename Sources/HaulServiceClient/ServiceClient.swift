@@ -26,6 +26,7 @@ package struct ServiceClient: Sendable {
         async throws(HaulError) -> ServiceClient
     {
         var client = ServiceClient(directory: directory)
+        if let what = directory.socketObstruction { throw directory.socketObstructed(by: what) }
         // No socket, no service: it is started at once, not after a hello that cannot be answered (the hello
         // goes through curl, and waited for libcurl's load, 4-5 ms, before the service's start could begin).
         let startAtOnce = arguments != nil && directory.socketIsMissing
@@ -253,6 +254,9 @@ package struct ServiceClient: Sendable {
     private func exchange(_ method: HTTPRequest.Method, _ path: String, body: Data?) async throws(HaulError)
         -> (Int, Data)
     {
+        // libcurl connects by path, through a link: what is there is looked at first (the directory is the
+        // user's own, 0700, so nothing else changes it in between).
+        if let what = directory.socketObstruction { throw directory.socketObstructed(by: what) }
         var request = request(method, path)
         request.body = body.map { Array($0) }
         let transfer = driver.start(request)

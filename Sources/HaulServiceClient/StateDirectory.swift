@@ -28,6 +28,39 @@ package struct StateDirectory: Sendable, Equatable {
         return lstat(socket, &info) != 0 && errno == ENOENT
     }
 
+    /// What is at the socket's path when it is not a socket (nil when nothing is there, or a socket is): a
+    /// file or a link planted there is never connected through, bound over or removed.
+    package var socketObstruction: String? {
+        var info = stat()
+        guard lstat(socket, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFSOCK: return nil
+        case S_IFLNK: return "a symbolic link"
+        case S_IFREG: return "a regular file"
+        case S_IFDIR: return "a directory"
+        default: return "something other than a socket"
+        }
+    }
+
+    /// The one line that says what is in the way at the socket's path.
+    package func socketObstructed(by what: String) -> HaulError {
+        HaulError(.other, "\(socket) is \(what), not the service's socket: haul neither connects through it nor "
+                  + "removes it; move it away")
+    }
+
+    /// The socket at the socket's path, by its device and inode; nil when no socket is there.
+    package var socketIdentity: FileIdentity? {
+        var info = stat()
+        guard lstat(socket, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// A file by its device and inode: the socket a service bound, told apart from one bound after it.
+    package struct FileIdentity: Sendable, Equatable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
     /// The state directory the environment names.
     package static func resolve(_ environment: [String: String]) -> StateDirectory {
         if let home = environment["HAUL_HOME"], !home.isEmpty { return StateDirectory(path: home) }

@@ -16,7 +16,22 @@ struct ControlContext: RequestContext {
     }
 
     /// A long `-i` list is added in one request.
-    var maxUploadSize: Int { 64 << 20 }
+    static let maxBody = 64 << 20
+    var maxUploadSize: Int { Self.maxBody }
+}
+
+/// Refuses a body that says it is larger than the control socket takes (413) before a byte of it is read; one
+/// that does not say (chunked) is refused as it passes the limit (`ControlAPI.unreadable`).
+struct BodyLimit: RouterMiddleware {
+    typealias Context = ControlContext
+
+    func handle(_ request: Request, context: ControlContext,
+                next: (Request, ControlContext) async throws -> Response) async throws -> Response {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > ControlContext.maxBody {
+            return ControlAPI.tooLarge
+        }
+        return try await next(request, context)
+    }
 }
 
 /// `struct ucred` of `SO_PEERCRED`: three 32-bit fields.
@@ -57,13 +72,14 @@ enum ControlAPI {
     static func router(service: Service, socket: String) -> Router<ControlContext> {
         let router = Router(context: ControlContext.self)
         router.add(middleware: SameUserOnly())
+        router.add(middleware: BodyLimit())
         let v1 = router.group("v1")
         v1.get("hello") { _, _ in json(Wire.Hello(pid: getpid())) }
         v1.get("downloads") { _, _ in json(await service.list()) }
         v1.post("downloads") { request, context in
             let body: Wire.AddRequest
             do { body = try await request.decode(as: Wire.AddRequest.self, context: context) } catch {
-                return failure(.badRequest, "the body is not a list of downloads: \(error)")
+                return unreadable(error, expected: "a list of downloads")
             }
             do {
                 return json(Wire.AddResponse(added: try await service.add(body.jobs)))
@@ -75,7 +91,7 @@ enum ControlAPI {
             v1.post("downloads/\(verb.rawValue)") { request, context in
                 let selection: Wire.Selection
                 do { selection = try await request.decode(as: Wire.Selection.self, context: context) } catch {
-                    return failure(.badRequest, "the body is not {\"ids\": [...]} or {\"all\": true}")
+                    return unreadable(error, expected: "{\"ids\": [...]} or {\"all\": true}")
                 }
                 switch await service.perform(verb, on: selection) {
                 case .success(let ids): return json(Wire.Applied(ids: ids))
@@ -87,7 +103,7 @@ enum ControlAPI {
         v1.post("downloads/limit") { request, context in
             let body: Wire.DownloadLimit
             do { body = try await request.decode(as: Wire.DownloadLimit.self, context: context) } catch {
-                return failure(.badRequest, "the body is not {\"ids\": [...], \"limit\": BYTES_PER_SECOND or null}")
+                return unreadable(error, expected: "{\"ids\": [...], \"limit\": BYTES_PER_SECOND or null}")
             }
             switch await service.setLimit(body.ids, body.limit) {
             case .success(let ids): return json(Wire.Applied(ids: ids))
@@ -114,7 +130,7 @@ enum ControlAPI {
         v1.post("limit") { request, context in
             let body: Wire.Limit
             do { body = try await request.decode(as: Wire.Limit.self, context: context) } catch {
-                return failure(.badRequest, "the body is not {\"overall\": BYTES_PER_SECOND or null}")
+                return unreadable(error, expected: "{\"overall\": BYTES_PER_SECOND or null}")
             }
             await service.setOverallLimit(body.overall)
             return json(body)
@@ -122,7 +138,7 @@ enum ControlAPI {
         v1.post("jobs") { request, context in
             let body: Wire.Jobs
             do { body = try await request.decode(as: Wire.Jobs.self, context: context) } catch {
-                return failure(.badRequest, "the body is not {\"jobs\": N}")
+                return unreadable(error, expected: "{\"jobs\": N}")
             }
             let range = DownloadManager.concurrencyRange
             guard range.contains(body.jobs) else {
@@ -155,6 +171,17 @@ enum ControlAPI {
         var body = ByteBuffer(bytes: Wire.encode(value))
         body.writeString("\n")
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+
+    static var tooLarge: Response {
+        failure(.contentTooLarge, "the request's body is larger than the \(ControlContext.maxBody >> 20) MiB the control socket takes")
+    }
+
+    /// The answer to a body that could not be read as `shape`: too large (413), or not of that shape (400),
+    /// said in words, never as an internal type's name.
+    static func unreadable(_ error: any Error, expected shape: String) -> Response {
+        if error is NIOTooManyBytesError { return tooLarge }
+        return failure(.badRequest, "the body is not \(shape)")
     }
 
     static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {

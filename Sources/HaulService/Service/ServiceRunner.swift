@@ -3,6 +3,7 @@ import HaulCore
 import HaulServiceClient
 import Hummingbird
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 
 /// `haul service run`: takes the state directory's lock, opens the store, continues what was queued or
@@ -53,6 +54,9 @@ package enum ServiceRunner {
         try directory.prepare()
         guard let lock = try ServiceLock.take(directory) else { throw directory.alreadyRunning }
         defer { withExtendedLifetime(lock) {} }
+        // A stale socket (a killed service's) is replaced as the socket is bound; anything else at its path is
+        // not ours to remove, and stops the start before the store is opened.
+        if let what = directory.socketObstruction { throw directory.socketObstructed(by: what) }
         let store: Store
         do { store = try Store(directory: directory.path) } catch { throw HaulError(.fileIO, error.message) }
 
@@ -75,6 +79,8 @@ package enum ServiceRunner {
         do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
 
         let socket = directory.socket
+        // The socket this service bound: the one it removes as it ends, and no other.
+        let bound = NIOLockedValueBox<StateDirectory.FileIdentity?>(nil)
         let (running, runningSink) = AsyncStream.makeStream(of: Bool.self)
         let quiet = Logger(label: "haul-service", factory: { _ in SwiftLogNoOpLogHandler() })
         let app = Application(
@@ -82,6 +88,7 @@ package enum ServiceRunner {
             configuration: .init(address: .unixDomainSocket(path: socket), serverName: nil),
             onServerRunning: { _ in
                 // The directory is 0700 already; the socket is 0600 too.
+                bound.withLockedValue { $0 = directory.socketIdentity }
                 runningSink.yield(chmod(socket, 0o600) == 0)
                 runningSink.finish()
             },
@@ -155,6 +162,7 @@ package enum ServiceRunner {
                 }
             } else {
                 var problem = "cannot listen on \(socket)"
+                if let what = directory.socketObstruction { problem += ": \(what) is in the way (move it away)" }
                 if let rpc = options.rpc, rpcPort == nil {
                     problem = "cannot listen for aria2 JSON-RPC on \(rpc.host):\(rpc.port) (in use, or not an address of this host)"
                 }
@@ -182,7 +190,7 @@ package enum ServiceRunner {
             if !stopped.isEmpty { await recorder.markQueued(stopped) }
             tasks.cancelAll()
         }
-        unlink(socket)
+        if let mine = bound.withLockedValue({ $0 }), directory.socketIdentity == mine { unlink(socket) }
         do { try store.close() } catch { log("haul service: \(error.message)") }
     }
 }
