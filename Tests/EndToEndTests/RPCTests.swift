@@ -380,9 +380,11 @@ extension RPCService {
             }
 
             // Half-done: the ranges only grow, so the bitfield lies between those read before and after it.
-            let before = try await Self.poll("two separate ranges on disk") { () -> [ByteRange]? in
+            // (A hole of two pieces at least: it cannot close between the reads.)
+            let before = try await Self.poll("a hole of two pieces on disk") { () -> [ByteRange]? in
                 let now = ranges()
-                return now.count >= 2 && now.contains { $0.start > 0 && $0.count >= mib } ? now : nil
+                let done = Self.pieces(now, total: 20 * mib)
+                return done.contains { $0 >= 2 && !done.contains($0 - 1) && !done.contains($0 - 2) } ? now : nil
             }
             let running = try await status()
             let after = ranges()
