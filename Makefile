@@ -19,6 +19,10 @@ CONFIG ?= release
 # Swift libraries at every start (about 5 ms of each haul process) and less mapped (see docs/benchmarks.md).
 # Package.swift links it with the toolchain's lld and packed relative relocations (4-5 MiB less resident).
 STATIC_FLAGS := $(if $(filter release,$(CONFIG)),--static-swift-stdlib,)
+# Tells Package.swift that this build links the Swift libraries statically, so that it may name the static
+# libFoundationEssentials.a first on `haul`'s link line (it cannot see the flag itself; any other build,
+# a plain `swift build -c release` included, links as usual).
+STATIC_ENV := $(if $(filter release,$(CONFIG)),HAUL_STATIC_STDLIB=1,)
 
 # How many tests run at once. Unbounded, swift-testing starts the suite's 500 tests together on the machine's
 # two cores: an in-process server then waits its turn for tens of seconds under the sanitizer (a CI run saw a
@@ -30,7 +34,7 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 # builds are most of its time, and nobody attaches a debugger there); by hand they keep their debug info.
 TEST_BUILD_FLAGS ?=
 
-.PHONY: deps pydeps build release test test-tsan demo bench clean install
+.PHONY: deps pydeps build release test test-tsan demo bench clean install install-check
 
 deps:
 	@missing=""; \
@@ -58,9 +62,9 @@ build: deps
 # Our two products only: a bare `swift build -c release --static-swift-stdlib` also builds the dependencies'
 # products, and GRDB's dynamic library cannot link against a static Foundation.
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product haul
-	$(SWIFT) build -c release --static-swift-stdlib --product haul-server
-	$(SWIFT) build -c release --static-swift-stdlib --product sample-server
+	HAUL_STATIC_STDLIB=1 $(SWIFT) build -c release --static-swift-stdlib --product haul
+	HAUL_STATIC_STDLIB=1 $(SWIFT) build -c release --static-swift-stdlib --product haul-server
+	HAUL_STATIC_STDLIB=1 $(SWIFT) build -c release --static-swift-stdlib --product sample-server
 
 # `swift test --skip-build` gets the build's flags and environment too, unused as they are there: SwiftPM keeps
 # one evaluation of the package's manifests, keyed by both, and evaluates them again (8-17 s here) for a
@@ -109,21 +113,35 @@ demo: build
 bench: deps
 	bench/run
 
+# The man page first: swift-argument-parser's plugin builds every product its own way (shared Swift libraries),
+# into the same folder, and the static builds that follow put the binaries to install back in place.
 install: deps
-	$(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul
-	$(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul-server
 	$(SWIFT) package generate-manual --configuration $(CONFIG)
+	$(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul
+	$(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul-server
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/haul $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 "$$($(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
+	install -m 755 "$$($(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
 	# The service and --demo run in haul-server, which haul finds in ../libexec/haul/.
-	install -m 755 "$$($(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul-server" $(DESTDIR)$(PREFIX)/libexec/haul/haul-server
+	install -m 755 "$$($(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul-server" $(DESTDIR)$(PREFIX)/libexec/haul/haul-server
 	install -m 644 .build/plugins/GenerateManual/outputs/haul/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/haul.fish
 	@echo "Installed haul in $(DESTDIR)$(PREFIX)/bin (haul-server in libexec/haul), its man page and completions."
+
+# What CI proves of the README's install: a release build, then `make install` into a scratch prefix; the
+# installed haul runs (and starts its service from ../libexec/haul), and its man page reads.
+install-check: release
+	@prefix=$$(mktemp -d) && home=$$(mktemp -d) && \
+	$(MAKE) --no-print-directory install PREFIX=$$prefix && \
+	$$prefix/bin/haul --version && \
+	HAUL_HOME=$$home/state $$prefix/bin/haul service start && HAUL_HOME=$$home/state $$prefix/bin/haul service stop && \
+	LC_ALL=C MANPAGER=cat MANWIDTH=80 man -l $$prefix/share/man/man1/haul.1 | grep -q -- '--output-dir' && \
+	test -s $$prefix/share/bash-completion/completions/haul && \
+	echo "install-check: haul, haul-server, the man page and completions installed and working in $$prefix" && \
+	rm -rf $$prefix $$home
 
 clean:
 	rm -rf .build .build-tsan

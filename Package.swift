@@ -18,7 +18,12 @@ let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibi
 // libFoundationEssentials.a among the inputs puts it first. Its path is that of the toolchain evaluating this
 // manifest (the one that builds), found from where its PackageDescription library is mapped; without it the
 // link is as before.
-let essentialsFirst: [String] = {
+//
+// Only in a static-stdlib link, which `make release` and `make install` ask for by setting HAUL_STATIC_STDLIB=1
+// beside `--static-swift-stdlib` (a manifest cannot see the flag itself): the archive needs the toolchain's
+// other static libraries (`-l_FoundationCollections`, ...), which only that link names. Any other build (a
+// plain `swift build -c release`, the man page plugin's) links the shared Swift libraries as usual.
+let essentialsFirst: [String] = Context.environment["HAUL_STATIC_STDLIB"] != "1" ? [] : {
     // Read to its end line by line: a file of /proc reports no size, and a read sized by it may stop short.
     guard let maps = fopen("/proc/self/maps", "r") else { return [] }
     defer { fclose(maps) }
