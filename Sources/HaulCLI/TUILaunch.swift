@@ -66,6 +66,12 @@ enum TUILaunch {
         screen.transfer = command.transferOptions
         screen.pictures = command.pictures ?? PictureMode.detect(environment: ProcessInfo.processInfo.environment)
         screen.service = service
+        if demo != nil {
+            // Its downloads run in this process, beside the demo's server, and end with it: a newcomer who
+            // looks for them in `haul ls` afterwards is told before.
+            screen.notice = "Demo: downloads run in this screen only, not in `haul ls`; files go to "
+                + (command.outputDirectory ?? "haul-demo") + "/"
+        }
         let code: Int32?
         do {
             code = try await FullScreen.run(screen, manager: control)

@@ -24,6 +24,8 @@ package struct FullScreenOptions: Sendable {
     package var transfer = TransferOptions()
     /// The service, when the screen is attached to it: its events, and the way back to it after it went away.
     package var service: ServiceLink?
+    /// A first line for the footer, until the first key (`--demo` says where its downloads are, and are not).
+    package var notice: String?
 
     package init(urls: [String], server: String?, segments: Int, startInFiles: Bool,
                 makeJob: @escaping @Sendable (_ url: String, _ segments: Int) -> DownloadJob) {
@@ -57,6 +59,7 @@ package enum FullScreen {
         state.view = options.startInFiles ? .files : .downloads
         state.defaultSegments = max(1, options.segments)
         state.multiPartSegments = options.segments > 1 ? options.segments : 4
+        state.message = options.notice
         let loop = AppLoop(manager: manager, service: options.service, screen: try NcursesTerminal(),
                            clock: ContinuousClock(), files: .curl(options.transfer), makeJob: options.makeJob)
         return try await loop.run(state, urls: options.urls)

@@ -216,6 +216,9 @@ import Testing
             Self.row(screen, "medium.bin") != nil && Self.row(screen, "photo-small.jpg") != nil
                 && screen.contains { $0.contains("SuperStorage sample server") }
         }
+        // Where the demo's downloads are, and are not: they run in this process, never in `haul ls`.
+        #expect(files.contains { $0.contains("Demo: downloads run in this screen only, not in `haul ls`; files go to out/") },
+                "\(files.joined(separator: "\n"))")
         let medium = try #require(files.firstIndex { Self.row([$0], "medium.bin") != nil })
         let selected = try #require(files.firstIndex { $0.hasPrefix("›") })
         try tmux.send(contentsOf: Array(repeating: "Down", count: medium - selected) + ["m", "Tab"])
