@@ -7,12 +7,14 @@ import Testing
 /// Two screens attached to one service (tmux) while the service goes away: `haul service stop`, or a kill -9.
 /// Both say so in their header; then they connect again, which starts the service as any client does, and
 /// show the download as the service holds it (running again, not paused); `q` gives the terminal back.
+/// large.bin at `TUITests.slowRate` takes 400 s: it still runs when the test looks at it again, however slow
+/// the machine.
 @Suite(.serialized) struct ReconnectTests {
     static let stoppedLine = "service stopped; reconnecting"
 
     /// Both screens: the download's row running, the header the usual one (the clock, not the service's line).
     static func running(_ screen: [String]) -> Bool {
-        TUITests.row(screen, "medium.bin")?.contains("downloading") == true
+        TUITests.row(screen, "large.bin")?.contains("downloading") == true
             && screen.first.map { $0.contains("elapsed") && !$0.contains("service") } == true
     }
 
@@ -49,7 +51,7 @@ import Testing
         let home = ServiceHome()
         try await withSampleServer(rate: TUITests.slowRate) { server in
             // One screen adds the download, the other attaches to the same service.
-            let first = try TmuxSession(["-o", "out", "--timeout", "300", server.downloadURL("medium.bin")], in: dir.path,
+            let first = try TmuxSession(["-o", "out", "--timeout", "300", server.downloadURL("large.bin")], in: dir.path,
                                         home: home)
             try await first.waitFor("the download on the first screen", Self.running)
             let second = try TmuxSession(["attach"], in: dir.path, home: home)
@@ -75,7 +77,7 @@ import Testing
             // A key for the service says it was not sent; the row stays as it was.
             try first.send("p")
             try await first.waitFor("the key refused") { $0.last?.contains("Not sent: the service stopped") == true }
-            #expect(TUITests.row(try first.screen(), "medium.bin")?.contains("pausing") == false)
+            #expect(TUITests.row(try first.screen(), "large.bin")?.contains("pausing") == false)
 
             // They connect again on their own, starting the service, and show the download running as it is.
             try Self.allowStarts(home)
@@ -85,9 +87,9 @@ import Testing
             #expect(after.running && after.pid != before.pid, "a new service: \(after), before \(before)")
             #expect(after.states == ["downloading"], "\(after)")
             // The bar moves again: progress reaches the screens after the reconnection.
-            let shown = TUITests.percent(TUITests.row(try first.screen(), "medium.bin")) ?? 0
+            let shown = TUITests.percent(TUITests.row(try first.screen(), "large.bin")) ?? 0
             try await first.waitFor("the bar to move", within: .seconds(30)) {
-                (TUITests.percent(TUITests.row($0, "medium.bin")) ?? 0) > shown
+                (TUITests.percent(TUITests.row($0, "large.bin")) ?? 0) > shown
             }
 
             // q restores the terminal on both (the download keeps going in the background).
@@ -105,7 +107,7 @@ import Testing
         let dir = TempDirectory()
         let home = ServiceHome()
         try await withSampleServer(rate: TUITests.slowRate) { server in
-            let screen = try TmuxSession(["-o", "out", "--timeout", "300", server.downloadURL("medium.bin")], in: dir.path,
+            let screen = try TmuxSession(["-o", "out", "--timeout", "300", server.downloadURL("large.bin")], in: dir.path,
                                          home: home)
             try await screen.waitFor("the download", Self.running)
             try Self.blockStarts(home)
