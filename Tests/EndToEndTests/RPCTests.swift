@@ -473,7 +473,8 @@ extension RPCService {
         // 300 waiting downloads: each tellWaiting reply is some 200 KiB.
         for batch in 0..<3 {
             let calls = (0..<100).map { index in
-                #"{"jsonrpc":"2.0","id":\#(index),"method":"aria2.addUri","params":["token:\#(rpc.secret)",["http://127.0.0.1:9/waiting-\#(batch)-\#(index).bin"],{"pause":"true"}]}"#
+                #"{"jsonrpc":"2.0","id":\#(index),"method":"aria2.addUri","params":["token:\#(rpc.secret)","#
+                    + #"["http://127.0.0.1:9/waiting-\#(batch)-\#(index).bin"],{"pause":"true"}]}"#
             }
             let added = try await rpc.post("[" + calls.joined(separator: ",") + "]")
             #expect(added.status == 200)
