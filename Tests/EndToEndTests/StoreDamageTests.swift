@@ -121,7 +121,6 @@ import TestSupport
             #expect(try await Self.haul(["add", "-o", "out", server.downloadURL("medium.bin")], home, in: dir).status == 0)
             try await SessionTests.waitFor("part of medium.bin", home) { ($0[1]?.completed ?? 0) >= 1 << 20 }
             #expect(try await Self.haul(["service", "stop"], home, in: dir).status == 0)
-            #expect(try Self.rowsOfTheFileAlone(home).map(\.1) == ["queued"])
 
             #expect(Immutable.set(true, file))
             defer { Immutable.set(false, file) }
