@@ -177,6 +177,8 @@ import TestSupport
             var streams: [AsyncStream<ServiceLink.Feed>.Continuation] = []
             var attempts = 0
             var refuse = false
+            /// Tests waiting for this many connections.
+            var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         }
         private let state = NIOLockedValueBox(State())
 
@@ -184,7 +186,13 @@ import TestSupport
             ServiceLink(
                 events: {
                     let (stream, continuation) = AsyncStream.makeStream(of: ServiceLink.Feed.self)
-                    self.state.withLockedValue { $0.streams.append(continuation) }
+                    let ready = self.state.withLockedValue { state in
+                        state.streams.append(continuation)
+                        let count = state.streams.count
+                        defer { state.waiters.removeAll { $0.count <= count } }
+                        return state.waiters.filter { $0.count <= count }.map(\.continuation)
+                    }
+                    for waiter in ready { waiter.resume() }
                     return stream
                 },
                 connect: { () async throws(HaulError) in
@@ -197,7 +205,19 @@ import TestSupport
         }
 
         var attempts: Int { state.withLockedValue(\.attempts) }
-        var connections: Int { state.withLockedValue(\.streams.count) }
+
+        /// Returns once the screen has opened `count` event streams (connections) in all.
+        func waitForConnections(_ count: Int) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLockedValue { state in
+                    if state.streams.count >= count { return true }
+                    state.waiters.append((count, continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+
         func refuse(_ refuse: Bool) { state.withLockedValue { $0.refuse = refuse } }
 
         /// Feeds the latest connection.
@@ -228,7 +248,7 @@ import TestSupport
             lines.first { $0.dropFirst().hasPrefix(name + " ") }
         }
 
-        try await within(.seconds(10), "the first connection") { while service.connections == 0 { await Task.yield() } }
+        try await within(.seconds(10), "the first connection") { await service.waitForConnections(1) }
         service.send(.events([.added(id: 1, url: "http://h/medium.bin", file: "medium.bin"), .state(id: 1, .downloading)]),
                      .live)
         try await waitFor("the download") { row($0, "medium.bin")?.contains("downloading") == true }
@@ -255,7 +275,7 @@ import TestSupport
         clock.advance(by: .seconds(1))
 
         // Back: the new snapshot, whole, replaces what was shown; the download runs again.
-        try await within(.seconds(10), "the second connection") { while service.connections < 2 { await Task.yield() } }
+        try await within(.seconds(10), "the second connection") { await service.waitForConnections(2) }
         #expect(service.attempts == 2)
         service.send(.events([.added(id: 1, url: "http://h/medium.bin", file: "medium.bin"), .state(id: 1, .downloading)]),
                      .live)
