@@ -108,7 +108,9 @@ final class Store: Sendable {
                     _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
                 }
             } catch {
-                checkpointError = error
+                // Made read-only while open: the -wal keeps the changes, and the next service reads them there.
+                checkpointError = Self.canWrite(path) ? error : StoreError(.readOnly, "cannot copy the queue's -wal "
+                    + "into \(Self.fileName): it cannot be written (read-only); \(Self.fileName)-wal keeps the changes")
             }
         }
         try storeOperation("cannot close the queue") { try pool.close() }
