@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HaulCore
+import Synchronization
 import Testing
 import TestSupport
 @testable import HaulService
@@ -183,22 +184,37 @@ import TestSupport
         #expect(store.writeProblem?.hasPrefix("haul.sqlite cannot be written (read-only)") == true)
 
         // The service's writer keeps what it could not store.
-        var writer = StoreWriter(store: store, clock: ManualClock(), now: { F.time(2) })
+        let wall = WallClock(F.time(2))
+        var writer = StoreWriter(store: store, clock: ManualClock(), now: { wall.now })
         #expect(throws: StoreError.self) { try writer.record([.state(id: 1, .connecting), .state(id: 2, .cancelled)]) }
         #expect(writer.unwrittenCount == 2)
         #expect(throws: StoreError.self) { try writer.flushDue() }
         #expect(writer.unwrittenCount == 2)
 
+        wall.now = F.time(9)
         #expect(I.chattr("-i", file))
         #expect(store.writeProblem == nil)
         try writer.flushDue()
         #expect(writer.unwrittenCount == 0)
         #expect(try store.find(1)?.state == .connecting)
         #expect(try store.find(2)?.state == .cancelled)
+        // At the time they happened, not when they could be written.
+        #expect(try store.find(1)?.started == F.time(2))
+        #expect(try store.find(2)?.finished == F.time(2))
         let added = try store.insert(F.job("d"), file: "d", added: F.time(3))
         #expect(try store.find(added)?.file == "d")
         try store.close()
         #expect(try StoreCheckpointTests.rowsInTheFileAlone(directory) == 4)
+    }
+}
+
+/// A wall clock a test sets.
+final class WallClock: Sendable {
+    private let time: Mutex<Date>
+    init(_ time: Date) { self.time = Mutex(time) }
+    var now: Date {
+        get { time.withLock { $0 } }
+        set { time.withLock { $0 = newValue } }
     }
 }
 

@@ -155,10 +155,18 @@ final class Store: Sendable {
     /// Writes `events`, which happened at `time`, in one transaction: all of them or, on an error,
     /// none. Progress is written as it comes; `StoreWriter` is what keeps it to once a second.
     func apply(_ events: [ManagerEvent], at time: Date) throws(StoreError) {
-        guard !events.isEmpty else { return }
-        let milliseconds = time.unixMilliseconds
+        try apply([(events, time)])
+    }
+
+    /// Writes each run of events at its own time, all in one transaction (all or none): what a write that
+    /// failed kept, with what came since.
+    func apply(_ batches: [(events: [ManagerEvent], time: Date)]) throws(StoreError) {
+        guard batches.contains(where: { !$0.events.isEmpty }) else { return }
         try write { db in
-            for event in events { try Self.apply(event, at: milliseconds, in: db) }
+            for (events, time) in batches {
+                let milliseconds = time.unixMilliseconds
+                for event in events { try Self.apply(event, at: milliseconds, in: db) }
+            }
         }
     }
 

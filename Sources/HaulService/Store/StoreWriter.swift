@@ -24,9 +24,9 @@ struct StoreWriter: Sendable {
     private var pending: [DownloadID: DownloadProgress] = [:]
     /// When each download's progress was last written, on `elapsed`'s scale.
     private var lastProgressWrite: [DownloadID: Duration] = [:]
-    /// Events of writes that failed because the file could not be written (read-only, full): written first,
-    /// in order, by the next write that goes through.
-    private var unwritten: [ManagerEvent] = []
+    /// Events of writes that failed because the file could not be written (read-only, full), with the time
+    /// each happened at: written first, in order, by the next write that goes through.
+    private var unwritten: [(events: [ManagerEvent], time: Date)] = []
 
     init<C: Clock<Duration>>(store: Store, clock: C, now: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
@@ -39,7 +39,7 @@ struct StoreWriter: Sendable {
     var pendingCount: Int { pending.count }
 
     /// How many events wait for the file to be writable again.
-    var unwrittenCount: Int { unwritten.count }
+    var unwrittenCount: Int { unwritten.reduce(0) { $0 + $1.events.count } }
 
     /// Whether anything waits to be written (progress, or the events of a failed write): a later `flushDue`
     /// writes it.
@@ -69,7 +69,7 @@ struct StoreWriter: Sendable {
         var lastWrite = lastProgressWrite
         // What stays pending if the write fails: the latest progress of each download, written or not.
         var latest = self.pending
-        var batch = unwritten
+        var batch: [ManagerEvent] = []
 
         func flushPending(_ id: DownloadID) {
             if let progress = pending.removeValue(forKey: id) {
@@ -101,12 +101,14 @@ struct StoreWriter: Sendable {
             if due { flushPending(id) }
         }
 
+        let happened = now()
         do {
-            try store.apply(batch, at: now())
+            try store.apply(unwritten + [(batch, happened)])
         } catch {
             self.pending = latest
             if error.kind == .readOnly || error.kind == .diskFull {
-                unwritten = batch.filter { if case .progress = $0 { false } else { true } }
+                let facts = batch.filter { if case .progress = $0 { false } else { true } }
+                if !facts.isEmpty { unwritten.append((facts, happened)) }
             } else {
                 unwritten = []
             }
