@@ -113,9 +113,9 @@ enum StoreFile {
         let walSize = size(of: walPath) ?? 0
         let header = try bytes(of: path, count: 100)
         if header.count < 100 {
-            let held = walSize > 0 ? " (\(Store.fileName)-wal holds \(walSize) bytes of it)" : ""
-            throw StoreError.unreadable(header.isEmpty ? "it is empty: cut short\(held)"
-                                        : "it is cut short at \(header.count) bytes\(held)")
+            let held = walSize > 0 ? "\(Store.fileName)-wal holds \(walSize) bytes of it" : nil
+            throw StoreError.unreadable(header.isEmpty ? "it is empty (cut short\(held.map { "; " + $0 } ?? ""))"
+                                        : "it is cut short at \(header.count) bytes\(held.map { " (" + $0 + ")" } ?? "")")
         }
         // Another format: SQLite names it (`file is not a database`).
         guard header.starts(with: Array("SQLite format 3\0".utf8)) else { return }
@@ -146,7 +146,7 @@ enum StoreFile {
         if header.count < 32 {
             problem = "it is cut short at \(header.count) bytes"
         } else if magic != 0x377f_0682 && magic != 0x377f_0683 {
-            problem = "it is not a write-ahead log"
+            problem = "its first bytes are not a write-ahead log header"
         } else if header.bigEndian(4, 4) != 3_007_000 {
             problem = "its format is unknown"
         } else if pageSize < 512 || pageSize > 65536 || pageSize & (pageSize - 1) != 0 {
