@@ -11,7 +11,7 @@ VENV := .build-venv
 PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7
 
 # `make install PREFIX=~/.local`: the binary, its man page (generated from the argument parser by
-# swift-argument-parser's generate-manual plugin) and bash, zsh and fish completions. CONFIG=debug skips
+# swift-argument-parser's generate-manual tool) and bash, zsh and fish completions. CONFIG=debug skips
 # the release build (for trying it out).
 PREFIX ?= /usr/local
 CONFIG ?= release
@@ -113,19 +113,24 @@ demo: build
 bench: deps
 	bench/run
 
-# The man page first: swift-argument-parser's plugin builds every product its own way (shared Swift libraries),
-# into the same folder, and the static builds that follow put the binaries to install back in place.
+# The man page comes from the haul just built, by swift-argument-parser's generate-manual tool (built on its
+# own, in debug: a minute). Its plugin (`swift package generate-manual`) would first build every product
+# again its own way, a second release build of everything, into the folder of the binaries to install.
+MANUAL_DIR := .build/manual
 install: deps
-	$(SWIFT) package generate-manual --configuration $(CONFIG)
 	$(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul
 	$(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --product haul-server
+	$(SWIFT) build --product generate-manual
+	mkdir -p $(MANUAL_DIR)
+	"$$($(SWIFT) build --show-bin-path)/generate-manual" \
+	  "$$($(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" --output-directory $(MANUAL_DIR)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/haul $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 "$$($(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul" $(DESTDIR)$(PREFIX)/bin/haul
 	# The service and --demo run in haul-server, which haul finds in ../libexec/haul/.
 	install -m 755 "$$($(STATIC_ENV) $(SWIFT) build -c $(CONFIG) $(STATIC_FLAGS) --show-bin-path)/haul-server" $(DESTDIR)$(PREFIX)/libexec/haul/haul-server
-	install -m 644 .build/plugins/GenerateManual/outputs/haul/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
+	install -m 644 $(MANUAL_DIR)/haul.1 $(DESTDIR)$(PREFIX)/share/man/man1/haul.1
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_haul
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/haul.fish
