@@ -419,6 +419,46 @@ extension RPCService {
         #expect(try await rpc.haul(["service", "stop"]).status == 0)
     }
 
+    /// A paused download's `completedLength` is the bytes its part holds (the ranges its state records), so
+    /// that the resume asks the server from there: it said 1310720 where the part held 1359872, the offset
+    /// the resume then asked for. Over one connection, paused three times.
+    @Test func aPausedDownloadsCompletedLengthIsWhatItsPartHolds() async throws {
+        let rpc = try await RPCService.start()
+        try await withSampleServer(rate: 1 << 20) { server in
+            let added = try await rpc.call("aria2.addUri", [[server.downloadURL("medium.bin")], ["out": "exact.bin"]])
+            let gid = try #require(added.result as? String, "\(added.body)")
+            let state = rpc.dir.file("dl/exact.bin.part.json")
+            func status() async throws -> [String: Any] {
+                let answer = try await rpc.call("aria2.tellStatus", [gid, ["status", "completedLength"]])
+                return try #require(answer.result as? [String: Any], "\(answer.body)")
+            }
+            var last: Int64 = 0
+            for round in 0..<3 {
+                _ = try await Self.poll("bytes past \(last) (round \(round))") { () -> Bool? in
+                    let now = try await status()
+                    return (now["completedLength"] as? String).flatMap { Int64($0) }.map { $0 > last + 300_000 } == true ? true : nil
+                }
+                #expect(try await rpc.call("aria2.pause", [gid]).result as? String == gid)
+                // Paused at once; the part's last checkpoint follows as the download's task ends: the two agree
+                // once it has, and stay so (before the fix the record stayed short of the part for good).
+                var seen = ""
+                let agreed = try await Self.poll("completedLength and the part to agree (round \(round))", within: 30) { () -> Int64? in
+                    let now = try await status()
+                    guard now["status"] as? String == "paused",
+                        let data = FileManager.default.contents(atPath: state),
+                        let onDisk = try? JSONDecoder().decode(ResumeState.self, from: data).completedBytes
+                    else { return nil }
+                    seen = "completedLength \(now["completedLength"] ?? "none"), the part \(onDisk)"
+                    return (now["completedLength"] as? String).flatMap { Int64($0) } == onDisk ? onDisk : nil
+                }
+                #expect(agreed > last, "round \(round): \(seen)")
+                last = agreed
+                #expect(try await rpc.call("aria2.unpause", [gid]).result as? String == gid)
+            }
+        }
+        #expect(try await rpc.haul(["service", "stop"]).status == 0)
+    }
+
     /// The pieces whose bit is set in a hex bitfield.
     static func pieces(_ hex: String, _ count: Int) -> Set<Int> {
         let bytes = Array(hex.utf8)
