@@ -58,7 +58,7 @@ package struct ResumeState: Codable, Equatable, Sendable {
     package static func path(forPart part: String) -> String { part + ".json" }
 
     /// Whether this state was written for `url` (compared as stored: password masked).
-    func belongs(to url: String) -> Bool { self.url == URLRedaction.masked(url) }
+    package func belongs(to url: String) -> Bool { self.url == URLRedaction.masked(url) }
 
     /// The most a state file may hold: its ranges are merged, so even a file of thousands of holes is far below.
     static let sizeLimit = 1 << 20
@@ -77,13 +77,13 @@ package struct ResumeState: Codable, Equatable, Sendable {
         }
     }
 
-    /// `load` by path (tests and tools).
-    static func load(from path: String) -> Loaded {
+    /// `load` by path (tests, tools, the aria2 face's `bitfield`).
+    package static func load(from path: String) -> Loaded {
         guard let directory = try? OutputDirectory(FilePath.parent(of: path)) else { return .unreadable }
         return load(from: directory, name: FilePath.baseName(of: path))
     }
 
-    enum Loaded: Equatable {
+    package enum Loaded: Equatable {
         case missing
         case unreadable
         case found(ResumeState)
@@ -118,7 +118,7 @@ package struct ByteRange: Codable, Equatable, Sendable {
     package var count: Int64 { end - start }
 
     /// `ranges` sorted and merged (touching or overlapping ranges become one; empty ones go).
-    static func merged(_ ranges: [ByteRange]) -> [ByteRange] {
+    package static func merged(_ ranges: [ByteRange]) -> [ByteRange] {
         var merged: [ByteRange] = []
         for range in ranges.sorted(by: { $0.start < $1.start }) where range.end > range.start {
             if let last = merged.last, range.start <= last.end {

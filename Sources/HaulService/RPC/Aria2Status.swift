@@ -112,7 +112,8 @@ enum Aria2Status {
     /// done: "e0".
     static func bitfield(pieces: Int64, total: Int64, completed ranges: [ByteRange]) -> String {
         var bytes = [UInt8](repeating: 0, count: Int((pieces + 7) / 8))
-        for range in merged(ranges) {
+        // Sorted and joined (a state file is written so, but one edited by hand need not be).
+        for range in ByteRange.merged(ranges) {
             let first = (range.start + pieceLength - 1) / pieceLength
             // The last piece ends at `total`, not at a multiple of the piece length.
             let end = range.end >= total ? pieces : Swift.min(range.end / pieceLength, pieces)
@@ -132,34 +133,13 @@ enum Aria2Status {
         return String(decoding: hex, as: UTF8.self)
     }
 
-    /// Sorted, touching and overlapping ranges joined (a state file is written so, but one edited by
-    /// hand need not be).
-    private static func merged(_ ranges: [ByteRange]) -> [ByteRange] {
-        var merged: [ByteRange] = []
-        for range in ranges.sorted(by: { $0.start < $1.start }) where range.end > range.start {
-            if let last = merged.last, range.start <= last.end {
-                merged[merged.count - 1].end = Swift.max(last.end, range.end)
-            } else {
-                merged.append(range)
-            }
-        }
-        return merged
-    }
-
     /// The completed ranges a download's `NAME.part.json` records (every checkpoint, a quarter second
     /// apart while it runs, and at each pause or stop), when it is this download's: same URL and size.
     /// None when there is no such file or it cannot be trusted (a link is not followed, a FIFO not opened
     /// for long, a large file not read).
     static func completedRanges(of entry: Roster.Entry) -> [ByteRange] {
-        let fd = open(path(of: entry) + ".part.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= 1 << 20 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        guard (try? FileIO.readFully(fd, into: &bytes, at: 0)) == bytes.count,
-            let state = try? JSONDecoder().decode(ResumeState.self, from: Data(bytes)),
-            state.url == URLRedaction.masked(entry.url), entry.total == nil || state.total == entry.total
+        guard case .found(let state) = ResumeState.load(from: path(of: entry) + ".part.json"),
+            state.belongs(to: entry.url), entry.total == nil || state.total == entry.total
         else { return [] }
         return state.completed
     }
