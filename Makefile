@@ -136,17 +136,18 @@ install: deps
 	$(DESTDIR)$(PREFIX)/bin/haul --no-config --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/haul.fish
 	@echo "Installed haul in $(DESTDIR)$(PREFIX)/bin (haul-server in libexec/haul), its man page and completions."
 
-# What CI proves of the README's install: a release build, then `make install` into a scratch prefix; the
-# installed haul runs (and starts its service from ../libexec/haul), and its man page reads.
-install-check: release
-	@prefix=$$(mktemp -d) && home=$$(mktemp -d) && \
-	$(MAKE) --no-print-directory install PREFIX=$$prefix && \
-	$$prefix/bin/haul --version && \
-	HAUL_HOME=$$home/state $$prefix/bin/haul service start && HAUL_HOME=$$home/state $$prefix/bin/haul service stop && \
-	LC_ALL=C MANPAGER=cat MANWIDTH=80 man -l $$prefix/share/man/man1/haul.1 | grep -q -- '--output-dir' && \
-	test -s $$prefix/share/bash-completion/completions/haul && \
-	echo "install-check: haul, haul-server, the man page and completions installed and working in $$prefix" && \
-	rm -rf $$prefix $$home
+# What CI proves of the README's install: `make install` (a static release build) into a scratch prefix; the
+# installed haul runs (and starts its service from ../libexec/haul), and its man page reads. One make, no
+# sub-make: SwiftPM planned a second build under the sub-make's environment and compiled everything again.
+install-check: PREFIX := $(CURDIR)/.build/install-check
+install-check: install
+	@home=$$(mktemp -d) && \
+	$(PREFIX)/bin/haul --version && \
+	HAUL_HOME=$$home/state $(PREFIX)/bin/haul service start && HAUL_HOME=$$home/state $(PREFIX)/bin/haul service stop && \
+	LC_ALL=C MANPAGER=cat MANWIDTH=80 man -l $(PREFIX)/share/man/man1/haul.1 | grep -q -- '--output-dir' && \
+	test -s $(PREFIX)/share/bash-completion/completions/haul && \
+	echo "install-check: haul, haul-server, the man page and completions installed and working in $(PREFIX)" && \
+	rm -rf $(PREFIX) $$home
 
 clean:
 	rm -rf .build .build-tsan
