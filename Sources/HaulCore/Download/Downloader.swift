@@ -451,7 +451,8 @@ package struct Downloader: Sendable {
                 // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.
                 claim.removeState()
                 throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
-                                + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))")
+                                + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))",
+                                reason: .checksumMismatch)
             }
         }
     }

@@ -446,7 +446,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     static func error(_ what: String, _ path: String, _ code: Int32 = errno) -> HaulError {
-        HaulError(.fileIO, "\(what) \(path): \(String(cString: strerror(code)))")
+        HaulError(.fileIO, "\(what) \(path): \(String(cString: strerror(code)))", reason: FailureReason(errno: code))
     }
 }
 

@@ -48,7 +48,8 @@ package enum FailureCategory: String, Sendable, Codable, CaseIterable {
     }
 }
 
-/// The one error type of the engine: a category for the exit code and a one-line message for people.
+/// The one error type of the engine: a category for the exit code, a typed reason for what tells failures
+/// apart within it, and a one-line message for people (which no code reads for meaning).
 package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
     package var category: FailureCategory
     /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
@@ -56,14 +57,40 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
     package var httpStatus: Int?
     package var retryAfter: Duration?
+    /// What went wrong, as data (`FailureReason`); nil when nothing finer than the category is known. An
+    /// HTTP status given to `init` is the reason unless another is.
+    package var reason: FailureReason?
     /// Set on `refit` only (nil otherwise, so that no stored error changes).
     private var refitted: Bool?
 
-    package init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
+    package init(_ category: FailureCategory, _ message: String, httpStatus: Int? = nil, retryAfter: Duration? = nil,
+                 reason: FailureReason? = nil) {
         self.category = category
         self.message = message
         self.httpStatus = httpStatus
         self.retryAfter = retryAfter
+        self.reason = reason ?? httpStatus.map(FailureReason.httpStatus)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case category, message, httpStatus, retryAfter, reason, refitted
+    }
+
+    /// Reads what this and older versions wrote: without `reason` (an older haul's), the HTTP status is the
+    /// reason if there is one, else it is unknown; a reason this version does not know (a newer haul's) is
+    /// unknown too, never an error. Older readers skip the `reason` key.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        category = try container.decode(FailureCategory.self, forKey: .category)
+        message = try container.decode(String.self, forKey: .message)
+        httpStatus = try container.decodeIfPresent(Int.self, forKey: .httpStatus)
+        retryAfter = try container.decodeIfPresent(Duration.self, forKey: .retryAfter)
+        if let stored = try container.decodeIfPresent(String.self, forKey: .reason) {
+            reason = FailureReason(rawValue: stored)
+        } else {
+            reason = httpStatus.map(FailureReason.httpStatus)
+        }
+        refitted = try container.decodeIfPresent(Bool.self, forKey: .refitted)
     }
 
     package var description: String { message }

@@ -831,9 +831,11 @@ private final class DriverLoop {
             if code == CURLE_ABORTED_BY_CALLBACK && handle.stalled {
                 let limit = handle.core.request.options.stallTimeout
                 let seconds = ByteFormat.fixed(limit, limit < 10 && limit != limit.rounded() ? 1 : 0)
-                error = HaulError(.network, "no data received for \(seconds) s (stalled)")
+                error = HaulError.stalled(seconds: seconds)
             } else if code != CURLE_OK {
-                error = HaulError(curlCode: code, detail: String(cString: handle.errorBuffer))
+                var osErrno = 0
+                _ = haul_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
+                error = HaulError(curlCode: code, detail: String(cString: handle.errorBuffer), osErrno: Int32(osErrno))
             }
             close(handle, error: error)
         }

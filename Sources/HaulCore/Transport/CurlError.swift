@@ -1,14 +1,45 @@
 import CCurl
+import Glibc
 
 extension HaulError {
-    /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message.
-    init(curlCode code: CURLcode, detail: String) {
+    /// Maps a libcurl result to the SPEC's categories, with curl's own words as the message; the reason
+    /// from the code and the system's `errno` libcurl saw (`CURLINFO_OS_ERRNO`, 0 when none).
+    init(curlCode code: CURLcode, detail: String, osErrno: Int32 = 0) {
         if Self.headerLineTooLong(code, detail) {
             self.init(.protocol, "the answer has a header line too long to read (libcurl says \"out of memory\")")
             return
         }
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        self.init(Self.malformed(code, detail) ? .protocol : Self.category(of: code), Self.lowercasingFirstWord(text))
+        let malformed = Self.malformed(code, detail)
+        self.init(malformed ? .protocol : Self.category(of: code), Self.lowercasingFirstWord(text),
+                  reason: malformed ? nil : Self.reason(of: code, osErrno: osErrno))
+    }
+
+    /// A transfer ended because no data came for `seconds` (`--stall-timeout`).
+    static func stalled(seconds: String) -> HaulError {
+        HaulError(.network, "no data received for \(seconds) s (stalled)", reason: .stalled)
+    }
+
+    /// What a libcurl result says went wrong, with the `errno` behind it where that tells more (a connect
+    /// or a receive that timed out, a refused connection).
+    static func reason(of code: CURLcode, osErrno: Int32) -> FailureReason? {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timedOut
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return .hostNotFound
+        case CURLE_COULDNT_CONNECT:
+            switch osErrno {
+            case ECONNREFUSED: return .connectionRefused
+            case ETIMEDOUT: return .timedOut
+            default: return .connectionFailed
+            }
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
+            CURLE_HTTP2_STREAM:
+            return osErrno == ETIMEDOUT ? .timedOut : .connectionLost
+        default:
+            return category(of: code) == .tls ? .tls : nil
+        }
     }
 
     /// How libcurl 7 gives up on a header line longer than it reads (100 KiB in a head, a redirect's

@@ -1,0 +1,83 @@
+import Glibc
+
+/// What went wrong, as data, beside a failure's category and its words: set where the error is made (the
+/// HTTP status check, libcurl's result, a system call's `errno`, the checksum, the stall watch) and read by
+/// whatever must tell failures apart within a category (the aria2 face's `errorCode`), so that no code reads
+/// meaning out of a message. nil on a `HaulError` means no finer reason is known (and on errors stored or
+/// sent by an older haul).
+///
+/// Stored and sent as a short string (`rawValue`): "http-404", "timed-out", "disk-full"; a string this
+/// version does not know reads as nil.
+package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
+    /// The server answered this HTTP status.
+    case httpStatus(Int)
+    /// A connect or transfer timeout ran out (`--connect-timeout`, `--timeout`, or the system's).
+    case timedOut
+    /// No data came for `--stall-timeout`.
+    case stalled
+    /// The host refused the connection.
+    case connectionRefused
+    /// The host (or the proxy) name did not resolve.
+    case hostNotFound
+    /// The connection could not be made for another reason (unreachable network or host).
+    case connectionFailed
+    /// An open connection broke (reset, closed early, a send or a receive failed).
+    case connectionLost
+    /// The TLS handshake or a certificate check failed.
+    case tls
+    /// No space left on the device (`ENOSPC`).
+    case diskFull
+    /// The system refused a file operation (`EACCES`, `EPERM`).
+    case permissionDenied
+    /// The file system is mounted read-only (`EROFS`).
+    case readOnlyFileSystem
+    /// The file's digest is not the one expected.
+    case checksumMismatch
+
+    /// Every reason, one of each kind (an HTTP status stands for all of them): for tests and docs.
+    package static let examples: [FailureReason] = [
+        .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
+        .connectionLost, .tls, .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
+    ]
+
+    package var rawValue: String {
+        switch self {
+        case .httpStatus(let status): "http-\(status)"
+        case .timedOut: "timed-out"
+        case .stalled: "stalled"
+        case .connectionRefused: "connection-refused"
+        case .hostNotFound: "host-not-found"
+        case .connectionFailed: "connection-failed"
+        case .connectionLost: "connection-lost"
+        case .tls: "tls"
+        case .diskFull: "disk-full"
+        case .permissionDenied: "permission-denied"
+        case .readOnlyFileSystem: "read-only-file-system"
+        case .checksumMismatch: "checksum-mismatch"
+        }
+    }
+
+    package init?(rawValue: String) {
+        if rawValue.hasPrefix("http-") {
+            guard let status = Int(rawValue.dropFirst(5)), (100...999).contains(status) else { return nil }
+            self = .httpStatus(status)
+            return
+        }
+        let named: [FailureReason] = [
+            .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed, .connectionLost, .tls,
+            .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
+        ]
+        guard let reason = named.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = reason
+    }
+
+    /// The reason a failed system call's `errno` gives, for the ones anything tells apart; nil for others.
+    package init?(errno code: Int32) {
+        switch code {
+        case ENOSPC: self = .diskFull
+        case EACCES, EPERM: self = .permissionDenied
+        case EROFS: self = .readOnlyFileSystem
+        default: return nil
+        }
+    }
+}
