@@ -338,7 +338,7 @@ struct RPCProtocolTests {
         #expect(Aria2Status.notification(from: .downloading, to: .cancelled) == "aria2.onDownloadStop")
         #expect(Aria2Status.notification(from: .downloading, to: .done) == "aria2.onDownloadComplete")
         #expect(Aria2Status.notification(from: .downloading, to: .failed(HaulError(.network, "x"))) == "aria2.onDownloadError")
-        #expect(Aria2Status.errorCode(HaulError(.server, "server answered 404 Not Found")) == 3)
+        #expect(Aria2Status.errorCode(HaulError(.server, "server answered 404 Not Found", httpStatus: 404)) == 3)
         #expect(Aria2Status.errorCode(HaulError(.checksum, "mismatch")) == 32)
     }
 }

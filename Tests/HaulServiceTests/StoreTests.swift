@@ -82,8 +82,9 @@ import HaulServiceClient
 
         try store.apply([.state(id: id, .connecting), .state(id: id, .failed(error))], at: F.time(2))
         var row = try #require(try store.find(id))
-        // Only category and message are stored.
-        #expect(row.state == .failed(HaulError(.server, "server answered 503 Service Unavailable")))
+        // Only category, message and reason are stored (the status as the reason, not as `httpStatus`).
+        #expect(row.state == .failed(HaulError(.server, "server answered 503 Service Unavailable",
+                                               reason: .httpStatus(503))))
         #expect(row.finished == F.time(2))
 
         try store.apply([.state(id: id, .queued)], at: F.time(3))

@@ -43,19 +43,27 @@ enum Aria2Status {
         }
     }
 
-    /// aria2's exit code for a failure ("1"-"32"): what its clients show and test.
+    /// aria2's exit code for a failure ("1"-"32"): what its clients show and test. Read from the failure's
+    /// category and typed reason, never from its message: 2 timeout (a stall too), 3 not found (404, 410),
+    /// 6 other network errors, 9 disk full, 17 other file I/O, 22 other HTTP errors and malformed answers,
+    /// 24 authorisation, 28 usage, 29 server overloaded (503), 31 removed, 32 checksum, 1 anything else.
     static func errorCode(_ error: HaulError) -> Int {
-        let message = error.message.lowercased()
         switch error.category {
-        case .network: return message.contains("timed out") || message.contains("stalled") ? 2 : 6
+        case .network:
+            switch error.reason {
+            case .timedOut, .stalled: return 2
+            default: return 6
+            }
         case .server:
-            if message.contains("404") || message.contains("410") { return 3 }
-            if message.contains("503") { return 29 }
-            return 22
+            switch error.reason {
+            case .httpStatus(404), .httpStatus(410): return 3
+            case .httpStatus(503): return 29
+            default: return 22
+            }
         case .protocol: return 22
         case .authentication: return 24
         case .checksum: return 32
-        case .fileIO: return message.contains("no space") || message.contains("disk full") ? 9 : 17
+        case .fileIO: return error.reason == .diskFull ? 9 : 17
         case .usage: return 28
         case .cancelled, .interrupted, .terminated, .hangUp: return 31
         case .tls, .other: return 1

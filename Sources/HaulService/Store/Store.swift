@@ -184,15 +184,17 @@ final class Store: Sendable {
         case .state(let id, let state):
             var category: String?
             var message: String?
+            var reason: String?
             if case .failed(let error) = state {
                 category = error.category.rawValue
                 message = error.message
+                reason = error.reason?.rawValue
             }
             try db.cachedStatement(sql: """
-                UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?,
+                UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?, errorReason = ?,
                     started = CASE WHEN ? THEN ? ELSE started END, finished = ?
                 WHERE id = ?
-                """).execute(arguments: [state.storedName, category, message,
+                """).execute(arguments: [state.storedName, category, message, reason,
                                          state == .connecting, time, state.endsRun ? time : nil, id])
         case .started(let id, let file, let path, let total, let part):
             try db.cachedStatement(sql: "UPDATE download SET file = ?, path = ?, total = ?, part = ? WHERE id = ?")

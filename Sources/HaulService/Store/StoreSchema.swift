@@ -51,6 +51,11 @@ enum StoreSchema {
             // file at `path` is that very file: done, not fetched again under the next free name.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN part TEXT")
         }
+        migrator.registerMigration("v4") { db in
+            // `errorReason`: a failure's typed reason (`FailureReason.rawValue`: "http-404", "disk-full"), set
+            // with `errorCategory` when one is known. Rows failed before have none: their reason is unknown.
+            try db.execute(sql: "ALTER TABLE download ADD COLUMN errorReason TEXT")
+        }
         return migrator
     }()
 

@@ -15,7 +15,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
     var jobJSON: String
     /// The job had a password or credential headers that were not stored (see `WithheldJob`).
     var secretsWithheld: Bool
-    /// From the `state`, `errorCategory` and `errorMessage` columns.
+    /// From the `state`, `errorCategory`, `errorMessage` and `errorReason` columns.
     var state: DownloadState
     /// The file's name (as planned until the server answered; then as claimed).
     var file: String
@@ -48,6 +48,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let state = Column("state")
         static let errorCategory = Column("errorCategory")
         static let errorMessage = Column("errorMessage")
+        static let errorReason = Column("errorReason")
         static let file = Column("file")
         static let path = Column("path")
         static let part = Column("part")
@@ -66,7 +67,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         let stateName: String = try row.decode(forColumn: C.state)
         guard let state = DownloadState(storedName: stateName,
                                         errorCategory: try row.decode(forColumn: C.errorCategory),
-                                        errorMessage: try row.decode(forColumn: C.errorMessage))
+                                        errorMessage: try row.decode(forColumn: C.errorMessage),
+                                        errorReason: try row.decode(forColumn: C.errorReason))
         else {
             throw StoreError.unreadable("download \(id) has the unknown state \(stateName)")
         }

@@ -1,7 +1,7 @@
 import HaulCore
 
 /// How a `DownloadState` is spelled in the `state` column (the words of `haul ls --json`); a failure's
-/// category and message go to `errorCategory` and `errorMessage` beside it.
+/// category, message and reason go to `errorCategory`, `errorMessage` and `errorReason` beside it.
 extension DownloadState {
     /// The `state` column is `name`: the words of `haul ls --json`.
     var storedName: String { name }
@@ -9,11 +9,13 @@ extension DownloadState {
     /// The states a service re-enqueues when it starts: the ones a stopped service left mid-way.
     static let unfinishedNames = ["queued", "connecting", "downloading"]
 
-    /// The state a row holds. Only category and message of a failure are stored (not its HTTP status or
-    /// Retry-After); an unknown category reads as `.other`. Nil for a name this build does not know.
-    init?(storedName: String, errorCategory: String?, errorMessage: String?) {
+    /// The state a row holds. Category, message and reason of a failure are stored (not its HTTP status or
+    /// Retry-After, though an HTTP status is the reason); an unknown category reads as `.other`, an unknown
+    /// or missing reason as nil. Nil for a name this build does not know.
+    init?(storedName: String, errorCategory: String?, errorMessage: String?, errorReason: String?) {
         let category = errorCategory.flatMap(FailureCategory.init(rawValue:)) ?? .other
-        self.init(name: storedName, error: HaulError(category, errorMessage ?? "failed"))
+        self.init(name: storedName, error: HaulError(category, errorMessage ?? "failed",
+                                                     reason: errorReason.flatMap(FailureReason.init(rawValue:))))
     }
 
     /// Done, failed and cancelled end a run: the row gets its `finished` time.
