@@ -48,9 +48,8 @@ struct ViewCommand: ParsableCommand {
         do {
             image = try PictureImage(path: path)
         } catch {
-            let unreadable = error.message.hasPrefix("cannot open") || error.message.hasPrefix("cannot read")
             TextOutput.standard.err("haul: view: \(name): cannot preview: \(error.message)")
-            return unreadable ? FailureCategory.fileIO.exitCode : FailureCategory.other.exitCode
+            return error.category.exitCode
         }
         var size = winsize()
         let terminal = ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 && size.ws_row > 1

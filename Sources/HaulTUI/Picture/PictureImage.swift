@@ -25,12 +25,15 @@ package struct RGBImage: Sendable, Equatable {
     }
 }
 
-/// Why a picture cannot be shown: one line for the user, such as "photo.jpg is not a JPEG".
+/// Why a picture cannot be shown: one line for the user, such as "photo.jpg is not a JPEG", and its
+/// category (`.fileIO` when the file could not be opened or read, `.other` for what it holds).
 package struct PictureError: Error, Sendable, Equatable, CustomStringConvertible {
     package let message: String
+    package let category: FailureCategory
 
-    package init(_ message: String) {
+    package init(_ message: String, category: FailureCategory = .other) {
         self.message = message
+        self.category = category
     }
 
     package var description: String { message }
@@ -163,10 +166,12 @@ package struct PictureImage: Sendable {
     /// The whole file (a picture's compressed data is small enough to hold), or a one-line reason it cannot be read.
     static func read(_ path: String) throws(PictureError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw PictureError("cannot open: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PictureError("cannot open: \(String(cString: strerror(errno)))", category: .fileIO) }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw PictureError("cannot read: \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &info) == 0 else {
+            throw PictureError("cannot read: \(String(cString: strerror(errno)))", category: .fileIO)
+        }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw PictureError("not a regular file") }
         guard info.st_size <= maximumFileSize else {
             throw PictureError("too large to show (\(info.st_size) bytes)")
@@ -177,7 +182,7 @@ package struct PictureImage: Sendable {
             // Short when the file shrank while reading: decode what is there.
             done = try FileIO.readFully(fd, into: &bytes)
         } catch {
-            throw PictureError("cannot read: \(error)")
+            throw PictureError("cannot read: \(error)", category: .fileIO)
         }
         if done < bytes.count { bytes.removeSubrange(done...) }
         return bytes
