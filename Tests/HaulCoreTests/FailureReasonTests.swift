@@ -94,6 +94,22 @@ import Testing
         }
     }
 
+    /// `--checksum-file` words a bad digest from the problem as data, not by cutting `--checksum`'s words.
+    @Test func aChecksumsProblemIsWordedForEachOption() {
+        func message(_ result: Result<Checksum, HaulError>) -> String? {
+            if case .failure(let error) = result { return error.message }
+            return nil
+        }
+        func message(_ result: Result<[String: Checksum], HaulError>) -> String? {
+            if case .failure(let error) = result { return error.message }
+            return nil
+        }
+        #expect(message(Checksum.parse("sha256=abc")) == "--checksum: a sha256 digest is 64 hex digits")
+        #expect(message(Checksum.parse("crc32=00")) == "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX")
+        #expect(message(ChecksumFile.parse("SHA256 (a.bin) = abc\n", source: "SUMS"))
+                == "--checksum-file SUMS line 1: a sha256 digest is 64 hex digits")
+    }
+
     // MARK: as data
 
     @Test(arguments: FailureReason.examples + [.httpStatus(410), .httpStatus(503)])

@@ -38,11 +38,10 @@ package enum ChecksumFile {
             guard let (algorithm, hex, name) = entry(String(line)) else {
                 return .failure(HaulError(.usage, "--checksum-file \(source) line \(index + 1): not 'HEX  NAME' or 'ALGO (NAME) = HEX'"))
             }
-            switch Checksum.parse("\(algorithm)=\(hex)") {
+            switch Checksum.parsed("\(algorithm)=\(hex)") {
             case .success(let checksum): digests[FilePath.baseName(of: name)] = checksum
-            case .failure(let error):
-                return .failure(HaulError(.usage, "--checksum-file \(source) line \(index + 1): "
-                    + error.message.replacing("--checksum: ", with: "")))
+            case .failure(let problem):
+                return .failure(HaulError(.usage, "--checksum-file \(source) line \(index + 1): " + problem.phrase))
             }
         }
         return .success(digests)

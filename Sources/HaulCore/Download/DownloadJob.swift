@@ -119,17 +119,39 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// `sha-1=HEX`);
     /// nil with a reason otherwise.
     package static func parse(_ text: String) -> Result<Checksum, HaulError> {
+        parsed(text).mapError { problem in
+            switch problem {
+            case .unknownAlgorithm: HaulError(.usage, problem.phrase)
+            case .wrongLength: HaulError(.usage, "--checksum: " + problem.phrase)
+            }
+        }
+    }
+
+    /// Why a `ALGO=HEX` is no checksum, as data; `phrase` words it.
+    enum Problem: Error, Equatable {
+        case unknownAlgorithm
+        case wrongLength(FileDigest.Algorithm)
+
+        var phrase: String {
+            switch self {
+            case .unknownAlgorithm: "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"
+            case .wrongLength(let algorithm): "a \(algorithm.rawValue) digest is \(algorithm.hexLength) hex digits"
+            }
+        }
+    }
+
+    /// `parse` with the problem as data (what `--checksum-file` words its own way).
+    static func parsed(_ text: String) -> Result<Checksum, Problem> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts.first?.lowercased().replacing("-", with: "") ?? ""
         guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
-            return .failure(HaulError(.usage, "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"))
+            return .failure(.unknownAlgorithm)
         }
         let hex = parts[1].lowercased()
-        let length = algorithm.hexLength
         // On the bytes: Character.isHexDigit also takes the fullwidth forms ("\u{FF41}"), which no digest holds.
         let hexDigits = { (byte: UInt8) in (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) }
-        guard hex.utf8.count == length, hex.utf8.allSatisfy(hexDigits) else {
-            return .failure(HaulError(.usage, "--checksum: a \(algorithm.rawValue) digest is \(length) hex digits"))
+        guard hex.utf8.count == algorithm.hexLength, hex.utf8.allSatisfy(hexDigits) else {
+            return .failure(.wrongLength(algorithm))
         }
         return .success(Checksum(algorithm: algorithm, hex: hex))
     }
