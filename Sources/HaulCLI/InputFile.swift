@@ -191,9 +191,9 @@ struct InputOptions: Equatable {
             }
             headers.append(value)
         case "checksum":
-            switch Checksum.parse(value) {
+            switch Checksum.parsed(value) {
             case .success(let parsed): checksum = parsed
-            case .failure(let error): throw HaulError(.usage, "checksum=\(value): " + error.message.replacing("--checksum", with: "it"))
+            case .failure(let problem): throw HaulError(.usage, "checksum=\(value): " + problem.words(option: "it"))
             }
         case "limit-rate", "max-download-limit":
             guard let rate = RateLimit.parse(value) else {

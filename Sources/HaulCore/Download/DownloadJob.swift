@@ -119,29 +119,34 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// `sha-1=HEX`);
     /// nil with a reason otherwise.
     package static func parse(_ text: String) -> Result<Checksum, HaulError> {
-        parsed(text).mapError { problem in
-            switch problem {
-            case .unknownAlgorithm: HaulError(.usage, problem.phrase)
-            case .wrongLength: HaulError(.usage, "--checksum: " + problem.phrase)
-            }
-        }
+        parsed(text).mapError { HaulError(.usage, $0.words(option: "--checksum")) }
     }
 
-    /// Why a `ALGO=HEX` is no checksum, as data; `phrase` words it.
-    enum Problem: Error, Equatable {
+    /// Why a `ALGO=HEX` is no checksum, as data: each place that reads one words it its own way.
+    package enum Problem: Error, Equatable {
         case unknownAlgorithm
         case wrongLength(FileDigest.Algorithm)
 
+        /// Said of `option` ("--checksum"; "it" for an input file's `checksum=`): "OPTION wants sha512=HEX,
+        /// ...", "OPTION: a sha256 digest is 64 hex digits".
+        package func words(option: String) -> String {
+            switch self {
+            case .unknownAlgorithm: "\(option) wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"
+            case .wrongLength: "\(option): " + phrase
+            }
+        }
+
+        /// The digest's length without an option's name ("a sha256 digest is 64 hex digits").
         var phrase: String {
             switch self {
-            case .unknownAlgorithm: "--checksum wants sha512=HEX, sha256=HEX, sha1=HEX or md5=HEX"
+            case .unknownAlgorithm: words(option: "--checksum")
             case .wrongLength(let algorithm): "a \(algorithm.rawValue) digest is \(algorithm.hexLength) hex digits"
             }
         }
     }
 
-    /// `parse` with the problem as data (what `--checksum-file` words its own way).
-    static func parsed(_ text: String) -> Result<Checksum, Problem> {
+    /// `parse` with the problem as data.
+    package static func parsed(_ text: String) -> Result<Checksum, Problem> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts.first?.lowercased().replacing("-", with: "") ?? ""
         guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
