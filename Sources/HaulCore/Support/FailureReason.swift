@@ -34,8 +34,8 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     /// The file's digest is not the one expected.
     case checksumMismatch
 
-    /// Every reason, one of each kind (an HTTP status stands for all of them): for tests and docs.
-    package static let examples: [FailureReason] = [
+    /// Every reason, one of each kind (an HTTP status stands for all of them).
+    static let examples: [FailureReason] = [
         .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
         .connectionLost, .tls, .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
     ]
@@ -63,16 +63,13 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
             self = .httpStatus(status)
             return
         }
-        let named: [FailureReason] = [
-            .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed, .connectionLost, .tls,
-            .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
-        ]
-        guard let reason = named.first(where: { $0.rawValue == rawValue }) else { return nil }
+        // Past the HTTP statuses, one spelling each.
+        guard let reason = Self.examples.first(where: { $0.rawValue == rawValue }) else { return nil }
         self = reason
     }
 
     /// The reason a failed system call's `errno` gives, for the ones anything tells apart; nil for others.
-    package init?(errno code: Int32) {
+    init?(errno code: Int32) {
         switch code {
         case ENOSPC: self = .diskFull
         case EACCES, EPERM: self = .permissionDenied
