@@ -158,6 +158,7 @@ import Testing
         #expect(!plain.contains("reason"))
         let typed = try JSONEncoder().encode(HaulError(.fileIO, "cannot write /d/a: No space left on device",
                                                        reason: .diskFull))
+        #expect(String(decoding: typed, as: UTF8.self).contains(#""reason":"disk-full""#))
         #expect(try JSONDecoder().decode(OlderHaulError.self, from: typed)
                 == OlderHaulError(category: .fileIO, message: "cannot write /d/a: No space left on device"))
     }
