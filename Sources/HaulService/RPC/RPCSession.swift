@@ -1,6 +1,6 @@
 import HummingbirdWebSocket
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One WebSocket session of the aria2 face: calls in, replies and notifications out, through one writer,
 /// with a bound on what the session may hold for a client that does not read.
@@ -97,7 +97,7 @@ final class SessionOutbox: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     let notificationLimit: Int
 
     init(notificationLimit: Int) {
@@ -115,7 +115,7 @@ final class SessionOutbox: Sendable {
     /// Queues a reply and returns once the writer has taken it: true, or false when the session ended.
     func send(reply text: String) async -> Bool {
         await withCheckedContinuation { (sender: CheckedContinuation<Bool, Never>) in
-            let queued: Queued = state.withLock { state in
+            let queued: Queued = state.withLockedValue { state in
                 guard !state.finished else { return .refused }
                 if let writer = state.writer {
                     state.writer = nil
@@ -139,7 +139,7 @@ final class SessionOutbox: Sendable {
     /// Queues a notification; false when `notificationLimit` of them are unsent already (or the session
     /// ended).
     func notify(_ text: String) -> Bool {
-        let queued: Queued = state.withLock { state in
+        let queued: Queued = state.withLockedValue { state in
             guard !state.finished, state.notifications < notificationLimit else { return .refused }
             if let writer = state.writer {
                 state.writer = nil
@@ -163,7 +163,7 @@ final class SessionOutbox: Sendable {
     func next() async -> String? {
         await withCheckedContinuation { (writer: CheckedContinuation<String?, Never>) in
             let (item, sender, ended): ((text: String, isReply: Bool)?, CheckedContinuation<Bool, Never>?, Bool) =
-                state.withLock { state in
+                state.withLockedValue { state in
                     if let item = state.pop() {
                         state.writingSince = .now
                         var sender: CheckedContinuation<Bool, Never>?
@@ -187,16 +187,16 @@ final class SessionOutbox: Sendable {
     }
 
     /// How many texts wait to be taken.
-    var queued: Int { state.withLock { $0.queue.count - $0.head } }
+    var queued: Int { state.withLockedValue { $0.queue.count - $0.head } }
 
     /// The write of the last text taken is done.
     func wrote() {
-        state.withLock { $0.writingSince = nil }
+        state.withLockedValue { $0.writingSince = nil }
     }
 
     /// A write under way for longer than `limit`: the client does not read.
     func isStalled(longerThan limit: Duration) -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard let since = state.writingSince else { return false }
             return since.duration(to: .now) > limit
         }
@@ -206,7 +206,7 @@ final class SessionOutbox: Sendable {
     /// writer sends it first. A waiting sender or writer is let go.
     func finish(dropping: Bool) {
         let (sender, writer): (CheckedContinuation<Bool, Never>?, CheckedContinuation<String?, Never>?) =
-            state.withLock { state in
+            state.withLockedValue { state in
                 state.finished = true
                 if dropping {
                     state.queue = []

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import HaulCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The queue and its history in `STATE/haul.sqlite` (mode 0600), written by the service alone from the
 /// manager's events (through `StoreWriter`) and read for `ls` and on start.
@@ -28,7 +28,7 @@ final class Store: Sendable {
     let path: String
     /// How long writes may pile up in the -wal before a checkpoint copies them into the file.
     private let checkpointInterval: Duration
-    private let connections: Mutex<Connections>
+    private let connections: NIOLockedValueBox<Connections>
 
     private struct Connections {
         var pool: DatabasePool
@@ -39,7 +39,7 @@ final class Store: Sendable {
     }
 
     /// The connections. Internal for tests, which use it to constrain the writer connection.
-    var pool: DatabasePool { connections.withLock { $0.pool } }
+    var pool: DatabasePool { connections.withLockedValue { $0.pool } }
 
     /// Opens (creating if absent) `directory/haul.sqlite` and brings its schema up to this build's.
     /// The directory exists already (the service makes it, mode 0700).
@@ -65,7 +65,7 @@ final class Store: Sendable {
             try? pool.close()
             throw error
         }
-        connections = Mutex(Connections(pool: pool, readOnly: readOnly, lastCheckpoint: .now))
+        connections = NIOLockedValueBox(Connections(pool: pool, readOnly: readOnly, lastCheckpoint: .now))
     }
 
     private static func open(_ path: String, readOnly: Bool = false) throws(StoreError) -> DatabasePool {
@@ -88,7 +88,7 @@ final class Store: Sendable {
 
     /// Why the queue cannot be written now, in one line, or nil.
     var writeProblem: String? {
-        connections.withLock { $0.readOnly } && !Self.canWrite(path)
+        connections.withLockedValue { $0.readOnly } && !Self.canWrite(path)
             ? "\(Self.fileName) cannot be written (read-only): adds fail, and changes wait in memory until it can"
             : nil
     }
@@ -97,7 +97,7 @@ final class Store: Sendable {
     /// the readers first, so that SQLite removes the -wal and -shm as the last one closes. The store is
     /// unusable afterwards.
     func close() throws(StoreError) {
-        let (pool, readOnly) = connections.withLock { ($0.pool, $0.readOnly) }
+        let (pool, readOnly) = connections.withLockedValue { ($0.pool, $0.readOnly) }
         // Idle readers close now: the writer's close is then the last, which checkpoints again and removes
         // the -wal.
         pool.releaseMemory()
@@ -249,12 +249,12 @@ final class Store: Sendable {
         do throws(StoreError) {
             return try commit(body, on: pool)
         } catch where error.kind == .readOnly {
-            connections.withLock { $0.readOnly = true }
+            connections.withLockedValue { $0.readOnly = true }
             pool = try writablePool()
             do throws(StoreError) {
                 return try commit(body, on: pool)
             } catch where error.kind == .readOnly {
-                connections.withLock { $0.readOnly = true }
+                connections.withLockedValue { $0.readOnly = true }
                 throw error
             }
         }
@@ -262,7 +262,7 @@ final class Store: Sendable {
 
     private func commit<T>(_ body: (Database) throws -> T, on pool: DatabasePool) throws(StoreError) -> T {
         let value = try storeOperation("cannot write the queue") { try pool.write(body) }
-        let due = connections.withLock { connections in
+        let due = connections.withLockedValue { connections in
             connections.readOnly = false
             let now = ContinuousClock.now
             guard connections.lastCheckpoint.duration(to: now) >= checkpointInterval else { return false }
@@ -278,7 +278,7 @@ final class Store: Sendable {
     /// The pool to write with: the one open, or, after a read-only failure, a new one once the file can
     /// be written (the old one closes).
     private func writablePool() throws(StoreError) -> DatabasePool {
-        let (current, readOnly) = connections.withLock { ($0.pool, $0.readOnly) }
+        let (current, readOnly) = connections.withLockedValue { ($0.pool, $0.readOnly) }
         guard readOnly else { return current }
         guard Self.canWrite(path) else { throw StoreError.readOnly("cannot write the queue") }
         // Never a new file in place of one that went: SQLite would make an empty queue there.
@@ -287,7 +287,7 @@ final class Store: Sendable {
             throw StoreError(.file, "cannot write the queue: \(path) is gone")
         }
         let reopened = try Self.open(path)
-        let replaced = connections.withLock { connections -> DatabasePool? in
+        let replaced = connections.withLockedValue { connections -> DatabasePool? in
             // Another write may have reopened it meanwhile: that one stays.
             guard connections.pool === current else { return nil }
             connections.pool = reopened
