@@ -41,26 +41,37 @@ struct PeerCredentials: Sendable {
     var gid: UInt32 = 0
 }
 
+/// Who is at the other end of a request's connection: the uid of the peer's process, nil when it cannot be
+/// read. The service asks the kernel (`socketCredentials`); a test in process, which has no socket, says.
+struct PeerIdentity: Sendable {
+    let uid: @Sendable (ControlContext) async -> UInt32?
+
+    init(uid: @escaping @Sendable (ControlContext) async -> UInt32?) {
+        self.uid = uid
+    }
+
+    /// `SO_PEERCRED` of the connection's Unix socket: the uid the peer had when it connected.
+    static let socketCredentials = PeerIdentity { context in
+        guard let provider = context.channel as? any SocketOptionProvider else { return nil }
+        let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+        return try? await future.get().uid
+    }
+}
+
 /// Refuses a peer of another user (403), whatever the socket file's mode: the directory's 0700 keeps
 /// others out, and this is the second line. A peer whose credentials cannot be read is refused too.
 struct SameUserOnly: RouterMiddleware {
     typealias Context = ControlContext
     let uid = geteuid()
+    let peer: PeerIdentity
 
     func handle(_ request: Request, context: ControlContext,
                 next: (Request, ControlContext) async throws -> Response) async throws -> Response {
-        guard let provider = context.channel as? any SocketOptionProvider else {
+        guard let peerUID = await peer.uid(context) else {
             return ControlAPI.failure(.forbidden, "the peer's credentials cannot be read")
         }
-        let credentials: PeerCredentials
-        do {
-            let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
-                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-            credentials = try await future.get()
-        } catch {
-            return ControlAPI.failure(.forbidden, "the peer's credentials cannot be read")
-        }
-        guard credentials.uid == uid else {
+        guard peerUID == uid else {
             return ControlAPI.failure(.forbidden, "this service belongs to another user")
         }
         return try await next(request, context)
@@ -69,12 +80,20 @@ struct SameUserOnly: RouterMiddleware {
 
 /// The routes of the control API (docs/protocol.md): JSON in and out, events as server-sent events.
 enum ControlAPI {
-    static func router(service: Service, socket: String) -> Router<ControlContext> {
+    /// `peer`: who is at the other end of a request (the kernel's word in the service).
+    static func router(service: Service, socket: String, peer: PeerIdentity) -> Router<ControlContext> {
         let router = Router(context: ControlContext.self)
-        router.add(middleware: SameUserOnly())
+        router.add(middleware: SameUserOnly(peer: peer))
         router.add(middleware: BodyLimit())
         let v1 = router.group("v1")
         v1.get("hello") { _, _ in json(Wire.Hello(pid: getpid())) }
+        addDownloadRoutes(to: v1, service: service)
+        addServiceRoutes(to: v1, service: service, socket: socket)
+        return router
+    }
+
+    /// `/v1/downloads`: the list, adding, the verbs and the per-download limit.
+    private static func addDownloadRoutes(to v1: RouterGroup<ControlContext>, service: Service) {
         v1.get("downloads") { _, _ in json(await service.list()) }
         v1.post("downloads") { request, context in
             let body: Wire.AddRequest
@@ -110,6 +129,10 @@ enum ControlAPI {
             case .failure(let problem): return json(problem, status: .notFound)
             }
         }
+    }
+
+    /// The event stream, and what concerns the whole service: its status, limit, jobs and stop.
+    private static func addServiceRoutes(to v1: RouterGroup<ControlContext>, service: Service, socket: String) {
         v1.get("events") { _, context in
             let subscription = await service.subscribe()
             // A client that goes (q, a closed terminal) is let go at once, not at the next event: the
@@ -162,7 +185,6 @@ enum ControlAPI {
                 await service.requestStop()
             })
         }
-        return router
     }
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {

@@ -129,7 +129,9 @@ enum RPCServer {
     static let maxBody = 1 << 20
 
     static func application(face: Aria2Face, policy: RPCRequestPolicy, tls: TLSConfiguration?, service: Service,
-                            logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) throws -> some ApplicationProtocol {
+                            logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) throws
+        -> Application<RouterResponder<RPCContext>>
+    {
         let router = Router(context: RPCContext.self)
         router.add(middleware: RPCGuard(policy: policy))
         router.post("jsonrpc") { request, context in

@@ -65,71 +65,37 @@ package enum ServiceRunner {
         configuration.idleExit = options.idleExit
         configuration.rpc = options.rpc
         let service = Service(configuration: configuration, store: store)
-        var rpcFace: Aria2Face?
-        let rpcTLS = try options.rpc?.tls()
-        if let rpc = options.rpc {
-            let secret = try RPCSecret.load(rpc.secretFile, create: rpc.secretFile == directory.rpcSecret)
-            rpcFace = Aria2Face(service: service, secret: secret, paths: rpc.paths, gate: SecretGate())
-        }
-        let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
-        let manager = service.manager
-        await service.holdNamesUntilStored()
-
-        let continued: [DownloadID]
-        do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
-
         let socket = directory.socket
         // The socket this service bound: the one it removes as it ends, and no other.
         let bound = NIOLockedValueBox<StateDirectory.FileIdentity?>(nil)
         let (running, runningSink) = AsyncStream.makeStream(of: Bool.self)
-        let quiet = Logger(label: "haul-service", factory: { _ in SwiftLogNoOpLogHandler() })
-        let app = Application(
-            router: ControlAPI.router(service: service, socket: socket),
-            configuration: .init(address: .unixDomainSocket(path: socket), serverName: nil),
-            onServerRunning: { _ in
+        let (rpcRunning, rpcRunningSink) = AsyncStream.makeStream(of: Int?.self)
+        let listening = ServiceApplications.Listening(
+            control: {
                 // The directory is 0700 already; the socket is 0600 too.
                 bound.withLockedValue { $0 = directory.socketIdentity }
                 runningSink.yield(chmod(socket, 0o600) == 0)
                 runningSink.finish()
             },
-            logger: quiet)
-        var services: [any ServiceLifecycle.Service] = [app]
-        let (rpcRunning, rpcRunningSink) = AsyncStream.makeStream(of: Int?.self)
-        if let rpc = options.rpc, let rpcFace {
-            let policy = RPCRequestPolicy(host: rpc.host, port: rpc.port, allowRemote: rpc.allowRemote,
-                                          origins: rpc.allowedOrigins)
-            do {
-                services.append(try RPCServer.application(face: rpcFace, policy: policy, tls: rpcTLS, service: service,
-                                                          logger: quiet) { port in
-                    rpcRunningSink.yield(port)
-                    rpcRunningSink.finish()
-                })
-            } catch {
-                throw HaulError(.usage, "cannot set up TLS for the aria2 JSON-RPC: \(error)")
-            }
-        } else {
-            rpcRunningSink.finish()
-        }
-        let group = ServiceGroup(configuration: .init(
-            services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
+            rpc: { port in
+                rpcRunningSink.yield(port)
+                rpcRunningSink.finish()
+            })
+        let quiet = Logger(label: "haul-service", factory: { _ in SwiftLogNoOpLogHandler() })
+        // Built before the queue is restored: a certificate or a secret file that will not do stops the start
+        // before a download continues.
+        let applications = try ServiceApplications.build(service: service, listening: listening, logger: quiet)
+        if applications.rpc == nil { rpcRunningSink.finish() }
+        let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
+        await service.holdNamesUntilStored()
 
+        let continued: [DownloadID]
+        do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
+
+        let group = ServiceGroup(configuration: .init(
+            services: applications.services, gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet))
         await withTaskGroup(of: Void.self) { tasks in
-            // The events, in order: the roster and the clients first (a Cancel All shows at once), then the
-            // store, in transactions of whatever came while the last one was written (`EventBacklog`), and
-            // while events keep coming, of what comes in the next 2 ms too (`StoreCommits`), in one task. An
-            // event is handled once both have it. The store's writes block: on the I/O executor's threads
-            // (default actors run on the task's preferred executor), never on the two cooperative ones.
-            tasks.addTask(executorPreference: IOExecutor.shared) {
-                guard let batches = manager.batches else { preconditionFailure("the service's manager batches its events") }
-                await StoreCommits(backlog: batches, clock: ContinuousClock()).run(applying: { events in
-                    await service.apply(events)
-                }) { events in
-                    await recorder.record(events)
-                    service.handled.advance(by: events.count)
-                }
-                await recorder.close()
-                service.handled.finish()
-            }
+            tasks.addTask(executorPreference: IOExecutor.shared) { await recordEvents(of: service, into: recorder) }
             tasks.addTask {
                 do { try await group.run() } catch { log("haul service: a socket failed: \(error)") }
                 runningSink.finish()
@@ -139,59 +105,92 @@ package enum ServiceRunner {
             tasks.addTask {
                 for await _ in stops { await service.requestStop() }
             }
-            var listening = running.makeAsyncIterator()
-            var rpcListening = rpcRunning.makeAsyncIterator()
-            var rpcPort: Int?? = nil
-            if let rpc = options.rpc {
-                rpcPort = await rpcListening.next()
-                if let port = rpcPort ?? nil {
-                    let host = rpc.host.contains(":") ? "[\(rpc.host)]" : rpc.host
-                    await service.setRPCURL("\(rpc.scheme)://\(host):\(port)/jsonrpc")
-                }
-            }
-            if await listening.next() == true, options.rpc == nil || rpcPort != nil {
-                if let fd = options.readyDescriptor {
-                    _ = write(fd, "1", 1)
-                    close(fd)
-                }
-                log("haul service: pid \(getpid()) listening on \(socket); \(continued.count) download(s) continued")
-                if let url = await service.rpcURL {
-                    let plaintext = options.rpc?.certificateFile == nil && options.rpc?.allowRemote == true
-                        && !RPCAddress.isLoopback(options.rpc?.host ?? "")
-                    log("haul service: aria2 JSON-RPC on \(url)" + (plaintext ? " (plaintext: reachable from other hosts)" : ""))
-                }
-            } else {
-                var problem = "cannot listen on \(socket)"
-                if let what = directory.socketObstruction { problem += ": \(what) is in the way (move it away)" }
-                if let rpc = options.rpc, rpcPort == nil {
-                    problem = "cannot listen for aria2 JSON-RPC on \(rpc.host):\(rpc.port) (in use, or not an address of this host)"
-                }
-                log("haul service: \(problem)")
-                if let fd = options.readyDescriptor {
-                    let line = Array(("!" + problem).utf8)
-                    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                    close(fd)
-                }
-                await service.requestStop()
-            }
-
-            let reason = await service.waitForEnd()
-            if reason == .stopAsked { await service.pauseForStop() }
-            log("haul service: stopping (\(reason == .idle ? "idle" : "asked"))")
-            await service.detachAll()
-            await group.triggerGracefulShutdown()
-            await manager.finishEvents()
-            // The event task drains what the manager told, then closes the store.
-            await recorder.waitUntilClosed()
-            // Hooks start once the store holds their download's end: the last ones are released as the event
-            // task ends, and start before the process does (they run on after it; none is waited for).
-            await manager.waitForHookStarts()
-            let stopped = await service.stoppedDownloads
-            if !stopped.isEmpty { await recorder.markQueued(stopped) }
+            await announce(options, service: service, running: running, rpcRunning: rpcRunning,
+                           continued: continued.count)
+            await end(service, group: group, recorder: recorder)
             tasks.cancelAll()
         }
         if let mine = bound.withLockedValue({ $0 }), directory.socketIdentity == mine { unlink(socket) }
         do { try store.close() } catch { log("haul service: \(error.message)") }
+    }
+
+    /// The events, in order: the roster and the clients first (a Cancel All shows at once), then the store, in
+    /// transactions of whatever came while the last one was written (`EventBacklog`), and while events keep
+    /// coming, of what comes in the next 2 ms too (`StoreCommits`), in one task. An event is handled once both
+    /// have it. Returns once the manager's events have ended (`finishEvents`) and the store holds them all.
+    /// The store's writes block: run it on the I/O executor's threads (default actors run on the task's
+    /// preferred executor), never on the two cooperative ones.
+    static func recordEvents(of service: Service, into recorder: Recorder) async {
+        guard let batches = service.manager.batches else { preconditionFailure("the service's manager batches its events") }
+        await StoreCommits(backlog: batches, clock: ContinuousClock()).run(applying: { events in
+            await service.apply(events)
+        }) { events in
+            await recorder.record(events)
+            service.handled.advance(by: events.count)
+        }
+        await recorder.close()
+        service.handled.finish()
+    }
+
+    /// Waits until the faces listen, then tells the client that started the service (`readyDescriptor`) and
+    /// the log; when one cannot listen, says why to both and asks the service to stop.
+    private static func announce(_ options: Options, service: Service, running: AsyncStream<Bool>,
+                                 rpcRunning: AsyncStream<Int?>, continued: Int) async {
+        let socket = options.directory.socket
+        var listening = running.makeAsyncIterator()
+        var rpcListening = rpcRunning.makeAsyncIterator()
+        var rpcPort: Int?? = nil
+        if let rpc = options.rpc {
+            rpcPort = await rpcListening.next()
+            if let port = rpcPort ?? nil {
+                let host = rpc.host.contains(":") ? "[\(rpc.host)]" : rpc.host
+                await service.setRPCURL("\(rpc.scheme)://\(host):\(port)/jsonrpc")
+            }
+        }
+        if await listening.next() == true, options.rpc == nil || rpcPort != nil {
+            if let fd = options.readyDescriptor {
+                _ = write(fd, "1", 1)
+                close(fd)
+            }
+            log("haul service: pid \(getpid()) listening on \(socket); \(continued) download(s) continued")
+            if let url = await service.rpcURL {
+                let plaintext = options.rpc?.certificateFile == nil && options.rpc?.allowRemote == true
+                    && !RPCAddress.isLoopback(options.rpc?.host ?? "")
+                log("haul service: aria2 JSON-RPC on \(url)" + (plaintext ? " (plaintext: reachable from other hosts)" : ""))
+            }
+        } else {
+            var problem = "cannot listen on \(socket)"
+            if let what = options.directory.socketObstruction { problem += ": \(what) is in the way (move it away)" }
+            if let rpc = options.rpc, rpcPort == nil {
+                problem = "cannot listen for aria2 JSON-RPC on \(rpc.host):\(rpc.port) (in use, or not an address of this host)"
+            }
+            log("haul service: \(problem)")
+            if let fd = options.readyDescriptor {
+                let line = Array(("!" + problem).utf8)
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            await service.requestStop()
+        }
+    }
+
+    /// Waits for the service's end, then: pauses what runs when asked to stop, lets the clients go, closes the
+    /// sockets, and returns once the store holds every event and what the stop paused is stored as queued.
+    private static func end(_ service: Service, group: ServiceGroup, recorder: Recorder) async {
+        let manager = service.manager
+        let reason = await service.waitForEnd()
+        if reason == .stopAsked { await service.pauseForStop() }
+        log("haul service: stopping (\(reason == .idle ? "idle" : "asked"))")
+        await service.detachAll()
+        await group.triggerGracefulShutdown()
+        await manager.finishEvents()
+        // The event task drains what the manager told, then closes the store.
+        await recorder.waitUntilClosed()
+        // Hooks start once the store holds their download's end: the last ones are released as the event
+        // task ends, and start before the process does (they run on after it; none is waited for).
+        await manager.waitForHookStarts()
+        let stopped = await service.stoppedDownloads
+        if !stopped.isEmpty { await recorder.markQueued(stopped) }
     }
 }
 
