@@ -294,6 +294,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // A stand-in for a service of an earlier version on the control socket.
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The service's routes and aria2 methods driven in process (the router test client).
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]),
         .testTarget(
             name: "EndToEndTests",
