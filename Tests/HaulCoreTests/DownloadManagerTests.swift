@@ -293,6 +293,24 @@ import Testing
         }
     }
 
+    /// A cancel that comes while a pause's task still ends (aria2's `remove` right after `pause`, `haul cancel`
+    /// right after `haul pause`) cancels: it was acknowledged and dropped, and the download stayed paused.
+    @Test func aCancelRightAfterAPauseCancels() async throws {
+        let dir = TempDirectory()
+        try await withSampleServer(rate: 4 << 20) { server in
+            let manager = DownloadManager(concurrency: 1)
+            let id = await manager.add(job(server, "medium.bin", in: dir))
+            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            await manager.pause(id)
+            await manager.cancel(id)  // before the paused task has ended
+            #expect(await manager.state(of: id) == .cancelled)
+            _ = try await watch(manager) { $0.contains(.state(id: id, .cancelled)) }
+            try await within(10, "the cancelled task ended") { await manager.waitUntilIdle() }
+            #expect(await manager.state(of: id) == .cancelled)
+            #expect(FileManager.default.fileExists(atPath: dir.file("medium.bin.part")), "cancel keeps the part")
+        }
+    }
+
     @Test func resumingWhileTheCancelledTaskStillEndsContinuesTheSamePart() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in

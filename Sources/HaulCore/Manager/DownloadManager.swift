@@ -438,6 +438,13 @@ package actor DownloadManager {
     private func stop(_ id: DownloadID, as outcome: DownloadState) {
         guard let entry = entries[id] else { return }
         if let task = running[id] {
+            // A cancel while a pause's task still ends (aria2's `remove` right after `pause`): the task is
+            // cancelled already, and ends as the cancel it now is. It was answered, then dropped.
+            if entry.stopIntent == .paused, entry.state == .paused, outcome == .cancelled {
+                entry.stopIntent = .cancelled
+                setState(id, .cancelled)
+                return
+            }
             guard entry.stopIntent == nil || entry.state == .queued else { return }
             entries[id]?.stopIntent = outcome
             task.cancel()
