@@ -7,7 +7,7 @@ import HaulCore
 /// and stderr appended to `service.log`. The service writes one byte to descriptor 3 once its socket
 /// accepts connections; the launcher waits for that byte, or for the pipe to close (the service ended:
 /// another one won the lock, or it failed and said why in the log).
-enum ServiceLauncher {
+package enum ServiceLauncher {
     /// How long a start may take before the client gives up.
     static let readyTimeout: Int32 = 15_000
 
@@ -62,16 +62,20 @@ enum ServiceLauncher {
         // The service lives on in its own session; a start that ended early is reaped here.
         var status: Int32 = 0
         _ = waitpid(pid, &status, WNOHANG)
+        if answer == Self.anotherRuns { return false }
         if answer.hasPrefix("!") {
-            let reason = String(answer.dropFirst())
-            if reason == directory.alreadyRunning.message { return false }
-            throw HaulError(.other, "the service could not start: \(reason)")
+            throw HaulError(.other, "the service could not start: \(answer.dropFirst())")
         }
         throw HaulError(.other, "the service could not start; see \(directory.log)")
     }
 
-    /// What the service wrote before closing the pipe: "1" once it listens, "!" and a reason when it
-    /// could not start; "" when it ended without a word or the wait timed out. Blocking: on the I/O
+    /// The service's answer when another service holds the state directory's lock: the start lost a race,
+    /// and the winner answers once it listens.
+    package static let anotherRuns = "0"
+
+    /// What the service wrote before closing the pipe: "1" once it listens, `anotherRuns` when another service
+    /// has the directory, "!" and a reason when it could not start; "" when it ended without a word or the
+    /// wait timed out. Blocking: on the I/O
     /// executor, not the cooperative pool.
     private static func readAnswer(_ fd: Int32) async -> String {
         await withTaskExecutorPreference(IOExecutor.shared) {

@@ -69,8 +69,8 @@ package struct StateDirectory: Sendable, Equatable {
         return StateDirectory(path: home + "/.local/state/haul")
     }
 
-    /// What a service says when another already holds this directory's lock: the one failure a starting
-    /// client waits through (the launcher knows it by this message).
+    /// What a service says (in its log) when another already holds this directory's lock: the one failure a
+    /// starting client waits through (the launcher knows it by the service's answer, `ServiceLauncher.anotherRuns`).
     package var alreadyRunning: HaulError { HaulError(.other, "another service already runs on \(path)") }
 
     /// sun_path holds 108 bytes with its terminating NUL.
@@ -119,8 +119,11 @@ package final class ServiceLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// nil when another service holds it.
-    package static func take(_ directory: StateDirectory) throws(HaulError) -> ServiceLock? {
+    /// nil when another service holds it. `preparing`: the directory is made (or checked) first.
+    package static func take(_ directory: StateDirectory, preparing: Bool = false) throws(HaulError) -> ServiceLock? {
+        // No umask change: the downloaded files get the user's usual modes. The service's own files are made
+        // 0600 explicitly, and the directory holding them is 0700.
+        if preparing { try directory.prepare() }
         let fd = open(directory.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw StateDirectory.error("cannot open", directory.lock) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {

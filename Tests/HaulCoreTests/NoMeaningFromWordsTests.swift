@@ -19,11 +19,9 @@ import Testing
         // libcurl's own error buffer, at the edge where the error is made: libcurl 7 reports a malformed
         // answer and a reset connection with one code (`CURLE_RECV_ERROR`) and tells them apart only in words.
         ("Sources/HaulCore/Transport/CurlError.swift", #"detail.hasSuffix(" in chunked-encoding")"#),
-        // The readiness pipe's framing ("1" ready, "!" and a reason): the first byte is the protocol.
+        // The readiness pipe's framing ("1" ready, "0" another service runs, "!" and a reason): the first
+        // byte is the protocol.
         ("Sources/HaulServiceClient/ServiceLauncher.swift", #"answer.hasPrefix("!")"#),
-        // TO DO (issue 73, point 3): the service should answer "another service holds the lock" as data on
-        // the readiness pipe; the launcher still knows it by its words.
-        ("Sources/HaulServiceClient/ServiceLauncher.swift", "reason == directory.alreadyRunning.message"),
     ]
 
     @Test func noSourceReadsMeaningFromAMessage() throws {

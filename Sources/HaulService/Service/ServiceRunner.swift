@@ -29,18 +29,29 @@ package enum ServiceRunner {
     /// `stops` yields when a signal asks the service to stop.
     package static func run(_ options: Options, stops: AsyncStream<Void>) async -> Int32 {
         do {
+            guard let lock = try ServiceLock.take(options.directory, preparing: true) else {
+                log("haul service: \(options.directory.alreadyRunning.message)")
+                // The client that started it waits for the one that holds the lock (`ServiceLauncher`).
+                answer(ServiceLauncher.anotherRuns, to: options.readyDescriptor)
+                return FailureCategory.other.exitCode
+            }
+            defer { withExtendedLifetime(lock) {} }
             try await serve(options, stops: stops)
             return 0
         } catch {
             log("haul service: \(error.message)")
             // The client that started it shows the reason itself.
-            if let fd = options.readyDescriptor {
-                let line = Array(("!" + error.message).utf8.prefix(4000))
-                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                close(fd)
-            }
+            answer("!" + error.message, to: options.readyDescriptor)
             return FailureCategory.other.exitCode
         }
+    }
+
+    /// Writes the service's one answer on the descriptor of the client that started it, and closes it.
+    private static func answer(_ text: String, to descriptor: Int32?) {
+        guard let fd = descriptor else { return }
+        let line = Array(text.utf8.prefix(4000))
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
     }
 
     static func log(_ line: String) {
@@ -49,11 +60,6 @@ package enum ServiceRunner {
 
     private static func serve(_ options: Options, stops: AsyncStream<Void>) async throws(HaulError) {
         let directory = options.directory
-        // No umask change: the downloaded files get the user's usual modes. The service's own files are made
-        // 0600 explicitly, and the directory holding them is 0700.
-        try directory.prepare()
-        guard let lock = try ServiceLock.take(directory) else { throw directory.alreadyRunning }
-        defer { withExtendedLifetime(lock) {} }
         // A stale socket (a killed service's) is replaced as the socket is bound; anything else at its path is
         // not ours to remove, and stops the start before the store is opened.
         if let what = directory.socketObstruction { throw directory.socketObstructed(by: what) }
