@@ -7,7 +7,7 @@ import NIOConcurrencyHelpers
 /// window (100 ms) since the previous progress has passed, whichever comes first; the end of the stream
 /// completes the last one. So a tiny file reports once, a huge one about a hundred times plus once per
 /// window while it is slow, and the reader (a progress bar, a JSON line) sees smooth progress either way.
-package struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
+struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
 where Base.Element: ByteChunk, C.Duration == Duration {
     package typealias Element = DownloadProgress
 
@@ -51,7 +51,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
     }
 
     /// The byte count that completes a batch: 1/100 of the file, at least 64 KiB.
-    package static func batchSize(total: Int64?) -> Int64 {
+    static func batchSize(total: Int64?) -> Int64 {
         Swift.max(64 * 1024, (total ?? 0) / 100)
     }
 
@@ -146,10 +146,10 @@ package struct DownloadProgress: Sendable, Equatable, Codable {
 
 /// Where a body's writes have reached: set by the accumulator after each write, read by the fetch that
 /// checkpoints when the body fails.
-package final class WrittenMark: Sendable {
+final class WrittenMark: Sendable {
     private let end: NIOLockedValueBox<Int64>
 
-    package init(_ start: Int64) {
+    init(_ start: Int64) {
         end = NIOLockedValueBox(start)
     }
 
@@ -157,5 +157,5 @@ package final class WrittenMark: Sendable {
         end.withLockedValue { $0 = Swift.max($0, offset) }
     }
 
-    package var offset: Int64 { end.withLockedValue { $0 } }
+    var offset: Int64 { end.withLockedValue { $0 } }
 }

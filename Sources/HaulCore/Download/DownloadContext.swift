@@ -3,7 +3,7 @@ package enum DownloadContext {
     /// Whether this download may end with partial data (a JPEG or PNG: a cancelled one keeps a preview).
     /// Bound with `withValue` around each download by `DownloadManager`; read in the download's task,
     /// never on the curl thread. Child tasks (segments) inherit it.
-    @TaskLocal package static var supportsPartialDownloads = false
+    @TaskLocal static var supportsPartialDownloads = false
 
     /// A name ending in .jpg, .jpeg or .png (any case): a picture whose prefix is worth showing.
     package static func isPartialCapable(name: String) -> Bool {

@@ -91,7 +91,7 @@ package enum PartDistrust: String, Sendable, Equatable, Codable {
     case otherHardLinks = "other-hard-links"
 
     /// "is a symbolic link", to follow a file name.
-    package var phrase: String {
+    var phrase: String {
         switch self {
         case .symbolicLink: "is a symbolic link"
         case .notRegularFile: "is not a regular file"

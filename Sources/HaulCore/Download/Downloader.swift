@@ -16,14 +16,14 @@ package struct Downloader: Sendable {
     private let givenDriver: CurlDriver?
     package let clock: any Clock<Duration>
     /// When a fresh download's first checkpoint is due: one that ends sooner never writes a state file.
-    package var firstCheckpoint: Duration = .seconds(1)
+    var firstCheckpoint: Duration = .seconds(1)
     /// Time between checkpoints (and before the first one of a resumed download): what a crash can
     /// cost at most.
     package var checkpointInterval: Duration = .milliseconds(250)
     /// When a fresh download's journal starts (with the records of every batch so far): a crash after this
     /// costs only what was still in memory. One that ends sooner writes neither journal nor state.
-    package var recordAfter: Duration = .milliseconds(100)
-    package var retryPolicy = RetryPolicy()
+    var recordAfter: Duration = .milliseconds(100)
+    var retryPolicy = RetryPolicy()
     /// `-s N`'s race: when every connection brought this many bytes per second over the first `raceWindow`
     /// (or `raceEarlyBytes` each at this rate, sooner), nothing seems to limit one connection (loopback, a
     /// LAN: four connections there share what one would get alone) and one goes on alone, watched: if it
@@ -31,10 +31,10 @@ package struct Downloader: Sendable {
     /// limit per connection below it (a server's, a network's) keeps them all. Half a gigabit per
     /// connection: on a loaded two-core machine four loopback connections brought 110-150 MiB/s each, where
     /// nginx's `limit_rate` with a first burst of up to 4 MiB is told apart up to 48 MiB/s per connection.
-    package var notLimited: Int64 = 64 << 20
-    package var raceWindow: Duration = .milliseconds(250)
+    var notLimited: Int64 = 64 << 20
+    var raceWindow: Duration = .milliseconds(250)
     /// An earlier verdict: every connection brought this much at `notLimited` or faster (see `RaceJudge`).
-    package var raceEarlyBytes: Int64 = 16 << 20
+    var raceEarlyBytes: Int64 = 16 << 20
 
     package init(driver: CurlDriver? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         givenDriver = driver

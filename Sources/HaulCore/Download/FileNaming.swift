@@ -11,7 +11,7 @@ import Glibc
 package enum FileNaming {
     /// 255 (NAME_MAX) less room for what haul adds to a name: a rename's ".NNNNN", ".part.json", and the
     /// state file's temporary ".XXXXXXXX.tmp" (31 bytes at most).
-    package static let maxBytes = 224
+    static let maxBytes = 224
 
     package static func sanitize(_ suggested: String) -> String {
         plainASCII(suggested).map(clearOfOwnSuffixes) ?? sanitizeScalars(suggested)

@@ -19,8 +19,8 @@ import NIOConcurrencyHelpers
 /// Every failure is a `.fileIO` `HaulError` naming the path. `@unchecked Sendable`: the descriptor is
 /// set in `init` and cleared only by `close()`, which the owner calls after all writers are done;
 /// `pwrite` at distinct offsets from several tasks (segments) is safe.
-package final class PartFile: @unchecked Sendable {
-    package let path: String
+final class PartFile: @unchecked Sendable {
+    let path: String
     private var descriptor: Int32
     /// What the writers share, under one lock (one allocation and one mutex a file, where three were made
     /// and torn down for each download, small or not).
@@ -44,7 +44,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     /// Bytes that went to disk with direct I/O (the rest went through the page cache).
-    package var directBytes: Int64 { shared.withLockedValue { $0.directBytes } }
+    var directBytes: Int64 { shared.withLockedValue { $0.directBytes } }
 
     /// Whether a second descriptor was opened for direct I/O (for tests).
     var openedSecondDescriptor: Bool {
@@ -78,7 +78,7 @@ package final class PartFile: @unchecked Sendable {
 
     /// Opens (creating if needed) `path` for writing; `truncate` drops any previous content. A symbolic
     /// link at `path` is refused, not followed.
-    package init(path: String, truncate: Bool) throws(HaulError) {
+    init(path: String, truncate: Bool) throws(HaulError) {
         self.path = path
         journal = nil
         let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0)
@@ -221,7 +221,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     /// The file's current size.
-    package func size() throws(HaulError) -> Int64 {
+    func size() throws(HaulError) -> Int64 {
         Int64(try status().st_size)
     }
 
@@ -238,7 +238,7 @@ package final class PartFile: @unchecked Sendable {
     }
 
     /// Cuts the file to `length` bytes.
-    package func truncate(to length: Int64) throws(HaulError) {
+    func truncate(to length: Int64) throws(HaulError) {
         shared.withLockedValue { shared in
             shared.truncated = true
             // The blocks past `length` go with the cut: what was reserved there is no longer.
@@ -260,7 +260,7 @@ package final class PartFile: @unchecked Sendable {
     /// `WriteJournal.record`). `alone`: no other write to this file runs beside this one (a body over one
     /// connection, not a segment); with `completing`, none comes after it either, and its direct part
     /// switches the file's own descriptor instead of opening a second one.
-    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
         if !alone { try reserve(at: offset, count: bytes.count) }
         shared.withLockedValue { shared in
@@ -414,7 +414,7 @@ package final class PartFile: @unchecked Sendable {
         do { try FileIO.writeAll(fd, bytes, at: offset) } catch { throw PartFile.error("cannot write", path, error.code) }
     }
 
-    package func write(_ bytes: some ByteChunk, at offset: Int64, completing: Bool = false,
+    func write(_ bytes: some ByteChunk, at offset: Int64, completing: Bool = false,
                        alone: Bool = false) throws(HaulError) {
         var failure: HaulError?
         bytes.withUnsafeBytes { buffer in
@@ -428,16 +428,16 @@ package final class PartFile: @unchecked Sendable {
     }
 
     /// Flushes the data to stable storage.
-    package func sync() throws(HaulError) {
+    func sync() throws(HaulError) {
         guard FileIO.sync(descriptor) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
     /// Flushes the data (not all metadata) to stable storage: what a checkpoint needs.
-    package func syncData() throws(HaulError) {
+    func syncData() throws(HaulError) {
         guard FileIO.sync(descriptor, dataOnly: true) == 0 else { throw PartFile.error("cannot sync", path) }
     }
 
-    package func close() throws(HaulError) {
+    func close() throws(HaulError) {
         stopDirectIO()
         guard descriptor >= 0 else { return }
         let result = Glibc.close(descriptor)

@@ -5,10 +5,10 @@ package struct VerifyReport: Sendable, Equatable {
     package var total: Int64?
     /// Bytes whose record matches, and in how many records.
     package var good: Int64 = 0
-    package var goodBlocks = 0
+    var goodBlocks = 0
     /// Bytes whose record does not match (now marked missing), and in how many records.
     package var damaged: Int64 = 0
-    package var damagedBlocks = 0
+    var damagedBlocks = 0
     /// Bytes the state says are on disk that no record covers (a journal lost to a power loss, or a part
     /// from before journals): kept, but not checked.
     package var unchecked: Int64 = 0

@@ -8,7 +8,7 @@ import Glibc
 /// picture, blurred; a baseline one (or a plain PNG) to its top
 /// rows. `NAME.part` and its state are only read, never changed, so the download stays resumable, and finishing it
 /// later leaves the preview as it was.
-package enum PartialPreview {
+enum PartialPreview {
     /// The End Of Image marker that closes every JPEG.
     static let endOfImage: [UInt8] = [0xFF, 0xD9]
 
@@ -20,13 +20,13 @@ package enum PartialPreview {
 
     /// Whether a download of `name` served as `contentType` is partial-capable: the name ends in .jpg, .jpeg or
     /// .png (any case), or the content type is `image/jpeg` or `image/png` (parameters and case ignored).
-    package static func isPicture(name: String?, contentType: String?) -> Bool {
+    static func isPicture(name: String?, contentType: String?) -> Bool {
         if let name, DownloadContext.isPartialCapable(name: name) { return true }
         return isPicture(contentType: contentType)
     }
 
     /// Whether a `Content-Type` value names a JPEG or PNG: "image/jpeg", "IMAGE/JPEG; q=1", "image/png", ...
-    package static func isPicture(contentType: String?) -> Bool {
+    static func isPicture(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         return pictureContentTypes.contains(mediaType.trimmingWhitespace().lowercased())
@@ -34,7 +34,7 @@ package enum PartialPreview {
 
     /// Where the preview of `targetPath` goes: "dir/photo.jpg" -> "dir/photo.partial.jpg",
     /// "dir/photo" -> "dir/photo.partial".
-    package static func previewPath(for targetPath: String) -> String {
+    static func previewPath(for targetPath: String) -> String {
         let (stem, ext) = FileNaming.split(FilePath.baseName(of: targetPath))
         let name = stem + ".partial" + ext
         return FilePath.hasSeparator(targetPath) ? FilePath.join(FilePath.parent(of: targetPath), name) : name
@@ -56,7 +56,7 @@ package enum PartialPreview {
     /// - Throws: `.fileIO` when the part file cannot be read or the preview cannot be written; no temporary file
     ///   is left behind then, and an earlier preview at that path stays as it was.
     @discardableResult
-    package static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
+    static func saveIfWanted(partPath: String, targetPath: String, contiguousBytes: Int64,
                                     contentType: String?) throws(HaulError) -> String? {
         guard isWanted(contiguousBytes: contiguousBytes, contentType: contentType) else { return nil }
         let path = previewPath(for: targetPath)

@@ -6,7 +6,7 @@ import Glibc
 /// Invariant: every range in `completed` was fsynced in `NAME.part` before this state was written, so a
 /// crash at any moment loses at most the bytes received since the last checkpoint.
 package struct ResumeState: Codable, Equatable, Sendable {
-    package static let formatVersion = 1
+    static let formatVersion = 1
 
     package var version = ResumeState.formatVersion
     /// The URL, its password masked (`URLRedaction`): a secret is never written to disk.
@@ -32,13 +32,13 @@ package struct ResumeState: Codable, Equatable, Sendable {
     }
 
     /// The bytes known good from offset 0 on.
-    package var contiguousPrefix: Int64 {
+    var contiguousPrefix: Int64 {
         guard let first = completed.first, first.start == 0 else { return 0 }
         return first.end
     }
 
     /// The validator for `If-Range`: the ETag when the server gave one, else Last-Modified.
-    package var validator: String? { etag ?? lastModified }
+    var validator: String? { etag ?? lastModified }
 
     /// Adds `range` to `completed`, keeping it sorted and merged.
     package mutating func add(_ range: ByteRange) {

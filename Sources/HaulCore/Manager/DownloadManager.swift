@@ -243,7 +243,7 @@ package actor DownloadManager {
         }
     }
 
-    package func setBeforeDownloadingState(_ hook: (@Sendable (DownloadID) -> Void)?) {
+    func setBeforeDownloadingState(_ hook: (@Sendable (DownloadID) -> Void)?) {
         beforeDownloadingState = hook
     }
 
@@ -399,7 +399,7 @@ package actor DownloadManager {
     package var runningCount: Int { running.count }
 
     /// The most downloads that have held a slot (transferring, not finishing) at once so far: for tests.
-    package private(set) var mostTransferring = 0
+    private(set) var mostTransferring = 0
 
     /// The exit code over all downloads (SPEC precedence).
     package var exitCode: Int32 {
@@ -698,7 +698,7 @@ package actor DownloadManager {
 
     /// Returns once every `--on-complete`/`--on-error` command started so far has ended (a run waits for
     /// them before it exits; they never hold a download slot).
-    package func waitForHooks() async {
+    func waitForHooks() async {
         await hooks.waitForAll()
     }
 
@@ -708,7 +708,7 @@ package actor DownloadManager {
     }
 
     /// Hooks waiting at the naming gate for the store to hold their download's end.
-    package var hooksWaitingToStart: Int { hooks.waitingToStart }
+    var hooksWaitingToStart: Int { hooks.waitingToStart }
 
     private func resumeIdleWaitersIfIdle() {
         guard isIdle, !idleWaiters.isEmpty else { return }

@@ -20,7 +20,7 @@ package final class PlainReporter: Reporter {
         self.now = now
     }
 
-    package static let monotonicSeconds: @Sendable () -> Double = {
+    static let monotonicSeconds: @Sendable () -> Double = {
         let origin = ContinuousClock.now
         return { (ContinuousClock.now - origin).seconds }
     }()

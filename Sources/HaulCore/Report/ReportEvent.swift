@@ -86,6 +86,6 @@ package struct TextOutput: Sendable {
 }
 
 /// The one-line failure message of the SPEC: `haul: NAME: what happened (URL)`.
-package func failureLine(file: String, url: String, error: HaulError) -> String {
+func failureLine(file: String, url: String, error: HaulError) -> String {
     "haul: \(file): \(error.message) (\(url))"
 }

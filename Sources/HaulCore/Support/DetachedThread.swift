@@ -6,7 +6,7 @@ import Glibc
 /// - Returns: nil when it started, else why not (the system's word for `pthread_create`'s error, as
 ///   "Resource temporarily unavailable" when the system has no room for another thread); `body` then never runs.
 @discardableResult
-package func detachThread(_ body: @escaping @Sendable () -> Void) -> String? {
+func detachThread(_ body: @escaping @Sendable () -> Void) -> String? {
     let code = startDetachedThread(body)
     return code == 0 ? nil : String(cString: strerror(code))
 }

@@ -98,14 +98,14 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// How the transfer engine ends a transfer whose receive buffer is far off its new rate cap, when its
     /// reader has said it can go on from where the transfer stopped (`Transfer.refitsToCap`): the reader asks
     /// for the rest at once, neither a failure nor a retry.
-    package static let refit: HaulError = {
+    static let refit: HaulError = {
         var error = HaulError(.network, "ended to go on with a buffer fitted to a new rate cap")
         error.refitted = true
         return error
     }()
 
     /// Whether this is `refit`.
-    package var isRefit: Bool { refitted == true }
+    var isRefit: Bool { refitted == true }
 
     /// Wraps any error as a `HaulError`; cancellation becomes `.cancelled`.
     package static func from(_ error: any Error) -> HaulError {
@@ -119,7 +119,7 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
 
 /// Combines the outcomes of all downloads into the process exit code: 0 when all succeeded; otherwise the
 /// lowest non-zero code other than 1, and 1 only when nothing more specific happened.
-package func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
+func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
     let failures = codes.filter { $0 != 0 }
     if failures.isEmpty { return 0 }
     return failures.filter { $0 != 1 }.min() ?? 1

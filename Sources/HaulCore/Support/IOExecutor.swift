@@ -27,9 +27,9 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
     /// The process-wide executor of downloads.
     package static let shared = IOExecutor(maximumThreads: 64, runningLimit: 2 * Int(haul_cpu_count()))
 
-    package let maximumThreads: Int
+    let maximumThreads: Int
     /// The most threads that run jobs at once outside `blocking`.
-    package let runningLimit: Int
+    let runningLimit: Int
     /// Threads running a job outside `blocking`, with the wakes and starts on their way to one.
     private var busy = 0
     // The queue and counters are guarded by `mutex`; `@unchecked Sendable` rests on that.
@@ -52,10 +52,10 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Whether the calling thread is scheduled as a batch thread, as this executor's are (for tests).
-    package static var currentThreadIsBatch: Bool { haul_thread_is_batch() != 0 }
+    static var currentThreadIsBatch: Bool { haul_thread_is_batch() != 0 }
 
     /// Started threads (for tests).
-    package var threadCount: Int {
+    var threadCount: Int {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return threads
@@ -131,7 +131,7 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
     /// in hands its slot to the next (`DownloadManager`), whose start (the part's claim, the request handed
     /// to the curl thread) takes a few microseconds before it waits for its answer; then this thread goes on
     /// with its own file. Elsewhere `body` just runs.
-    package func startingHere<R>(_ body: () throws -> R) rethrows -> R {
+    func startingHere<R>(_ body: () throws -> R) rethrows -> R {
         guard let worker = Worker.current, worker.executor === self else { return try body() }
         worker.keepsStarts = true
         defer { worker.keepsStarts = false }

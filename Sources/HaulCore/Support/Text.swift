@@ -17,7 +17,7 @@ extension StringProtocol {
 
     /// `%XX` escapes decoded; nil when a `%` is not followed by two hex digits or the bytes are not UTF-8,
     /// as Foundation's `removingPercentEncoding`.
-    package var percentDecoded: String? {
+    var percentDecoded: String? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count)
         var iterator = utf8.makeIterator()
@@ -35,7 +35,7 @@ extension StringProtocol {
 
 extension UInt8 {
     /// The value of this byte as an ASCII hex digit (either case), or nil.
-    package var hexDigitValue: UInt8? {
+    var hexDigitValue: UInt8? {
         switch self {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): self - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): self - UInt8(ascii: "a") + 10

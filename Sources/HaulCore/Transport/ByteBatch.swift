@@ -188,7 +188,7 @@ extension ByteBatch: ExpressibleByArrayLiteral {
 }
 
 /// What a byte batch must offer to be written to a file: `[UInt8]` (tests) and `ByteBatch` (transfers).
-package protocol ByteChunk: Sendable {
+protocol ByteChunk: Sendable {
     var count: Int { get }
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }

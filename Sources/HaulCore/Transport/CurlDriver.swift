@@ -46,7 +46,7 @@ package final class CurlDriver: Sendable {
     }
 
     /// Bytes allowed to wait between curl and a slow consumer before the transfer is paused.
-    package let highWatermark: Int
+    let highWatermark: Int
     /// How long bytes below a batch's worth (and a small file's head, held for its body) wait for more before
     /// a waiting consumer is woken with them.
     let deliveryDelay: Duration
@@ -123,7 +123,7 @@ package final class CurlDriver: Sendable {
     }
 
     /// A download's `ReceiveLimit` changed: its running transfers take the new cap.
-    package func limitsChanged() {
+    func limitsChanged() {
         post(.rebalance)
     }
 

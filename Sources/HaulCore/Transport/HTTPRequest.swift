@@ -20,7 +20,7 @@ package struct HTTPRequest: Sendable, Equatable {
     /// A TCP connection of its own, never shared with another transfer at the same time (`-s N`'s segments,
     /// so that a limit per connection limits each). Otherwise an HTTPS transfer waits to share a host's
     /// HTTP/2 connection as one more stream rather than open a connection of its own.
-    package var ownConnection = false
+    var ownConnection = false
     package var options = TransferOptions()
 
     /// Over TLS (`https://`, the scheme in any case); haul asks for `http://` and `https://` only.

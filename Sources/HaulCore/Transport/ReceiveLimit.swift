@@ -6,24 +6,24 @@ import NIOConcurrencyHelpers
 /// The driver splits the cap evenly over the download's running transfers, and each transfer also keeps
 /// within its share of the overall cap (`--limit-rate`). Bound for one download's task with
 /// `ReceiveLimit.$current` (child tasks inherit it); `CurlDriver.start` reads it when a transfer starts.
-package final class ReceiveLimit: Sendable {
+final class ReceiveLimit: Sendable {
     private let value: NIOLockedValueBox<Int64?>
 
     /// The limit bound to the download running in this task, if any.
-    @TaskLocal package static var current: ReceiveLimit?
+    @TaskLocal static var current: ReceiveLimit?
 
     /// `bytesPerSecond`: nil or 0 = none.
-    package init(_ bytesPerSecond: Int64? = nil) {
+    init(_ bytesPerSecond: Int64? = nil) {
         value = NIOLockedValueBox(Self.normalized(bytesPerSecond))
     }
 
     /// Bytes per second for the whole download; nil = none.
-    package var bytesPerSecond: Int64? {
+    var bytesPerSecond: Int64? {
         value.withLockedValue { $0 }
     }
 
     /// Sets the cap; the running transfers take it when their driver rebalances (`CurlDriver.limitsChanged`).
-    package func set(_ bytesPerSecond: Int64?) {
+    func set(_ bytesPerSecond: Int64?) {
         value.withLockedValue { $0 = Self.normalized(bytesPerSecond) }
     }
 

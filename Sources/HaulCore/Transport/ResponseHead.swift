@@ -4,7 +4,7 @@ package struct ResponseHead: Sendable, Equatable {
     /// Header fields in arrival order, names as the server spelled them.
     package let headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
-    package var effectiveURL: String
+    var effectiveURL: String
     /// `Content-Length` read once (`contentLength`, `framingProblem`): a download asks three times.
     private let announcedLength: AnnouncedLength
 
@@ -135,7 +135,7 @@ package struct ResponseHead: Sendable, Equatable {
     /// a value that is not a number or does not fit 63 bits (taken as "no length", a body cut short would
     /// look whole), or several values that differ (RFC 9112, 6.3: the framing is unknown; libcurl takes
     /// the last, haul's size check would take the first). A list of one value repeated (`3, 3`) is that value.
-    package var framingProblem: String? {
+    var framingProblem: String? {
         announcedLength.problem
     }
 

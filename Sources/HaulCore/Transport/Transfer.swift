@@ -35,12 +35,12 @@ package final class Transfer: Sendable {
     /// Whether the engine may end this transfer with `HaulError.refit` when its cap changes far enough that
     /// its receive buffer no longer fits (see `CurlDriver`'s pacing): set by a reader that can ask for the
     /// rest from where the bytes stopped (a range of a file whose version it can pin). Off by default.
-    package var refitsToCap: Bool {
+    var refitsToCap: Bool {
         get { core.refitsToCap }
         set { core.refitsToCap = newValue }
     }
 
-    package var statistics: TransferStatistics { core.statistics }
+    var statistics: TransferStatistics { core.statistics }
 
     /// How a driver's `TransferObserver` names this transfer.
     package var id: ObjectIdentifier { ObjectIdentifier(core) }

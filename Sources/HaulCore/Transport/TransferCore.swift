@@ -206,16 +206,16 @@ struct ActivityClock: Sendable {
 }
 
 /// Counters a test or a benchmark can read about a transfer.
-package struct TransferStatistics: Sendable, Equatable {
+struct TransferStatistics: Sendable, Equatable {
     /// How many times the curl thread paused the transfer because the consumer was behind.
-    package var pauses: Int
+    var pauses: Int
     /// Transfer buffers allocated (they are reused, so a long download needs two).
-    package var buffersAllocated: Int
+    var buffersAllocated: Int
     /// The most bytes ever waiting between curl and the consumer.
-    package var peakBufferedBytes: Int
+    var peakBufferedBytes: Int
     /// When the handle was removed from the multi handle and freed, on the curl thread.
-    package var closedAt: TransferInstant?
+    var closedAt: TransferInstant?
 
     /// The handle has been removed from the multi handle and freed.
-    package var closed: Bool { closedAt != nil }
+    var closed: Bool { closedAt != nil }
 }

@@ -7,31 +7,31 @@ import Glibc
 /// over it goes through the runtime's value witnesses. The curl thread's write callback, which runs for every
 /// 16 KiB (HTTP/1.1) or 8 KiB (nginx's HTTP/2 frames), spent more on that than on its own work. This has a fixed
 /// layout, so the transfer's state compiles to plain loads and stores.
-package struct TransferInstant: Comparable, Sendable {
-    package let nanoseconds: Int64
+struct TransferInstant: Comparable, Sendable {
+    let nanoseconds: Int64
 
-    package init(nanoseconds: Int64) {
+    init(nanoseconds: Int64) {
         self.nanoseconds = nanoseconds
     }
 
     /// Now, on `CLOCK_MONOTONIC`.
-    package static var now: TransferInstant {
+    static var now: TransferInstant {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return TransferInstant(nanoseconds: Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec))
     }
 
-    package func advanced(by duration: Duration) -> TransferInstant {
+    func advanced(by duration: Duration) -> TransferInstant {
         TransferInstant(nanoseconds: nanoseconds + Self.nanoseconds(of: duration))
     }
 
-    package func duration(to other: TransferInstant) -> Duration {
+    func duration(to other: TransferInstant) -> Duration {
         let difference = other.nanoseconds - nanoseconds
         return Duration(secondsComponent: difference / 1_000_000_000,
                         attosecondsComponent: (difference % 1_000_000_000) * 1_000_000_000)
     }
 
-    package static func < (lhs: TransferInstant, rhs: TransferInstant) -> Bool {
+    static func < (lhs: TransferInstant, rhs: TransferInstant) -> Bool {
         lhs.nanoseconds < rhs.nanoseconds
     }
 
