@@ -19,7 +19,7 @@ package enum ServerExecutable {
     }
 
     /// The running program (`/proc/self/exe`).
-    package static func runningExecutable() throws(HaulError) -> String {
+    static func runningExecutable() throws(HaulError) -> String {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = buffer.withUnsafeMutableBufferPointer { pointer in
             pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {

@@ -23,7 +23,7 @@ package struct StateDirectory: Sendable, Equatable {
 
     /// Whether nothing is at the socket's path (not even a link): then no service runs here, since one
     /// listening has its socket there and removes it when it ends (a killed one leaves it).
-    package var socketIsMissing: Bool {
+    var socketIsMissing: Bool {
         var info = stat()
         return lstat(socket, &info) != 0 && errno == ENOENT
     }

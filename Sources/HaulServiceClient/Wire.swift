@@ -5,13 +5,13 @@ import HaulCore
 /// The documents of the control API (docs/protocol.md), shared by the service and its clients.
 package enum Wire {
     /// Raised when a change would break what a client of the previous version relies on.
-    package static let protocolVersion = 1
+    static let protocolVersion = 1
 
     /// `GET /v1/hello`: who answers, so a client knows it speaks to a haul service it understands.
     package struct Hello: Codable, Sendable, Equatable {
         package var service = "haul"
         package var version = HaulVersion.string
-        package var protocolVersion = Wire.protocolVersion
+        var protocolVersion = Wire.protocolVersion
         package var pid: Int32
 
         package init(pid: Int32) { self.pid = pid }
@@ -400,7 +400,7 @@ package enum Wire {
         }
 
         /// The manager event it stands for; nil for one this version does not know (a newer service's).
-        package var managerEvent: ManagerEvent? {
+        var managerEvent: ManagerEvent? {
             switch event {
             case "added": return .added(id: id, url: url ?? "", file: file ?? "")
             case "state": return state.flatMap { DownloadState(name: $0, error: error) }.map { .state(id: id, $0) }
