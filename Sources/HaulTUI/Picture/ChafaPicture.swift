@@ -65,17 +65,17 @@ package struct CellPixels: Sendable, Equatable {
 /// A picture the terminal draws itself from bytes written straight to it, where the full screen leaves its
 /// cells blank: an image protocol's sequence (kitty, sixel, iTerm2), or symbols in 24-bit colour (which
 /// curses cannot draw).
-package struct TerminalImage: Sendable, Equatable {
+struct TerminalImage: Sendable, Equatable {
     /// `kitty`, `sixel` or `iterm`; `symbols` for true-colour symbols.
-    package var mode: PictureMode
+    var mode: PictureMode
     /// What to write, top first: for an image protocol one element, written at the top-left cell; for
     /// symbols one per line, each written at the start of its line.
-    package var lines: [[UInt8]]
+    var lines: [[UInt8]]
     /// The cells it covers.
-    package var columns: Int
-    package var rows: Int
+    var columns: Int
+    var rows: Int
 
-    package init(mode: PictureMode, lines: [[UInt8]], columns: Int, rows: Int) {
+    init(mode: PictureMode, lines: [[UInt8]], columns: Int, rows: Int) {
         self.mode = mode
         self.lines = lines
         self.columns = columns
@@ -84,14 +84,14 @@ package struct TerminalImage: Sendable, Equatable {
 
     /// Whether what it drew stays on the screen until it is written over: all but kitty's, whose images
     /// live above the text and go only when deleted.
-    package var overwritable: Bool { mode != .kitty }
+    var overwritable: Bool { mode != .kitty }
 
     /// The sequence that deletes every kitty image on the screen.
-    package static let deleteKittyImages: [UInt8] = Array("\u{1b}_Ga=d,d=A\u{1b}\\".utf8)
+    static let deleteKittyImages: [UInt8] = Array("\u{1b}_Ga=d,d=A\u{1b}\\".utf8)
 
     /// `image` for a full screen: with `mode`'s protocol, or (for symbols) in 24-bit colour, one element per
     /// line. nil when it comes out empty.
-    package static func make(_ image: RGBImage, columns: Int, lines: Int, mode: PictureMode, cell: CellPixels,
+    static func make(_ image: RGBImage, columns: Int, lines: Int, mode: PictureMode, cell: CellPixels,
                              environment: [String: String]) -> TerminalImage? {
         let printed = ChafaPicture.print(image, columns: columns, lines: lines, mode: mode, colors: .trueColor,
                                          environment: environment, cell: cell)

@@ -30,7 +30,7 @@ package enum PictureColor: Sendable, Equatable, Hashable {
 package struct PictureCell: Sendable, Equatable, Hashable {
     package var character: Character
     package var foreground: PictureColor
-    package var background: PictureColor
+    var background: PictureColor
 
     package init(_ character: Character, foreground: PictureColor, background: PictureColor) {
         self.character = character

@@ -58,9 +58,9 @@ package struct PictureImage: Sendable {
 
     /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel, and its own
     /// memory is capped at 256 MiB).
-    package static let maximumFileSize = 256 << 20
+    static let maximumFileSize = 256 << 20
     /// More pixels than a terminal shows even in an image protocol: larger pictures are decoded scaled down.
-    package static let maximumPixels = 4_000_000
+    static let maximumPixels = 4_000_000
 
     /// The eight bytes every PNG starts with.
     static let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]

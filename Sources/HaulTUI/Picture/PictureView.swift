@@ -1,46 +1,46 @@
 import HaulCore
 
 /// A JPEG laid out as terminal cells, with one caption line saying what it is or why it cannot be shown.
-package struct PictureCells: Sendable, Equatable {
+struct PictureCells: Sendable, Equatable {
     /// Rows of cells, top first, all of `columns` cells; empty when decoding failed or there was no room.
-    package var rows: [[PictureCell]]
+    var rows: [[PictureCell]]
     /// One line: "photo.jpg  4000x3000", "photo.partial.jpg  4000x3000  partial", or
     /// "cannot show photo.jpg: not a JPEG".
-    package var caption: String
+    var caption: String
     /// Drawn by the terminal itself instead of as `rows` (an image protocol, or 24-bit colour).
-    package var image: TerminalImage?
+    var image: TerminalImage?
     /// Decoding failed; `caption` says why.
-    package var failed: Bool
+    var failed: Bool
     /// The data held the whole picture (false for a preview or a damaged file, and when decoding failed).
-    package var complete: Bool
+    var complete: Bool
 
-    package init(rows: [[PictureCell]], caption: String, failed: Bool, complete: Bool) {
+    init(rows: [[PictureCell]], caption: String, failed: Bool, complete: Bool) {
         self.rows = rows
         self.caption = caption
         self.failed = failed
         self.complete = complete
     }
 
-    package var columns: Int { image?.columns ?? rows.first?.count ?? 0 }
-    package var lines: Int { image?.rows ?? rows.count }
+    var columns: Int { image?.columns ?? rows.first?.count ?? 0 }
+    var lines: Int { image?.rows ?? rows.count }
 }
 
 /// How a full screen draws pictures: the mode asked for (`--pictures`, the config, or what the terminal
 /// supports), the cell size the terminal reports, and the environment that names the terminal.
-package struct PictureDrawing: Sendable, Equatable {
+struct PictureDrawing: Sendable, Equatable {
     /// nil: always symbol cells drawn by the screen (as curses can, in its colours).
-    package var mode: PictureMode?
-    package var cell: CellPixels
-    package var environment: [String: String]
+    var mode: PictureMode?
+    var cell: CellPixels
+    var environment: [String: String]
 
-    package init(mode: PictureMode?, cell: CellPixels = .assumed, environment: [String: String] = [:]) {
+    init(mode: PictureMode?, cell: CellPixels = .assumed, environment: [String: String] = [:]) {
         self.mode = mode
         self.cell = cell
         self.environment = environment
     }
 
     /// Symbol cells drawn by the screen itself.
-    package static let cells = PictureDrawing(mode: nil)
+    static let cells = PictureDrawing(mode: nil)
 
     /// The mode the terminal draws in itself, nil for cells the screen draws: an image protocol, or symbols
     /// when their colours are 24-bit.
@@ -57,10 +57,10 @@ package struct PictureDrawing: Sendable, Equatable {
 ///
 /// Decoding a large photo takes a moment (about a tenth of a second per 10 Mpixel); a caller that must stay
 /// responsive runs it off its drawing thread, and keeps the `PictureImage` to re-render after a resize.
-package enum PictureView {
+enum PictureView {
     /// Decodes the file at `path` and fits it into `width` × `height` cells (the caption is not counted in them).
     /// Never crashes: a truncated file shows what decodes; an unreadable one gives a caption saying why.
-    package static func render(path: String, width: Int, height: Int, capability: ColorCapability,
+    static func render(path: String, width: Int, height: Int, capability: ColorCapability,
                                drawing: PictureDrawing = .cells) -> PictureCells {
         let name = FilePath.baseName(of: path)
         do {
@@ -73,7 +73,7 @@ package enum PictureView {
     }
 
     /// Fits an already decoded image into `width` × `height` cells; `name` goes into the caption.
-    package static func render(_ image: PictureImage, name: String, width: Int, height: Int,
+    static func render(_ image: PictureImage, name: String, width: Int, height: Int,
                               capability: ColorCapability, drawing: PictureDrawing = .cells) -> PictureCells {
         var rows: [[PictureCell]] = []
         var printed: TerminalImage?
@@ -96,7 +96,7 @@ package enum PictureView {
     }
 
     /// What a download's details say of its picture: its size and how much of it decodes.
-    package static func describe(path: String) -> String {
+    static func describe(path: String) -> String {
         do {
             return describe(try PictureImage(path: path))
         } catch {
@@ -104,7 +104,7 @@ package enum PictureView {
         }
     }
 
-    package static func describe(_ image: PictureImage) -> String {
+    static func describe(_ image: PictureImage) -> String {
         let size = "\(image.width)x\(image.height)"
         if image.complete { return size + ", complete" }
         if image.rowsDecoded < image.image.height {

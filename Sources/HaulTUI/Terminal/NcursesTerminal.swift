@@ -104,8 +104,8 @@ final class NcursesTerminal: Screen {
 }
 
 /// The terminal could not be taken over (not a terminal, unknown TERM, no pipe).
-package struct TerminalUnavailable: Error, CustomStringConvertible, Sendable {
-    package let description: String
+struct TerminalUnavailable: Error, CustomStringConvertible, Sendable {
+    let description: String
 
     init(_ description: String) {
         self.description = description
