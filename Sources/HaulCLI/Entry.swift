@@ -14,7 +14,7 @@ package enum Entry {
     /// `help`, nor a command line that asks for the help or the version (`-h`, `--help`, `--version` before
     /// any `--`), which print and exit. Those load libcurl only if they come to use it; loaded in the
     /// background they waited for the load at exit (`haul --version`: 9.6 ms against 5.1).
-    package static func mayUseCurl(_ arguments: [String]) -> Bool {
+    static func mayUseCurl(_ arguments: [String]) -> Bool {
         if ["verify", "view", "help"].contains(arguments.first ?? "") { return false }
         let options = arguments.prefix { $0 != "--" }
         return !options.contains { ["-h", "--help", "--version"].contains($0) }

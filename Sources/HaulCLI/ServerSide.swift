@@ -29,10 +29,10 @@ package protocol DemoServer: Sendable {
 }
 
 /// The server parts of this executable: set once by `haul-server`'s `main`, nil in `haul`.
-package enum ServerSide {
+enum ServerSide {
     private static let installed = NIOLockedValueBox<(any ServerParts)?>(nil)
 
-    package static var parts: (any ServerParts)? { installed.withLockedValue { $0 } }
+    static var parts: (any ServerParts)? { installed.withLockedValue { $0 } }
 
     static func install(_ parts: (any ServerParts)?) {
         installed.withLockedValue { $0 = parts }
