@@ -9,7 +9,7 @@ import NIOConcurrencyHelpers
 /// window while it is slow, and the reader (a progress bar, a JSON line) sees smooth progress either way.
 struct ByteAccumulator<Base: AsyncSequence, C: Clock>: AsyncSequence
 where Base.Element: ByteChunk, C.Duration == Duration {
-    package typealias Element = DownloadProgress
+    typealias Element = DownloadProgress
 
     let base: Base
     let file: PartFile
@@ -55,7 +55,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
         Swift.max(64 * 1024, (total ?? 0) / 100)
     }
 
-    package func makeAsyncIterator() -> Iterator {
+    func makeAsyncIterator() -> Iterator {
         Iterator(base: base.makeAsyncIterator(), owner: self)
     }
 
@@ -78,7 +78,7 @@ where Base.Element: ByteChunk, C.Duration == Duration {
             meter.record(bytes: offset, at: 0)
         }
 
-        package mutating func next() async throws -> DownloadProgress? {
+        mutating func next() async throws -> DownloadProgress? {
             guard !done else { return nil }
             let threshold = ByteAccumulator.batchSize(total: owner.total)
             while let chunk = try await base.next() {

@@ -30,7 +30,7 @@ package enum ChecksumFile {
         return parse(String(decoding: bytes, as: UTF8.self), source: path)
     }
 
-    package static func parse(_ text: String, source: String) -> Result<[String: Checksum], HaulError> {
+    static func parse(_ text: String, source: String) -> Result<[String: Checksum], HaulError> {
         var digests: [String: Checksum] = [:]
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.hasSuffix("\r") ? raw.dropLast() : raw

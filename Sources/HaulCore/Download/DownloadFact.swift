@@ -36,7 +36,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     case limited(bytesPerSecond: Int64?)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
-    package var kind: String {
+    var kind: String {
         switch self {
         case .retrying: "retrying"
         case .resumeRefused: "resume-refused"

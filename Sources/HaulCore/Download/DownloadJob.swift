@@ -98,7 +98,7 @@ package struct DownloadResult: Sendable, Equatable, Codable {
     /// The target existed and `--skip-existing` left it alone, or (`notModified`) `-N` found it current.
     package var skipped: Bool
     /// `-N`: the server answered `304 Not Modified`, so the file was kept.
-    package var notModified: Bool
+    var notModified: Bool
 
     package init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
         self.file = file

@@ -12,14 +12,14 @@ import Glibc
 package struct Downloader: Sendable {
     /// The driver given, or the process-wide one, taken when a download first asks: a command line's first
     /// download claims its name and opens its part while libcurl is still loading on the other core.
-    package var driver: CurlDriver { givenDriver ?? .shared }
+    var driver: CurlDriver { givenDriver ?? .shared }
     private let givenDriver: CurlDriver?
-    package let clock: any Clock<Duration>
+    let clock: any Clock<Duration>
     /// When a fresh download's first checkpoint is due: one that ends sooner never writes a state file.
     var firstCheckpoint: Duration = .seconds(1)
     /// Time between checkpoints (and before the first one of a resumed download): what a crash can
     /// cost at most.
-    package var checkpointInterval: Duration = .milliseconds(250)
+    var checkpointInterval: Duration = .milliseconds(250)
     /// When a fresh download's journal starts (with the records of every batch so far): a crash after this
     /// costs only what was still in memory. One that ends sooner writes neither journal nor state.
     var recordAfter: Duration = .milliseconds(100)
@@ -52,7 +52,7 @@ package struct Downloader: Sendable {
     /// - Parameter beforeNaming: awaited once the file is whole (and synced), right before it takes its name:
     ///   the service waits there until its store holds the download's `started` (the part's identity), so
     ///   that a kill after the rename finds the file its own.
-    package func download(_ job: DownloadJob, continuing: Bool = false, alone: Bool = false,
+    func download(_ job: DownloadJob, continuing: Bool = false, alone: Bool = false,
                           transferEnded: (@Sendable () async -> Bool)? = nil,
                           beforeNaming: (@Sendable () async -> Void)? = nil,
                           events: (DownloadEvent) -> Void)

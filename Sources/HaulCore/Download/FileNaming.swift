@@ -137,7 +137,7 @@ package enum FileNaming {
     }
 
     /// "photo.jpg" -> ("photo", ".jpg"); "archive.tar.gz" -> ("archive.tar", ".gz"); "README" -> ("README", "").
-    package static func split(_ name: String) -> (stem: String, ext: String) {
+    static func split(_ name: String) -> (stem: String, ext: String) {
         guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")), dot != name.startIndex else { return (name, "") }
         return (String(name[..<dot]), String(name[dot...]))
     }
@@ -151,7 +151,7 @@ package enum FileNaming {
     }
 
     /// The name a download gets: Content-Disposition first, then the URL's last path segment.
-    package static func name(contentDisposition: String?, url: String) -> String {
+    static func name(contentDisposition: String?, url: String) -> String {
         if let header = contentDisposition, let suggested = filename(fromContentDisposition: header) {
             return sanitize(suggested)
         }
@@ -166,7 +166,7 @@ package enum FileNaming {
     /// separated by `;`) makes the whole header meaningless: nil, and the name comes from the URL. A quoted
     /// `filename` with bytes past ASCII arrives as UTF-8 when they are valid UTF-8, else as ISO-8859-1
     /// (`ResponseHead.Builder`).
-    package static func filename(fromContentDisposition header: String) -> String? {
+    static func filename(fromContentDisposition header: String) -> String? {
         guard let parameters = ContentDisposition.parameters(of: header) else { return nil }
         var plain: String?
         var extended: String?

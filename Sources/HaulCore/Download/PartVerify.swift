@@ -1,19 +1,19 @@
 /// What `haul verify` found in a part (or a finished file that still has its record).
 package struct VerifyReport: Sendable, Equatable {
     /// The data file checked, as given or found.
-    package var path: String
-    package var total: Int64?
+    var path: String
+    var total: Int64?
     /// Bytes whose record matches, and in how many records.
-    package var good: Int64 = 0
+    var good: Int64 = 0
     var goodBlocks = 0
     /// Bytes whose record does not match (now marked missing), and in how many records.
     package var damaged: Int64 = 0
     var damagedBlocks = 0
     /// Bytes the state says are on disk that no record covers (a journal lost to a power loss, or a part
     /// from before journals): kept, but not checked.
-    package var unchecked: Int64 = 0
+    var unchecked: Int64 = 0
     /// Bytes of the file not on disk yet (nil when the size is unknown).
-    package var missing: Int64?
+    var missing: Int64?
 
     /// One line for people.
     package var sentence: String {

@@ -8,11 +8,11 @@ import Glibc
 package struct ResumeState: Codable, Equatable, Sendable {
     static let formatVersion = 1
 
-    package var version = ResumeState.formatVersion
+    var version = ResumeState.formatVersion
     /// The URL, its password masked (`URLRedaction`): a secret is never written to disk.
-    package var url: String
-    package var etag: String?
-    package var lastModified: String?
+    var url: String
+    var etag: String?
+    var lastModified: String?
     /// The whole file's size, when the server said it.
     package var total: Int64?
     /// Byte ranges on disk, half-open, sorted and merged.
@@ -41,7 +41,7 @@ package struct ResumeState: Codable, Equatable, Sendable {
     var validator: String? { etag ?? lastModified }
 
     /// Adds `range` to `completed`, keeping it sorted and merged.
-    package mutating func add(_ range: ByteRange) {
+    mutating func add(_ range: ByteRange) {
         guard range.end > range.start else { return }
         completed = ByteRange.merged(completed + [range])
     }
@@ -55,7 +55,7 @@ package struct ResumeState: Codable, Equatable, Sendable {
     }
 
     /// The state file beside a part file.
-    package static func path(forPart part: String) -> String { part + ".json" }
+    static func path(forPart part: String) -> String { part + ".json" }
 
     /// Whether this state was written for `url` (compared as stored: password masked).
     package func belongs(to url: String) -> Bool { self.url == URLRedaction.masked(url) }

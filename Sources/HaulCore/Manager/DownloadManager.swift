@@ -128,14 +128,14 @@ package actor DownloadManager {
         }
     }
 
-    package nonisolated let events: AsyncStream<ManagerEvent>
+    nonisolated let events: AsyncStream<ManagerEvent>
     /// With `batched`, the events instead of `events`, in the same order and counted the same way.
     package nonisolated let batches: EventBacklog?
     private let hooks = HookRunner()
     private let continuation: EventSink
     private let downloader: Downloader
     /// Downloads at once; `setConcurrency` changes it while the queue runs.
-    package private(set) var concurrency: Int
+    private(set) var concurrency: Int
     private var entries: [DownloadID: Entry] = [:]
     private var order: [DownloadID] = []
     private var waiting: [DownloadID] = []
@@ -198,7 +198,7 @@ package actor DownloadManager {
     /// (it must be new); else the next after every id seen.
     /// With `paused`, it waits as paused until resumed.
     @discardableResult
-    package func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
+    func add(_ job: DownloadJob, id given: DownloadID? = nil, paused: Bool = false) -> DownloadID {
         add([job], ids: given.map { [$0] }, paused: paused)[0]
     }
 
@@ -347,7 +347,7 @@ package actor DownloadManager {
     }
 
     /// The queued downloads in the order they will start.
-    package var queue: [DownloadID] {
+    var queue: [DownloadID] {
         var seen = Set<DownloadID>()
         return waiting[waitingHead...].filter { id in
             entries[id]?.state == .queued && running[id] == nil && seen.insert(id).inserted
@@ -387,7 +387,7 @@ package actor DownloadManager {
 
     // MARK: queries
 
-    package func state(of id: DownloadID) -> DownloadState? {
+    func state(of id: DownloadID) -> DownloadState? {
         entries[id]?.state
     }
 

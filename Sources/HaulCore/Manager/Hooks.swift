@@ -8,8 +8,8 @@ import NIOConcurrencyHelpers
 /// separate words; '...' and "..." quote; a backslash escapes the next character), and nothing else a shell
 /// does happens, so a file name in the environment can never become code. `shell` runs it with `/bin/sh -c`.
 package struct Hook: Sendable, Equatable, Codable {
-    package var command: String
-    package var shell: Bool
+    var command: String
+    var shell: Bool
 
     package init(command: String, shell: Bool = false) {
         self.command = command
@@ -24,7 +24,7 @@ package struct Hook: Sendable, Equatable, Codable {
     }
 
     /// Splits `text` into words as described above; nil on an unclosed quote or a trailing backslash.
-    package static func words(_ text: String) -> [String]? {
+    static func words(_ text: String) -> [String]? {
         var words: [String] = []
         var current = ""
         var inWord = false

@@ -7,10 +7,10 @@ import NIOConcurrencyHelpers
 /// prints and counts, which needs no task of its own to wake for every event.
 package struct DownloadRun: Sendable {
     package let manager: DownloadManager
-    package let reporter: any Reporter
+    let reporter: any Reporter
     /// Says whether a stop came from a signal, and which (`.interrupted`, `.terminated`, `.hangUp`): the
     /// stopped downloads are reported as interrupted, and the run exits with that category's code.
-    package let interrupted: @Sendable () -> FailureCategory?
+    let interrupted: @Sendable () -> FailureCategory?
     private let tally: Tally
 
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency, reporter: any Reporter,

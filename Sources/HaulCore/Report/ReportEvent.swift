@@ -13,9 +13,9 @@ package enum ReportEvent: Sendable, Equatable {
 
 /// The totals of a run, and its exit code.
 package struct RunSummary: Sendable, Equatable {
-    package var completed = 0
-    package var failed = 0
-    package var bytes: Int64 = 0
+    var completed = 0
+    var failed = 0
+    var bytes: Int64 = 0
     package var seconds = 0.0
     package var exitCode: Int32 = 0
 

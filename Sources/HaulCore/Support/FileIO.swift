@@ -17,12 +17,12 @@ package struct SystemError: Error, Equatable, CustomStringConvertible {
 package enum FileIO {
     /// `fsync`, or `fdatasync` when `dataOnly`: its result, `errno` its own. A wait for the device, so on the
     /// I/O executor's threads the thread does not count as running meanwhile (`IOExecutor.blocking`).
-    package static func sync(_ fd: Int32, dataOnly: Bool = false) -> Int32 {
+    static func sync(_ fd: Int32, dataOnly: Bool = false) -> Int32 {
         IOExecutor.blocking { dataOnly ? fdatasync(fd) : fsync(fd) }
     }
 
     /// Writes all of `bytes`.
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil)
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil)
         throws(SystemError)
     {
         guard let base = bytes.baseAddress else { return }
@@ -57,7 +57,7 @@ package enum FileIO {
     }
 
     /// One read of at most `buffer.count` bytes; 0 at the end of the file.
-    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil)
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil)
         throws(SystemError) -> Int
     {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
@@ -69,7 +69,7 @@ package enum FileIO {
     }
 
     /// Reads until `buffer` is full or the file ends; returns how many bytes came.
-    package static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil)
+    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil)
         throws(SystemError) -> Int
     {
         var done = 0

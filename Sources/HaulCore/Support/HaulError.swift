@@ -55,8 +55,8 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
     package var message: String
     /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
-    package var httpStatus: Int?
-    package var retryAfter: Duration?
+    var httpStatus: Int?
+    var retryAfter: Duration?
     /// What went wrong, as data (`FailureReason`); nil when nothing finer than the category is known. An
     /// HTTP status given to `init` is the reason unless another is.
     package var reason: FailureReason?

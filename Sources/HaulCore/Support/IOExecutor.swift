@@ -165,7 +165,7 @@ package final class IOExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Jobs queued and threads counted as running (for tests).
-    package var load: (queued: Int, running: Int) {
+    var load: (queued: Int, running: Int) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return (jobs.count - head, busy)

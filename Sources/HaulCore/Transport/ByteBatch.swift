@@ -115,7 +115,7 @@ package struct ByteBatch: Sendable {
     package var isEmpty: Bool { count == 0 }
 
     /// The first `n` bytes, without copying.
-    package func prefix(_ n: Int) -> ByteBatch {
+    func prefix(_ n: Int) -> ByteBatch {
         ByteBatch(storage: storage, lower: lower, count: Swift.max(0, Swift.min(n, count)))
     }
 
@@ -130,7 +130,7 @@ package struct ByteBatch: Sendable {
     }
 
     /// A copy of the bytes, for callers that keep them.
-    package var array: [UInt8] {
+    var array: [UInt8] {
         withUnsafeBytes { Array($0) }
     }
 }

@@ -134,7 +134,7 @@ package final class CurlDriver: Sendable {
 
     /// Starts a transfer whose stall timeout is measured on `clock` (a download's, so a test's manual clock
     /// decides when the transfer has been quiet too long).
-    package func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
+    func start(_ request: HTTPRequest, clock: some Clock<Duration>) -> Transfer {
         start(request, clock: clock, openingAhead: 0)
     }
 
@@ -152,7 +152,7 @@ package final class CurlDriver: Sendable {
     ///
     /// Once per origin while its connections may still be cached (`aheadMemory`): a later download finds the
     /// ones its predecessor left, and a list of files split from one host costs a few requests, not a few per file.
-    package func start(_ request: HTTPRequest, clock: some Clock<Duration>, openingAhead connections: Int) -> Transfer {
+    func start(_ request: HTTPRequest, clock: some Clock<Duration>, openingAhead connections: Int) -> Transfer {
         let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
                                 limit: ReceiveLimit.current)
         post(.add(core, openingAhead: connections))
@@ -162,7 +162,7 @@ package final class CurlDriver: Sendable {
     /// Starts a transfer once `previous` has ended on the curl thread (at once when it has already), without a
     /// round trip through `previous`'s reader: `SegmentedFetch` has the rest of the probe's piece follow the
     /// probe. When `previous` fails it ends unstarted, as cancelled; cancelled before its turn, it never asks.
-    package func start(_ request: HTTPRequest, clock: some Clock<Duration>, after previous: Transfer) -> Transfer {
+    func start(_ request: HTTPRequest, clock: some Clock<Duration>, after previous: Transfer) -> Transfer {
         let core = TransferCore(request: request, driver: self, activityClock: ActivityClock(clock),
                                 limit: ReceiveLimit.current)
         post(.addAfter(core, after: previous.core))
@@ -221,7 +221,7 @@ package final class CurlDriver: Sendable {
     }
 
     /// Stops the thread after failing every transfer still running. For tests; `shared` is never shut down.
-    package func shutdown() async {
+    func shutdown() async {
         post(.shutdown)
         await finished.wait()
     }

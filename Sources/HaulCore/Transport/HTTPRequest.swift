@@ -2,17 +2,17 @@
 package struct HTTPRequest: Sendable, Equatable {
     package enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST" }
 
-    package var url: String
-    package var method: Method = .get
+    var url: String
+    var method: Method = .get
     /// Extra request headers, "Name: value" each, sent as given.
     package var headers: [String] = []
     /// First byte wanted (inclusive) and last (inclusive, nil = to the end). nil = the whole resource.
-    package var range: (first: Int64, last: Int64?)? {
+    var range: (first: Int64, last: Int64?)? {
         get { rangeStart.map { ($0, rangeEnd) } }
         set { rangeStart = newValue?.first; rangeEnd = newValue?.last }
     }
     /// `If-Range` validator (an ETag or an HTTP date): the server sends the range only if it still matches.
-    package var ifRange: String?
+    var ifRange: String?
     /// The body of a POST (the service's commands: small JSON documents).
     package var body: [UInt8]?
     /// Connect to this Unix domain socket instead of the URL's host and port (the service's control socket).

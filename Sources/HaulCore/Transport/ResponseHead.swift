@@ -2,7 +2,7 @@
 package struct ResponseHead: Sendable, Equatable {
     package var status: Int
     /// Header fields in arrival order, names as the server spelled them.
-    package let headers: [(name: String, value: String)]
+    let headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
     var effectiveURL: String
     /// `Content-Length` read once (`contentLength`, `framingProblem`): a download asks three times.
@@ -24,7 +24,7 @@ package struct ResponseHead: Sendable, Equatable {
     package enum Field: Int, Sendable {
         case contentLength, contentRange, contentType, contentDisposition, eTag, lastModified, acceptRanges, retryAfter
 
-        package var name: String { spelling.description }
+        var name: String { spelling.description }
 
         var spelling: StaticString {
             switch self {
@@ -127,7 +127,7 @@ package struct ResponseHead: Sendable, Equatable {
     }
 
     /// Body length announced by `Content-Length`, if any: nil also when it cannot be read (`framingProblem`).
-    package var contentLength: Int64? {
+    var contentLength: Int64? {
         announcedLength.length
     }
 
@@ -179,7 +179,7 @@ package struct ResponseHead: Sendable, Equatable {
 
     /// For a 206 answer, the `Content-Range: bytes FIRST-LAST/TOTAL` values (TOTAL nil when `*`). Nil unless
     /// FIRST <= LAST < TOTAL, and LAST < Int64.max so that the end, LAST + 1, is an Int64 too.
-    package var contentRange: (first: Int64, last: Int64, total: Int64?)? {
+    var contentRange: (first: Int64, last: Int64, total: Int64?)? {
         guard let value = self[.contentRange], value.utf8.count > 6,
             Self.sameName(String(value.prefix(6)), "bytes ")
         else { return nil }

@@ -14,7 +14,7 @@ package final class Transfer: Sendable {
         core.cancel()
     }
 
-    package var request: HTTPRequest { core.request }
+    var request: HTTPRequest { core.request }
 
     /// The final response's status and headers (after redirects). Throws the transfer's error when it
     /// failed before any answer, `CancellationError` when cancelled.
@@ -43,7 +43,7 @@ package final class Transfer: Sendable {
     var statistics: TransferStatistics { core.statistics }
 
     /// How a driver's `TransferObserver` names this transfer.
-    package var id: ObjectIdentifier { ObjectIdentifier(core) }
+    var id: ObjectIdentifier { ObjectIdentifier(core) }
 }
 
 /// A transfer's body as byte batches. Iterate it once, from one task.
