@@ -4,7 +4,7 @@ import HaulCore
 /// `haul-server`: `haul` with the per-user service and the sample server in it. `haul` starts it for the
 /// service and `--demo`; it sits next to `haul` (a build's products) or in `../libexec/haul/` (an install).
 package enum ServerExecutable {
-    package static let name = "haul-server"
+    static let name = "haul-server"
 
     /// Its path: this process itself when it is `haul-server`, else where it sits beside this one.
     package static func path() throws(HaulError) -> String {

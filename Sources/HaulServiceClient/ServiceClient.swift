@@ -60,7 +60,7 @@ package struct ServiceClient: Sendable {
 
     // MARK: commands
 
-    package func hello() async throws(HaulError) -> Wire.Hello {
+    func hello() async throws(HaulError) -> Wire.Hello {
         let hello: Wire.Hello = try await call(.get, "/v1/hello")
         guard hello.service == "haul" else { throw HaulError(.other, "\(directory.socket) is not a haul service") }
         guard hello.protocolVersion == Wire.protocolVersion else {
@@ -105,7 +105,7 @@ package struct ServiceClient: Sendable {
         try await call(.get, "/v1/service/status")
     }
 
-    package func setLimit(_ ids: [DownloadID], _ limit: Int64?) async throws(HaulError) {
+    func setLimit(_ ids: [DownloadID], _ limit: Int64?) async throws(HaulError) {
         let _: Wire.Applied = try await call(.post, "/v1/downloads/limit", body: Wire.DownloadLimit(ids: ids, limit: limit))
     }
 
@@ -144,7 +144,7 @@ package struct ServiceClient: Sendable {
     /// The same events, in the batches they came in: each read from the socket is one batch (the service
     /// writes whatever came while its last write was under way in one), so that a reader wakes once a
     /// read, not once an event.
-    package func eventBatches() -> AsyncThrowingStream<[ManagerEvent], any Error> {
+    func eventBatches() -> AsyncThrowingStream<[ManagerEvent], any Error> {
         let parts = eventStream()
         return AsyncThrowingStream { continuation in
             let reader = Task {

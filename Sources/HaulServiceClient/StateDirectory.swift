@@ -14,10 +14,10 @@ package struct StateDirectory: Sendable, Equatable {
         self.path = path.utf8.count > 1 && FilePath.hasSuffix(path, "/") ? String(path[..<path.utf8.index(before: path.endIndex)]) : path
     }
 
-    package var database: String { path + "/haul.sqlite" }
+    var database: String { path + "/haul.sqlite" }
     package var socket: String { path + "/haul.sock" }
-    package var log: String { path + "/service.log" }
-    package var lock: String { path + "/service.lock" }
+    var log: String { path + "/service.log" }
+    var lock: String { path + "/service.lock" }
     /// The aria2 JSON-RPC face's secret, made on first use unless `--rpc-secret-file` names another.
     package var rpcSecret: String { path + "/rpc-secret" }
 

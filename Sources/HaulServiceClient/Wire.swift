@@ -9,8 +9,8 @@ package enum Wire {
 
     /// `GET /v1/hello`: who answers, so a client knows it speaks to a haul service it understands.
     package struct Hello: Codable, Sendable, Equatable {
-        package var service = "haul"
-        package var version = HaulVersion.string
+        var service = "haul"
+        var version = HaulVersion.string
         var protocolVersion = Wire.protocolVersion
         package var pid: Int32
 
@@ -136,7 +136,7 @@ package enum Wire {
     package struct Download: Codable, Sendable, Equatable {
         package var id: DownloadID
         /// Its password masked.
-        package var url: String
+        var url: String
         /// Where the file is (or goes, without `.part`); the output directory and the name until the server
         /// has answered.
         package var file: String
@@ -150,15 +150,15 @@ package enum Wire {
         package var error: String?
         package var category: String?
         /// ISO 8601.
-        package var added: String
+        var added: String
         /// Seconds the finished download took.
         package var seconds: Double?
         /// The last thing that happened to it without stopping it.
-        package var fact: DownloadFact?
+        var fact: DownloadFact?
         /// The name alone, as the TUI shows it.
         package var name: String
         /// Its aria2 GID (16 hex digits), the name the JSON-RPC face knows it by; nil from an older service.
-        package var gid: String?
+        var gid: String?
 
         private enum CodingKeys: String, CodingKey {
             case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid
