@@ -5,15 +5,15 @@ import HaulCore
 /// What the full-screen interface needs from the command line.
 package struct FullScreenOptions: Sendable {
     /// Downloads to start at once.
-    package var urls: [String]
+    var urls: [String]
     /// A SuperStorage-API server to browse in the files view (`--server`, or the demo server).
-    package var server: String?
+    var server: String?
     /// `-s`: connections per download; `m` uses it, or 4 when it is 1.
-    package var segments: Int
+    var segments: Int
     /// Open the files view first (`--demo`, or `--server` without URLs).
-    package var startInFiles: Bool
+    var startInFiles: Bool
     /// A job for `url` over `segments` connections, with the command line's other options.
-    package var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
+    var makeJob: @Sendable (_ url: String, _ segments: Int) -> DownloadJob
     /// Tell the desktop (OSC 9 / 777) when a long download is done (`--no-notify` turns it off).
     package var notify = true
     /// How `v` draws pictures: an image protocol, symbols (24-bit colour where the terminal has it), or

@@ -13,9 +13,9 @@ package struct ServiceLink: Sendable {
 
     /// The service's events from the start: the snapshot, `.live` at its end, then each as it happens. Ends
     /// when the service goes (stopped, crashed, not reachable).
-    package var events: @Sendable () -> AsyncStream<Feed>
+    var events: @Sendable () -> AsyncStream<Feed>
     /// Connects again, starting the service when none runs, as any client does; throws why it could not.
-    package var connect: @Sendable () async throws(HaulError) -> Void
+    var connect: @Sendable () async throws(HaulError) -> Void
 
     package init(events: @escaping @Sendable () -> AsyncStream<Feed>,
                  connect: @escaping @Sendable () async throws(HaulError) -> Void) {

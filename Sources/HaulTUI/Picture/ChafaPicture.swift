@@ -39,8 +39,8 @@ package enum PictureMode: String, Sendable, CaseIterable, Codable {
 /// A terminal cell's size in pixels: it sets a picture's aspect on the screen, and how many pixels an image
 /// protocol sends for it (the terminal's real resolution).
 package struct CellPixels: Sendable, Equatable {
-    package var width: Int
-    package var height: Int
+    var width: Int
+    var height: Int
 
     package init(width: Int, height: Int) {
         self.width = width
@@ -119,8 +119,8 @@ package enum ChafaPicture {
     package struct Printed: Sendable, Equatable {
         package var bytes: [UInt8]
         /// The cells it takes.
-        package var columns: Int
-        package var lines: Int
+        var columns: Int
+        var lines: Int
     }
 
     /// The bytes that draw `image` in at most `columns` × `lines` cells with `mode` (`none` prints nothing),
@@ -145,7 +145,7 @@ package enum ChafaPicture {
     }
 
     /// `image` as symbol cells for a screen that draws its own cells, at most `columns` × `lines`, aspect kept.
-    package static func cells(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability,
+    static func cells(_ image: RGBImage, columns: Int, lines: Int, capability: ColorCapability,
                               cell: CellPixels = .assumed) -> [[PictureCell]] {
         guard columns > 0, lines > 0 else { return [] }
         var chars: UnsafeMutablePointer<UInt32>?

@@ -8,7 +8,7 @@ package enum ColorCapability: Sendable, Equatable, CaseIterable {
     case shades
 
     /// Picks the capability from the number of colours curses reports and the environment.
-    package static func detect(colors: Int, environment: [String: String]) -> ColorCapability {
+    static func detect(colors: Int, environment: [String: String]) -> ColorCapability {
         let colorTerm = environment["COLORTERM"]?.lowercased() ?? ""
         if colors >= 1 << 24 || ((colorTerm == "truecolor" || colorTerm == "24bit") && colors >= 8) {
             return .trueColor
@@ -28,8 +28,8 @@ package enum PictureColor: Sendable, Equatable, Hashable {
 
 /// One terminal cell of a picture: a character drawn in `foreground` on `background`.
 package struct PictureCell: Sendable, Equatable, Hashable {
-    package var character: Character
-    package var foreground: PictureColor
+    var character: Character
+    var foreground: PictureColor
     var background: PictureColor
 
     package init(_ character: Character, foreground: PictureColor, background: PictureColor) {

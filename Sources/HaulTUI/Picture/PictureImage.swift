@@ -6,9 +6,9 @@ import Glibc
 
 /// Packed 8-bit RGB pixels, row by row, top row first: `pixels.count == width * height * 3`.
 package struct RGBImage: Sendable, Equatable {
-    package let width: Int
+    let width: Int
     package let height: Int
-    package let pixels: [UInt8]
+    let pixels: [UInt8]
 
     /// Wraps `pixels`; nil unless the sizes are positive and `pixels` holds exactly `width * height * 3` bytes.
     package init?(width: Int, height: Int, pixels: [UInt8]) {
@@ -54,7 +54,7 @@ package struct PictureImage: Sendable {
     /// Rows of `image` libjpeg produced from the data; below them the picture is mid-gray.
     package let rowsDecoded: Int
     /// False when libjpeg had to pad missing data or skip damaged data, or stopped before the last row.
-    package let complete: Bool
+    let complete: Bool
 
     /// Files larger than this are not read (libjpeg also refuses pictures over 100 Mpixel, and its own
     /// memory is capped at 256 MiB).
