@@ -5,13 +5,13 @@ import NIOSSL
 /// How the aria2 JSON-RPC face listens and what it allows (`haul service start --rpc-listen ...`).
 package struct RPCConfiguration: Sendable, Equatable {
     /// A loopback address unless `allowRemote`.
-    package var host: String
+    var host: String
     /// 0: the kernel picks one (tests); `haul service status` shows the real one.
-    package var port: Int
+    var port: Int
     /// The file that holds the secret; `STATE/rpc-secret` (made on first use) unless given.
-    package var secretFile: String
+    var secretFile: String
     /// Where a download without `dir` goes.
-    package var outputDirectory: String
+    var outputDirectory: String
     /// `dir` must lie under one of these; the output directory when empty.
     package var allowedDirectories: [String] = []
     /// Web origins (`https://ariang.example`, `null`) allowed besides none and browser extensions.
@@ -24,7 +24,7 @@ package struct RPCConfiguration: Sendable, Equatable {
     package var privateKeyFile: String?
 
     /// `http` or `https`.
-    package var scheme: String { certificateFile == nil ? "http" : "https" }
+    var scheme: String { certificateFile == nil ? "http" : "https" }
 
     /// The TLS configuration of the certificate and key, read and checked now; nil without them.
     package func tls() throws(HaulError) -> TLSConfiguration? {

@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// running, serves the control socket, and ends when asked to stop or idle for long enough.
 package enum ServiceRunner {
     package struct Options: Sendable {
-        package var directory: StateDirectory
+        var directory: StateDirectory
         package var concurrency = 4
         /// nil: the service never ends by itself (the default while the aria2 face listens).
         package var idleExit: Duration? = .seconds(60)
