@@ -11,7 +11,7 @@ import HaulServiceClient
 enum SessionCommands {
     static let verbs: Set<String> = ["add", "ls", "pause", "resume", "cancel", "retry", "rm", "attach", "service"]
 
-    package static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
+    static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
 
     /// Runs `arguments` (the verb first) and returns the exit code.
     static func run(_ arguments: [String], config: ConfigFile?) async -> Int32 {
