@@ -80,7 +80,6 @@ import Testing
     /// A first run that fails at (about) 5 MiB with no retries, leaving NAME.part and its state; returns
     /// the bytes the state records. (The server closes after handing 5 MiB to its socket; a slow run can
     /// see the close before the last of them.)
-    @discardableResult
     /// The last progress of a body that stops (a drop here; a pause or a stop end it the same way) counts every
     /// byte written and checkpointed: the service's record of a paused download said 1310720 where the part
     /// held 1359872, the offset its resume then asked for. Eight drops: whether the connection's end comes as
@@ -108,6 +107,7 @@ import Testing
         }
     }
 
+    @discardableResult
     func interruptedRun(_ server: SampleServer, _ dir: TempDirectory) async throws -> Int64 {
         var faults = SampleServerFaults()
         faults.dropAfterBytes = 5 << 20
