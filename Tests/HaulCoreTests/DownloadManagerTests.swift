@@ -6,6 +6,16 @@ import Testing
 @testable import HaulCore
 
 @Suite struct DownloadManagerTests {
+    /// A manager of one slot with `name` added, once its download is under way.
+    func downloading(_ server: SampleServer, _ name: String, in dir: TempDirectory) async throws
+        -> (DownloadManager, DownloadID)
+    {
+        let manager = DownloadManager(concurrency: 1)
+        let id = await manager.add(job(server, name, in: dir))
+        _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+        return (manager, id)
+    }
+
     func job(_ server: SampleServer, _ name: String, in dir: TempDirectory) -> DownloadJob {
         DownloadJob(url: server.downloadURL(name), outputDirectory: dir.path)
     }
@@ -260,9 +270,7 @@ import Testing
     @Test func pauseKeepsThePartAndResumeFinishes() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in
-            let manager = DownloadManager(concurrency: 1)
-            let id = await manager.add(job(server, "medium.bin", in: dir))
-            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            let (manager, id) = try await downloading(server, "medium.bin", in: dir)
             await manager.pause(id)
             _ = try await watch(manager) { $0.contains(.state(id: id, .paused)) }
             // The row says paused at once; the task ends once it has recorded what it has.
@@ -282,9 +290,7 @@ import Testing
     @Test func aPausedDownloadCanBeCancelled() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in
-            let manager = DownloadManager(concurrency: 1)
-            let id = await manager.add(job(server, "medium.bin", in: dir))
-            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            let (manager, id) = try await downloading(server, "medium.bin", in: dir)
             await manager.pause(id)
             try await within(10, "the paused task ended") { await manager.waitUntilIdle() }
             await manager.cancel(id)
@@ -298,9 +304,7 @@ import Testing
     @Test func aCancelRightAfterAPauseCancels() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in
-            let manager = DownloadManager(concurrency: 1)
-            let id = await manager.add(job(server, "medium.bin", in: dir))
-            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            let (manager, id) = try await downloading(server, "medium.bin", in: dir)
             await manager.pause(id)
             await manager.cancel(id)  // before the paused task has ended
             #expect(await manager.state(of: id) == .cancelled)
@@ -314,9 +318,7 @@ import Testing
     @Test func resumingWhileTheCancelledTaskStillEndsContinuesTheSamePart() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 4 << 20) { server in
-            let manager = DownloadManager(concurrency: 1)
-            let id = await manager.add(job(server, "medium.bin", in: dir))
-            _ = try await watch(manager) { $0.contains(.state(id: id, .downloading)) }
+            let (manager, id) = try await downloading(server, "medium.bin", in: dir)
             await manager.pause(id)
             await manager.resume(id)  // before the cancelled task has released NAME.part
             server.setRate(nil)

@@ -77,23 +77,6 @@ import Testing
         #expect(error?.category == .network)
     }
 
-    @Test func aStalledTransferSaysSo() async throws {
-        try await withSampleServer { server in
-            var faults = SampleServerFaults()
-            faults.stallSeconds = 5
-            faults.stallAfterBytes = 1000
-            server.setFaults(faults)
-            var request = HTTPRequest(url: server.downloadURL("small.bin"))
-            request.options.stallTimeout = 1
-            let transfer = CurlDriver.shared.start(request)
-            let error = await #expect(throws: HaulError.self) {
-                for try await _ in transfer.bytes {}
-            }
-            #expect(error?.reason == .stalled)
-            #expect(error?.message == "no data received for 1 s (stalled)")
-        }
-    }
-
     /// `--checksum-file` words a bad digest from the problem as data, not by cutting `--checksum`'s words.
     @Test func aChecksumsProblemIsWordedForEachOption() {
         func message(_ result: Result<Checksum, HaulError>) -> String? {

@@ -133,6 +133,9 @@ import Testing
                 for try await _ in transfer.bytes {}
             }
             #expect(error?.category == .network)
+            // The typed reason, beside the words (FailureReasonTests has the other sources).
+            #expect(error?.reason == .stalled)
+            #expect(error?.message == "no data received for 1 s (stalled)")
         }
     }
 
