@@ -136,11 +136,16 @@ let package = Package(
             name: "CXXHash", path: "Sources/CXXHash",
             providers: [.apt(["libxxhash-dev"])]),
 
+        // What every face shares of a download: its state, facts, progress and errors, the events that change
+        // them, and `DownloadRecord`, the one place those events are applied. Plain values: no I/O, no clock
+        // of its own, no dependency.
+        .target(name: "HaulModel", swiftSettings: essentialsOnly),
+
         // The engine: transport, downloads, files on disk. No terminal code.
         .target(
             name: "HaulCore",
             dependencies: [
-                "CCurl", "CLinux", "CXXHash", "COpenSSL",
+                "HaulModel", "CCurl", "CLinux", "CXXHash", "COpenSSL",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

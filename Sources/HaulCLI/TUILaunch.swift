@@ -87,23 +87,7 @@ enum TUILaunch {
     /// made again as any client makes it (starting the service with `starting` when none runs).
     static func link(_ client: ServiceClient, starting: [String]) -> ServiceLink {
         ServiceLink(
-            events: {
-                let parts = client.eventStream()
-                return AsyncStream { continuation in
-                    let reader = Task {
-                        do {
-                            for try await part in parts {
-                                switch part {
-                                case .events(let events): continuation.yield(.events(events))
-                                case .live: continuation.yield(.live)
-                                }
-                            }
-                        } catch {}
-                        continuation.finish()
-                    }
-                    continuation.onTermination = { _ in reader.cancel() }
-                }
-            },
+            events: { client.events() },
             connect: { () async throws(HaulError) in
                 _ = try await ServiceClient.connect(client.directory, starting: starting)
             })

@@ -11,12 +11,10 @@ package struct RemoteControl: DownloadControl {
     }
 
     package func eventBatches() -> AsyncStream<[ManagerEvent]> {
-        let batches = client.eventBatches()
+        let feed = client.events()
         return AsyncStream { continuation in
             let reader = Task {
-                do {
-                    for try await batch in batches { continuation.yield(batch) }
-                } catch {}
+                for await part in feed { if case .events(let batch) = part { continuation.yield(batch) } }
                 continuation.finish()
             }
             continuation.onTermination = { _ in reader.cancel() }

@@ -124,74 +124,28 @@ package struct ServiceClient: Sendable {
         try await ServiceLauncher.waitUntilStopped(directory)
     }
 
-    /// The events: first what the service holds (a snapshot), then each event as it happens. Ends when
-    /// the service goes.
-    package func events() -> AsyncThrowingStream<ManagerEvent, any Error> {
-        let batches = eventBatches()
-        return AsyncThrowingStream { continuation in
-            let reader = Task {
-                do {
-                    for try await batch in batches { for event in batch { continuation.yield(event) } }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in reader.cancel() }
-        }
-    }
-
-    /// The same events, in the batches they came in: each read from the socket is one batch (the service
-    /// writes whatever came while its last write was under way in one), so that a reader wakes once a
-    /// read, not once an event.
-    func eventBatches() -> AsyncThrowingStream<[ManagerEvent], any Error> {
-        let parts = eventStream()
-        return AsyncThrowingStream { continuation in
-            let reader = Task {
-                do {
-                    for try await part in parts {
-                        if case .events(let batch) = part { continuation.yield(batch) }
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in reader.cancel() }
-        }
-    }
-
-    /// What the event stream brings, in order: batches of events, and the mark where the snapshot ends.
-    package enum EventStreamPart: Sendable, Equatable {
-        case events([ManagerEvent])
-        /// The snapshot is complete: the events so far are what the service holds; what follows happens now.
-        case live
-    }
-
-    /// The event stream with the end of its snapshot marked (the service's `: live` comment): a client that
-    /// attaches again after the service went away replaces what it showed with the snapshot once it is whole.
-    package func eventStream() -> AsyncThrowingStream<EventStreamPart, any Error> {
+    /// The service's events (`GET /v1/events`): first what it holds (a snapshot), `.live` where the snapshot
+    /// ends, then each event as it happens, in the runs one read of the socket brings (so that a reader wakes once
+    /// a read, not once an event). Events of a kind this version does not know are skipped
+    /// (`ManagerEvent.UnknownKind`). Ends when the service goes, or refuses the stream.
+    package func events() -> AsyncStream<EventFeed> {
         var request = request(.get, "/v1/events")
         // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
         request.options.stallTimeout = 0
         let transfer = driver.start(request)
-        return AsyncThrowingStream { continuation in
+        return AsyncStream { continuation in
             let reader = Task {
+                defer { continuation.finish() }
+                guard (try? await transfer.head())?.status == 200 else { return }
+                var lines = ServerSentEvents()
+                let decoder = JSONDecoder()
                 do {
-                    let head = try await transfer.head()
-                    guard head.status == 200 else {
-                        throw HaulError(.other, "the service refused the event stream (\(head.status))")
-                    }
-                    var lines = ServerSentEvents()
-                    let decoder = JSONDecoder()
                     for try await bytes in transfer.bytes {
                         var batch: [ManagerEvent] = []
                         for part in lines.parts(bytes) {
                             switch part {
                             case .data(let data):
-                                if let event = (try? decoder.decode(Wire.Event.self, from: data))?.managerEvent {
-                                    batch.append(event)
-                                }
+                                if let event = try? decoder.decode(ManagerEvent.self, from: data) { batch.append(event) }
                             case .live:
                                 if !batch.isEmpty { continuation.yield(.events(batch)) }
                                 batch.removeAll()
@@ -200,10 +154,7 @@ package struct ServiceClient: Sendable {
                         }
                         if !batch.isEmpty { continuation.yield(.events(batch)) }
                     }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
+                } catch {}
             }
             continuation.onTermination = { _ in
                 reader.cancel()

@@ -5,7 +5,7 @@ import HaulCore
 /// The documents of the control API (docs/protocol.md), shared by the service and its clients.
 package enum Wire {
     /// Raised when a change would break what a client of the previous version relies on.
-    static let protocolVersion = 1
+    static let protocolVersion = ManagerEvent.wireVersion
 
     /// `GET /v1/hello`: who answers, so a client knows it speaks to a haul service it understands.
     package struct Hello: Codable, Sendable, Equatable {
@@ -298,124 +298,6 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey { case overall }
-    }
-
-    /// One event of `GET /v1/events`, a server-sent event's `data`: the engine's `ManagerEvent` as a flat
-    /// object. `event` says which; the fields that do not belong to it are absent.
-    package struct Event: Codable, Sendable, Equatable {
-        package var event: String
-        package var id: DownloadID
-        package var url: String?
-        package var file: String?
-        package var path: String?
-        package var total: Int64?
-        package var state: String?
-        package var error: HaulError?
-        package var completed: Int64?
-        package var batch: Int64?
-        package var rate: Double?
-        package var fact: DownloadFact?
-        package var bytes: Int64?
-        package var skipped: Bool?
-        package var seconds: Double?
-
-        init(_ event: String, _ id: DownloadID) {
-            self.event = event
-            self.id = id
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case event, id, url, file, path, total, state, error, completed, batch, rate, fact, bytes, skipped, seconds
-        }
-
-        /// The keys each kind of event carries besides `event` and `id` (`init(_ managerEvent:)` sets no others).
-        private static let keysOfKind: [String: [CodingKeys]] = [
-            "added": [.url, .file], "state": [.state, .error], "started": [.file, .path, .total],
-            "progress": [.completed, .batch, .total, .rate], "fact": [.fact],
-            "finished": [.file, .path, .bytes, .skipped, .seconds], "removed": [],
-        ]
-
-        /// Reads the keys its kind of event carries, not all fifteen: a key looked for and not there costs the
-        /// decoder as much as one that is (a screen decodes every event of every download it shows). An event
-        /// of a kind this version does not know reads them all.
-        package init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            event = try container.decode(String.self, forKey: .event)
-            id = try container.decode(DownloadID.self, forKey: .id)
-            let carried = Self.keysOfKind[event]
-            func read<T: Decodable>(_ key: CodingKeys) throws -> T? {
-                if let carried, !carried.contains(key) { return nil }
-                return try container.decodeIfPresent(T.self, forKey: key)
-            }
-            url = try read(.url)
-            file = try read(.file)
-            path = try read(.path)
-            total = try read(.total)
-            state = try read(.state)
-            error = try read(.error)
-            completed = try read(.completed)
-            batch = try read(.batch)
-            rate = try read(.rate)
-            fact = try read(.fact)
-            bytes = try read(.bytes)
-            skipped = try read(.skipped)
-            seconds = try read(.seconds)
-        }
-
-        /// The wire form of a manager event.
-        package init(_ managerEvent: ManagerEvent) {
-            switch managerEvent {
-            case .added(let id, let url, let file):
-                self.init("added", id)
-                self.url = url
-                self.file = file
-            case .state(let id, let state):
-                self.init("state", id)
-                self.state = state.name
-                if case .failed(let failure) = state { error = failure }
-            case .started(let id, let file, let path, let total, _):
-                self.init("started", id)
-                self.file = file
-                self.path = path
-                self.total = total
-            case .progress(let id, let progress):
-                self.init("progress", id)
-                completed = progress.completed
-                batch = progress.batchBytes
-                total = progress.total
-                rate = progress.bytesPerSecond
-            case .fact(let id, let fact):
-                self.init("fact", id)
-                self.fact = fact
-            case .finished(let id, let result, let seconds):
-                self.init("finished", id)
-                file = result.file
-                path = result.path
-                bytes = result.bytes
-                skipped = result.skipped
-                self.seconds = seconds
-            case .removed(let id):
-                self.init("removed", id)
-            }
-        }
-
-        /// The manager event it stands for; nil for one this version does not know (a newer service's).
-        var managerEvent: ManagerEvent? {
-            switch event {
-            case "added": return .added(id: id, url: url ?? "", file: file ?? "")
-            case "state": return state.flatMap { DownloadState(name: $0, error: error) }.map { .state(id: id, $0) }
-            case "started": return .started(id: id, file: file ?? "", path: path ?? "", total: total)
-            case "progress":
-                return .progress(id: id, DownloadProgress(completed: completed ?? 0, batchBytes: batch ?? 0,
-                                                          total: total, bytesPerSecond: rate ?? 0))
-            case "fact": return fact.map { .fact(id: id, $0) }
-            case "finished":
-                return .finished(id: id, DownloadResult(file: file ?? "", path: path ?? "", bytes: bytes ?? 0,
-                                                        skipped: skipped ?? false), seconds: seconds ?? 0)
-            case "removed": return .removed(id: id)
-            default: return nil
-            }
-        }
     }
 
     package static func encoder() -> JSONEncoder {

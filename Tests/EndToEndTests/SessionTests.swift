@@ -32,14 +32,17 @@ import TestSupport
         let client = ServiceClient(directory: StateDirectory(path: home.path))
         try await within(seconds, what) {
             var seen: [DownloadID: (state: DownloadState, completed: Int64)] = [:]
-            for try await event in client.events() {
-                switch event {
-                case .added(let id, _, _): seen[id] = seen[id] ?? (.queued, 0)
-                case .state(let id, let state): seen[id] = (state, seen[id]?.completed ?? 0)
-                case .progress(let id, let progress): seen[id] = (seen[id]?.state ?? .downloading, progress.completed)
-                default: continue
+            for await part in client.events() {
+                guard case .events(let events) = part else { continue }
+                for event in events {
+                    switch event {
+                    case .added(let id, _, _): seen[id] = seen[id] ?? (.queued, 0)
+                    case .state(let id, let state): seen[id] = (state, seen[id]?.completed ?? 0)
+                    case .progress(let id, let progress): seen[id] = (seen[id]?.state ?? .downloading, progress.completed)
+                    default: continue
+                    }
+                    if condition(seen) { return }
                 }
-                if condition(seen) { return }
             }
             Issue.record("the event stream ended before \(what)")
         }
@@ -418,8 +421,10 @@ extension SessionTests {
         let client = ServiceClient(directory: StateDirectory(path: home.path))
         let (seen, sink) = AsyncStream.makeStream(of: Void.self)
         let attached = Task {
-            for try await event in client.events() {
-                if case .state(_, .failed) = event { sink.yield() }
+            for await part in client.events() {
+                if case .events(let events) = part, events.contains(where: { if case .state(_, .failed) = $0 { true } else { false } }) {
+                    sink.yield()
+                }
             }
         }
         // One download that fails at once (nothing listens on port 1), so that the event stream says something.

@@ -15,7 +15,7 @@ import Testing
     }
 
     static func frame(_ n: Int) -> String {
-        "data: " + String(decoding: Wire.encode(Wire.Event(event(n))), as: UTF8.self) + "\n\n"
+        "data: " + String(decoding: event(n).json(with: Wire.encoder()), as: UTF8.self) + "\n\n"
     }
 
     /// What came while the last write was under way goes out in one write (it was a write an event: 7000

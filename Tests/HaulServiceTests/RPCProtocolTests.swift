@@ -231,19 +231,19 @@ struct RPCProtocolTests {
 
     @Test func statusCarriesTheBitfieldFromTheRangesAndAllOnesWhenDone() {
         let mib = Aria2Status.pieceLength
-        var entry = Roster.Entry(id: 1, url: "http://h/x", directory: "/tmp", name: "x", added: Date(),
+        var entry = Roster.Entry(DownloadRecord(id: 1, url: "http://h/x", name: "x"), directory: "/tmp", added: Date(),
                                  gid: "0123456789abcdef")
         entry.total = 7 * mib
         entry.state = .paused
         entry.completed = 3 * mib
-        let paused = Aria2Status.status(of: entry, job: nil, keys: ["bitfield", "numPieces"],
+        let paused = Aria2Status.status(of: entry, job: nil, keys: ["bitfield", "numPieces"], at: .origin,
                                         completed: { [ByteRange(0, 3 * mib)] })
         #expect(paused["bitfield"] == "e0" && paused["numPieces"] == "7")
         entry.state = .done
-        let done = Aria2Status.status(of: entry, job: nil, keys: ["bitfield"], completed: { [] })
+        let done = Aria2Status.status(of: entry, job: nil, keys: ["bitfield"], at: .origin, completed: { [] })
         #expect(done["bitfield"] == "fe")
         // Not read unless asked for.
-        let unasked = Aria2Status.status(of: entry, job: nil, keys: ["gid"], completed: {
+        let unasked = Aria2Status.status(of: entry, job: nil, keys: ["gid"], at: .origin, completed: {
             Issue.record("the ranges were read for a status without bitfield")
             return []
         })

@@ -111,7 +111,7 @@ import TestSupport
         let directory = TempDirectory()
         let store = try Store(directory: directory.path)
         let jobs = Self.jobs()
-        let ids = try store.insert(jobs.map { ($0, DownloadManager.plannedName(of: $0)) }, added: StoreFixtures.time(0))
+        let ids = try store.insert(jobs.map { ($0, $0.plannedName) }, added: StoreFixtures.time(0))
         #expect(ids.count == jobs.count)
         for (id, job) in zip(ids, jobs) {
             let row = try #require(try store.find(id))

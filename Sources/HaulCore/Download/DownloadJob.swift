@@ -89,26 +89,6 @@ package enum DownloadEvent: Sendable, Equatable {
     case fact(DownloadFact)
 }
 
-/// A finished download.
-package struct DownloadResult: Sendable, Equatable, Codable {
-    /// The file's name and where it is.
-    package var file: String
-    package var path: String
-    package var bytes: Int64
-    /// The target existed and `--skip-existing` left it alone, or (`notModified`) `-N` found it current.
-    package var skipped: Bool
-    /// `-N`: the server answered `304 Not Modified`, so the file was kept.
-    var notModified: Bool
-
-    package init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
-        self.file = file
-        self.path = path
-        self.bytes = bytes
-        self.skipped = skipped
-        self.notModified = notModified
-    }
-}
-
 /// An expected digest (`--checksum ALGO=HEX`).
 package struct Checksum: Sendable, Equatable, Codable {
     package var algorithm: FileDigest.Algorithm
@@ -159,5 +139,13 @@ package struct Checksum: Sendable, Equatable, Codable {
             return .failure(.wrongLength(algorithm))
         }
         return .success(Checksum(algorithm: algorithm, hex: hex))
+    }
+}
+
+extension DownloadJob {
+    /// The name its file is planned under until the server answers (`-O`, or the URL's last segment made safe):
+    /// what the queue and the screen show meanwhile, and what names a checksum list's entry.
+    package var plannedName: String {
+        outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: url))
     }
 }

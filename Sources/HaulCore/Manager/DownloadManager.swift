@@ -1,86 +1,6 @@
 import Synchronization
 import NIOConcurrencyHelpers
 
-/// Identifies one download in a `DownloadManager`; ids count from 1 in the order added.
-package typealias DownloadID = Int
-
-/// Where one download stands.
-package enum DownloadState: Sendable, Equatable, Codable {
-    case queued
-    case connecting
-    case downloading
-    /// Stopped by the user with `.part` kept; `resume` continues it.
-    case paused
-    case done
-    case failed(HaulError)
-    /// Stopped by the user; `.part` kept, `retry` continues it.
-    case cancelled
-
-    /// No task runs for it and none will start by itself.
-    package var isFinished: Bool {
-        switch self {
-        case .done, .failed, .cancelled, .paused: true
-        case .queued, .connecting, .downloading: false
-        }
-    }
-
-    package var isActive: Bool {
-        self == .connecting || self == .downloading
-    }
-
-    /// The word for it in `haul ls`, `--json` and on the socket: queued, connecting, downloading, paused,
-    /// done, failed, cancelled.
-    package var name: String {
-        switch self {
-        case .queued: "queued"
-        case .connecting: "connecting"
-        case .downloading: "downloading"
-        case .paused: "paused"
-        case .done: "done"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
-    }
-
-    /// The state a `name` stands for; a failure needs its error.
-    package init?(name: String, error: HaulError? = nil) {
-        switch name {
-        case "queued": self = .queued
-        case "connecting": self = .connecting
-        case "downloading": self = .downloading
-        case "paused": self = .paused
-        case "done": self = .done
-        case "failed": self = .failed(error ?? HaulError(.other, "failed"))
-        case "cancelled": self = .cancelled
-        default: return nil
-        }
-    }
-
-    /// The exit code this outcome contributes (SPEC): paused and cancelled count as "left unfinished".
-    package var exitCode: Int32 {
-        switch self {
-        case .done: 0
-        case .failed(let error): error.category.exitCode
-        case .cancelled, .paused, .queued, .connecting, .downloading: FailureCategory.cancelled.exitCode
-        }
-    }
-}
-
-/// What a manager tells its front end, in order per download.
-package enum ManagerEvent: Sendable, Equatable {
-    /// `url` is as it may be shown: its password masked.
-    case added(id: DownloadID, url: String, file: String)
-    case state(id: DownloadID, DownloadState)
-    /// The server answered and the file is named; bytes go to `path + ".part"`, the file `part` names
-    /// (device and inode: after its rename, `path` is that file only if it still has them).
-    case started(id: DownloadID, file: String, path: String, total: Int64?, part: String? = nil)
-    case progress(id: DownloadID, DownloadProgress)
-    /// Something that happened to the download and did not stop it.
-    case fact(id: DownloadID, DownloadFact)
-    case finished(id: DownloadID, DownloadResult, seconds: Double)
-    case removed(id: DownloadID)
-}
-
 /// Runs downloads: a queue, at most `concurrency` at once, each in a `Task` whose handle is kept
 /// so the user can cancel one, cancel all, pause and resume, and retry.
 ///
@@ -214,7 +134,7 @@ package actor DownloadManager {
     private func insert(_ job: DownloadJob, id given: DownloadID?, paused: Bool) -> DownloadID {
         let id = given ?? nextID
         nextID = Swift.max(nextID, id + 1)
-        let file = Self.plannedName(of: job)
+        let file = job.plannedName
         entries[id] = Entry(job: job, file: file)
         order.append(id)
         // Front ends show and keep the URL: never its password.
@@ -222,11 +142,6 @@ package actor DownloadManager {
         if let limit = job.transfer.maxReceiveRate { continuation.yield(.fact(id: id, .limited(bytesPerSecond: limit))) }
         if paused { setState(id, .paused) } else { enqueue(id, starting: false) }
         return id
-    }
-
-    /// The name a job's file is planned under until the server answers.
-    package static func plannedName(of job: DownloadJob) -> String {
-        job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
     }
 
     /// Takes back a download a previous process knew (the service, from its store), without an `.added`

@@ -37,18 +37,12 @@ package struct DownloadRun: Sendable {
         return summary
     }
 
-    /// The names seen so far and the counts, under a lock: events come from the manager and from every
+    /// Each download's record and the counts, under a lock: events come from the manager and from every
     /// download's task at once.
     private final class Tally: Sendable {
         private struct State {
             var summary = RunSummary()
-            /// Each download's URL and file, in one entry: one lookup for most events.
-            var names: [DownloadID: Names] = [:]
-        }
-
-        private struct Names {
-            let url: String
-            var file: String
+            var records: [DownloadID: DownloadRecord] = [:]
         }
 
         private let state = NIOLockedValueBox(State())
@@ -70,24 +64,26 @@ package struct DownloadRun: Sendable {
 
         private static func report(_ event: ManagerEvent, _ state: inout State,
                                    _ interrupted: () -> FailureCategory?) -> ReportEvent? {
-            switch event {
-            case .added(let id, let url, let file):
-                state.names[id] = Names(url: url, file: file)
+            if let record = DownloadRecord(event) {
+                state.records[event.downloadID] = record
                 return nil
+            }
+            // The lines show no speed: the moment is never read.
+            state.records[event.downloadID]?.apply(event, at: .origin)
+            let record = state.records[event.downloadID]
+            let url = record?.url ?? ""
+            let file = record?.name ?? ""
+            switch event {
             case .started(let id, let file, let path, let total, _):
-                let url = state.names[id]?.url ?? ""
-                state.names[id] = Names(url: url, file: file)
                 return .started(id: id, url: url, file: file, path: path, total: total)
             case .progress(let id, let progress):
-                let names = state.names[id]
-                return .progress(id: id, url: names?.url ?? "", file: names?.file ?? "", progress)
+                return .progress(id: id, url: url, file: file, progress)
             case .fact(let id, let fact):
-                let names = state.names[id]
-                return .fact(id: id, url: names?.url ?? "", file: names?.file ?? "", fact)
+                return .fact(id: id, url: url, file: file, fact)
             case .finished(let id, let result, let seconds):
                 state.summary.completed += 1
                 state.summary.bytes += result.bytes
-                return .done(id: id, url: state.names[id]?.url ?? "", result: result, seconds: seconds)
+                return .done(id: id, url: url, result: result, seconds: seconds)
             case .state(let id, let downloadState):
                 let error: HaulError
                 switch downloadState {
@@ -97,9 +93,8 @@ package struct DownloadRun: Sendable {
                 default: return nil
                 }
                 state.summary.failed += 1
-                let names = state.names[id]
-                return .failed(id: id, url: names?.url ?? "", file: names?.file ?? "", error: error)
-            case .removed:
+                return .failed(id: id, url: url, file: file, error: error)
+            case .added, .removed:
                 return nil
             }
         }

@@ -233,8 +233,7 @@ struct EventStreamFrames {
         if sent == 0 && snapshot == 0 { buffer.writeString(": live\n\n") }
         for event in events {
             buffer.writeString("data: ")
-            let wire = Wire.Event(event)
-            if let json = wire.directJSON() { buffer.writeBytes(json) } else { buffer.writeBytes(Wire.encode(wire, with: encoder)) }
+            buffer.writeBytes(event.json(with: encoder))
             buffer.writeString("\n\n")
             sent += 1
             if sent == snapshot { buffer.writeString(": live\n\n") }

@@ -73,7 +73,7 @@ enum Aria2Status {
     /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some. `completed`
     /// gives the byte ranges on disk (asked only when `bitfield` is wanted and the download is not done).
     static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?,
-                       at now: ContinuousClock.Instant = .now, completed ranges: () -> [ByteRange] = { [] }) -> JSON {
+                       at now: Moment, completed ranges: () -> [ByteRange] = { [] }) -> JSON {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: @autoclosure () -> JSON) {
             if keys == nil || keys!.contains(key) { members.append((key, value())) }
@@ -92,7 +92,7 @@ enum Aria2Status {
             put("bitfield", .string(bitfield(pieces: pieces, total: total,
                                              completed: entry.state == .done ? [ByteRange(0, total)] : ranges())))
         }
-        put("downloadSpeed", .number(Int64(entry.speed(at: now).rounded())))
+        put("downloadSpeed", .number(Int64(entry.record.speed(at: now).rounded())))
         put("uploadSpeed", "0")
         put("connections", .number(active ? segments : 0))
         put("numPieces", .number(pieces))

@@ -1,3 +1,4 @@
+import HaulCore
 import Foundation
 
 /// A JSON value as JSON-RPC carries it. Parsed with Foundation's decoder; written by `write(to:)`, which
@@ -107,25 +108,9 @@ enum JSON: Sendable, Equatable {
         }
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     /// A JSON string: quote, backslash and control characters escaped, the rest as UTF-8.
     static func write(string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20, 0x7F:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONText.write(string: string, to: &out)
     }
 }
 

@@ -5,29 +5,33 @@ import HaulServiceClient
 /// What the service knows of every download right now, kept from the manager's events: `haul ls` reads
 /// it, and a client that attaches gets it as a snapshot of events before the live ones.
 struct Roster: Sendable {
+    /// One download: its record (reached through as its own fields: `entry.state`), and what only the service
+    /// keeps beside it.
+    @dynamicMemberLookup
     struct Entry: Sendable, Equatable {
-        var id: DownloadID
-        var url: String
+        var record: DownloadRecord
+        /// The output directory: where its file goes until the server has named it.
         var directory: String
-        var name: String
-        var path: String?
-        var state: DownloadState = .queued
-        var completed: Int64 = 0
-        var total: Int64?
-        var rate: Double = 0
-        /// When `rate` was measured (its last progress).
-        var rateAt: ContinuousClock.Instant?
         var added: Date
-        var seconds: Double?
-        var fact: DownloadFact?
-        /// Its own rate cap, from the `.limited` facts (kept apart from the last notice).
-        var limit: Int64?
         /// Its aria2 GID.
         var gid: String
         /// Its `added` event has gone out to the clients. One the service has inserted but the manager has
         /// not told yet stays out of snapshots: a client attaching in that gap would otherwise get it both
         /// in its snapshot and live. (Downloads restored from the store are announced.)
         var announced = true
+
+        init(_ record: DownloadRecord, directory: String, added: Date, gid: String, announced: Bool = true) {
+            self.record = record
+            self.directory = directory
+            self.added = added
+            self.gid = gid
+            self.announced = announced
+        }
+
+        subscript<T>(dynamicMember path: WritableKeyPath<DownloadRecord, T>) -> T {
+            get { record[keyPath: path] }
+            set { record[keyPath: path] = newValue }
+        }
     }
 
     private(set) var entries: [DownloadID: Entry] = [:]
@@ -91,7 +95,9 @@ struct Roster: Sendable {
 
     subscript(id: DownloadID) -> Entry? { entries[id] }
 
-    mutating func apply(_ event: ManagerEvent, at now: ContinuousClock.Instant = .now) {
+    /// Applies `event`, which came at `now`: the record's own rules (`DownloadRecord.apply`), and the roster's
+    /// lists (the waiting list, the count of active downloads, the GIDs).
+    mutating func apply(_ event: ManagerEvent, at now: Moment) {
         switch event {
         case .added(let id, _, _):
             // Inserted by the service with what the event does not carry (directory, time); now told.
@@ -99,47 +105,20 @@ struct Roster: Sendable {
         case .state(let id, let state):
             guard let before = entries[id]?.state else { return }
             active += Self.activeCount(state) - Self.activeCount(before)
-            entries[id]?.state = state
+            entries[id]?.record.apply(event, at: now)
             if state == .queued || state == .paused {
                 wait(id)
             } else {
                 stopWaiting(id)
             }
-            if state.isFinished || state == .queued || state == .connecting { entries[id]?.rate = 0 }
-            if state == .queued || state == .connecting { entries[id]?.seconds = nil }
-        case .started(let id, let file, let path, let total, _):
-            entries[id]?.name = file
-            entries[id]?.path = path
-            entries[id]?.total = total
-        case .progress(let id, let progress):
-            entries[id]?.completed = progress.completed
-            if let total = progress.total { entries[id]?.total = total }
-            entries[id]?.rate = progress.bytesPerSecond
-            entries[id]?.rateAt = now
-        case .fact(let id, .limited(let rate)):
-            entries[id]?.limit = rate
-        case .fact(let id, let fact):
-            entries[id]?.fact = fact
-            // What the part keeps, which an attempt that failed before its first progress never showed.
-            if case .retrying(_, _, _, let resumeAt, _) = fact, let entry = entries[id], resumeAt > entry.completed {
-                entries[id]?.completed = resumeAt
-            }
-        case .finished(let id, let result, let seconds):
-            entries[id]?.name = result.file
-            entries[id]?.path = result.path
-            // `bytes` are this run's; a resumed file is bigger than that.
-            if let entry = entries[id] {
-                let size = entry.total ?? Swift.max(entry.completed, result.bytes)
-                entries[id]?.completed = size
-                entries[id]?.total = size
-            }
-            entries[id]?.seconds = seconds
         case .removed(let id):
             if let gid = entries[id]?.gid { ids[gid] = nil }
             active -= Self.activeCount(entries[id]?.state)
             entries[id] = nil
             order.removeAll { $0 == id }
             stopWaiting(id)
+        case .started(let id, _, _, _, _), .progress(let id, _), .fact(let id, _), .finished(let id, _, _):
+            entries[id]?.record.apply(event, at: now)
         }
     }
 
@@ -162,17 +141,17 @@ struct Roster: Sendable {
     }
 
     /// Every download, oldest first, as `ls` shows it.
-    func list(at now: ContinuousClock.Instant = .now) -> [Wire.Download] {
+    func list(at now: Moment) -> [Wire.Download] {
         order.compactMap { entries[$0].map { Self.download($0, at: now) } }
     }
 
-    static func download(_ entry: Entry, at now: ContinuousClock.Instant = .now) -> Wire.Download {
+    static func download(_ entry: Entry, at now: Moment) -> Wire.Download {
         var failure: HaulError?
         if case .failed(let error) = entry.state { failure = error }
         return Wire.Download(
             id: entry.id, url: entry.url, file: entry.path ?? FilePath.join(entry.directory, entry.name),
             state: entry.state.name, completed: entry.completed, total: entry.total,
-            speed: entry.speed(at: now), error: failure?.message,
+            speed: entry.record.speed(at: now), error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
             fact: entry.fact, name: entry.name, gid: entry.gid)
     }
@@ -183,19 +162,7 @@ struct Roster: Sendable {
         events.reserveCapacity(order.count * 3)
         for id in order {
             guard let entry = entries[id], entry.announced else { continue }
-            events.append(.added(id: id, url: entry.url, file: entry.name))
-            if let path = entry.path { events.append(.started(id: id, file: entry.name, path: path, total: entry.total)) }
-            if entry.completed > 0 || entry.rate > 0 {
-                events.append(.progress(id: id, DownloadProgress(completed: entry.completed, batchBytes: 0,
-                                                                 total: entry.total, bytesPerSecond: entry.rate)))
-            }
-            if let fact = entry.fact { events.append(.fact(id: id, fact)) }
-            if let limit = entry.limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
-            if entry.state == .done, let path = entry.path {
-                events.append(.finished(id: id, DownloadResult(file: entry.name, path: path, bytes: entry.completed,
-                                                               skipped: false), seconds: entry.seconds ?? 0))
-            }
-            if entry.state != .queued { events.append(.state(id: id, entry.state)) }
+            events += entry.record.replay
         }
         return events
     }
@@ -206,15 +173,4 @@ enum ISO8601 {
     static func string(_ date: Date) -> String {
         date.ISO8601Format()
     }
-}
-
-extension Roster.Entry {
-    /// Its speed now: the last rate measured while it downloads, 0 once nothing has come for
-    /// `quietAfter` (a stall, or the silence after a rate cap's burst, showed the last rate for half a minute).
-    func speed(at now: ContinuousClock.Instant) -> Double {
-        guard state == .downloading, let rateAt, rateAt.duration(to: now) < Self.quietAfter else { return 0 }
-        return rate
-    }
-
-    static let quietAfter: Duration = .seconds(2)
 }

@@ -169,7 +169,7 @@ extension Service {
     }
 
     private func status(_ entry: Roster.Entry, keys: Set<String>?) async -> JSON {
-        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys,
+        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys, at: clock.now,
                            completed: { Aria2Status.completedRanges(of: entry) })
     }
 
@@ -206,7 +206,7 @@ extension Service {
         case .failure(let failure): return .failure(failure)
         case .success(let entry):
             guard entry.state.isActive else { return .failure(.aria2("No active download for GID#\(entry.gid)")) }
-            let speed = JSON.number(Int64(entry.speed(at: .now).rounded()))
+            let speed = JSON.number(Int64(entry.record.speed(at: clock.now).rounded()))
             return .success([["index": "1", "servers": [[
                 "uri": .string(entry.url), "currentUri": .string(entry.url), "downloadSpeed": speed,
             ]]]])
@@ -325,7 +325,7 @@ extension Service {
             if let job = await manager.job(of: entry.id) {
                 roster.modify(entry.id) { row in
                     row.directory = job.outputDirectory
-                    if row.path == nil { row.name = DownloadManager.plannedName(of: job) }
+                    if row.path == nil { row.name = job.plannedName }
                 }
             }
             return .success("OK")
@@ -387,7 +387,7 @@ extension Service {
     }
 
     private func globalStat() -> JSON {
-        let now = ContinuousClock.now
+        let now = clock.now
         var speed = 0.0
         var active = 0, waiting = 0, stopped = 0
         for id in roster.order {
@@ -395,7 +395,7 @@ extension Service {
             switch Aria2Status.list(of: entry.state) {
             case .active:
                 active += 1
-                speed += entry.speed(at: now)
+                speed += entry.record.speed(at: now)
             case .waiting: waiting += 1
             case .stopped: stopped += 1
             }

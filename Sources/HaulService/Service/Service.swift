@@ -56,9 +56,13 @@ actor Service {
     /// Ids whose download the service itself paused to stop: stored as queued, so the next service continues them.
     private var pausedToStop: [DownloadID] = []
 
-    init(configuration: Configuration, store: Store) {
+    /// What the service times its records with (when a rate was measured).
+    let clock: MomentClock
+
+    init(configuration: Configuration, store: Store, clock: MomentClock = .continuous) {
         self.configuration = configuration
         self.store = store
+        self.clock = clock
         manager = DownloadManager(concurrency: configuration.concurrency, batched: true)
         aria2Globals.concurrency = configuration.concurrency
     }
@@ -128,9 +132,10 @@ actor Service {
     }
 
     private func entry(for stored: StoredDownload, job: DownloadJob?, state: DownloadState) -> Roster.Entry {
-        var entry = Roster.Entry(id: stored.id, url: stored.url, directory: job?.outputDirectory ?? ".", name: stored.file,
-                                 path: stored.path, state: state, completed: stored.completed, total: stored.total,
-                                 added: stored.added, seconds: stored.seconds, gid: stored.gid)
+        var record = stored.record
+        record.state = state
+        var entry = Roster.Entry(record, directory: job?.outputDirectory ?? ".",
+                                 added: stored.added, gid: stored.gid)
         // Its own limit, as stored with the job: attached screens show it after a restart too.
         entry.limit = job?.transfer.maxReceiveRate
         return entry
@@ -193,9 +198,10 @@ actor Service {
     /// applied), by the one task that reads them, before the store has them.
     func apply(_ events: [ManagerEvent]) {
         var stateChanged = false
+        let now = clock.now
         for event in events {
             let before: DownloadState? = if case .state(let id, _) = event { roster[id]?.state } else { nil }
-            roster.apply(event)
+            roster.apply(event, at: now)
             if !aria2Listeners.isEmpty, case .state(let id, let state) = event, let gid = roster[id]?.gid,
                 let method = Aria2Status.notification(from: before, to: state)
             {
@@ -276,7 +282,7 @@ actor Service {
         -> [Wire.Added]
     {
         let now = Date()
-        let named = jobs.map { (job: $0, file: DownloadManager.plannedName(of: $0)) }
+        let named = jobs.map { (job: $0, file: $0.plannedName) }
         var gids = given ?? []
         // Unique among themselves through a set: a search of the list for each was half a million string
         // comparisons for a 1000-line list (4 ms, on the way to the first download).
@@ -291,8 +297,9 @@ actor Service {
         added.reserveCapacity(ids.count)
         roster.reserve(ids.count)
         for (index, (id, (job, file))) in zip(ids, named).enumerated() {
-            roster.insert(Roster.Entry(id: id, url: URLRedaction.masked(job.url), directory: job.outputDirectory,
-                                       name: file, state: paused ? .paused : .queued, added: now, gid: gids[index],
+            let record = DownloadRecord(id: id, url: URLRedaction.masked(job.url), name: file,
+                                        state: paused ? .paused : .queued)
+            roster.insert(Roster.Entry(record, directory: job.outputDirectory, added: now, gid: gids[index],
                                        announced: false))
             added.append(Wire.Added(id: id, file: file))
         }
@@ -351,7 +358,7 @@ actor Service {
     }
 
     func list() -> [Wire.Download] {
-        roster.list()
+        roster.list(at: clock.now)
     }
 
     func status(socket: String) -> Wire.Status {

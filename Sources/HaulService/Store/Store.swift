@@ -160,13 +160,109 @@ final class Store: Sendable {
 
     /// Writes each run of events at its own time, all in one transaction (all or none): what a write that
     /// failed kept, with what came since.
+    ///
+    /// Each row the events change is read once, changed as `DownloadRecord.apply` says (the rules every face
+    /// shares), and written once, whatever number of its events the transaction holds.
     func apply(_ batches: [(events: [ManagerEvent], time: Date)]) throws(StoreError) {
         guard batches.contains(where: { !$0.events.isEmpty }) else { return }
         try write { db in
+            var rows = try Self.rows(changedBy: batches, in: db)
+            var changed: [DownloadID] = []
             for (events, time) in batches {
                 let milliseconds = time.unixMilliseconds
-                for event in events { try Self.apply(event, at: milliseconds, in: db) }
+                for event in events {
+                    switch event {
+                    case .added:
+                        // `insert` stored it, with the job the event does not carry.
+                        continue
+                    case .removed(let id):
+                        rows[id] = nil
+                        try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?").execute(arguments: [id])
+                        continue
+                    case .fact(_, let fact):
+                        // Told to the front ends, not kept; a retry's resume offset is (`DownloadRecord`).
+                        guard case .retrying = fact else { continue }
+                    case .state, .started, .progress, .finished:
+                        break
+                    }
+                    let id = event.downloadID
+                    guard var row = rows[id] else { continue }
+                    if row.changed == false { changed.append(id) }
+                    row.apply(event, at: milliseconds)
+                    rows[id] = row
+                }
             }
+            for id in changed { if let row = rows[id] { try row.write(in: db) } }
+        }
+    }
+
+    /// The rows `batches` change, by id, as they are before.
+    private static func rows(changedBy batches: [(events: [ManagerEvent], time: Date)],
+                             in db: Database) throws -> [DownloadID: ChangedRow] {
+        var ids = Set<DownloadID>()
+        for (events, _) in batches {
+            for event in events {
+                switch event {
+                case .added, .removed: continue
+                default: ids.insert(event.downloadID)
+                }
+            }
+        }
+        var rows: [DownloadID: ChangedRow] = [:]
+        rows.reserveCapacity(ids.count)
+        // In runs: SQLite takes at most 32766 arguments to a statement.
+        let all = Array(ids)
+        for start in stride(from: 0, to: all.count, by: 500) {
+            let run = all[start..<Swift.min(start + 500, all.count)]
+            let sql = "SELECT * FROM download WHERE id IN (" + Array(repeating: "?", count: run.count).joined(separator: ",") + ")"
+            for stored in try StoredDownload.fetchAll(db, sql: sql, arguments: StatementArguments(Array(run))) {
+                rows[stored.record.id] = ChangedRow(stored)
+            }
+        }
+        return rows
+    }
+
+    /// One row as the events of a transaction change it.
+    private struct ChangedRow {
+        var record: DownloadRecord
+        var started: Int64?
+        var finished: Int64?
+        var changed = false
+
+        init(_ stored: StoredDownload) {
+            record = stored.record
+            started = stored.started?.unixMilliseconds
+            finished = stored.finished?.unixMilliseconds
+        }
+
+        /// `event`, which happened at `time` (Unix milliseconds): the record's rules, and the row's times (a run
+        /// starts when it connects and ends when it is done, failed or cancelled).
+        mutating func apply(_ event: ManagerEvent, at time: Int64) {
+            changed = true
+            // The store keeps no rate: the moment is never read.
+            record.apply(event, at: .origin)
+            if case .state(_, let state) = event {
+                if state == .connecting { started = time }
+                finished = state.endsRun ? time : nil
+            }
+        }
+
+        func write(in db: Database) throws {
+            var category: String?
+            var message: String?
+            var reason: String?
+            if case .failed(let error) = record.state {
+                category = error.category.rawValue
+                message = error.message
+                reason = error.reason?.rawValue
+            }
+            try db.cachedStatement(sql: """
+                UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?, errorReason = ?, file = ?, path = ?,
+                    part = ?, completed = ?, total = ?, started = ?, finished = ?, seconds = ?
+                WHERE id = ?
+                """).execute(arguments: [record.state.storedName, category, message, reason, record.name, record.path,
+                                         record.part, record.completed, record.total, started, finished, record.seconds,
+                                         record.id])
         }
     }
 
@@ -174,46 +270,6 @@ final class Store: Sendable {
     @discardableResult
     func remove(_ ids: [DownloadID]) throws(StoreError) -> Int {
         try write { db in try StoredDownload.deleteAll(db, keys: ids) }
-    }
-
-    private static func apply(_ event: ManagerEvent, at time: Int64, in db: Database) throws {
-        switch event {
-        case .added:
-            // `insert` stored it, with the job the event does not carry.
-            break
-        case .state(let id, let state):
-            var category: String?
-            var message: String?
-            var reason: String?
-            if case .failed(let error) = state {
-                category = error.category.rawValue
-                message = error.message
-                reason = error.reason?.rawValue
-            }
-            try db.cachedStatement(sql: """
-                UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?, errorReason = ?,
-                    started = CASE WHEN ? THEN ? ELSE started END, finished = ?
-                WHERE id = ?
-                """).execute(arguments: [state.storedName, category, message, reason,
-                                         state == .connecting, time, state.endsRun ? time : nil, id])
-        case .started(let id, let file, let path, let total, let part):
-            try db.cachedStatement(sql: "UPDATE download SET file = ?, path = ?, total = ?, part = ? WHERE id = ?")
-                .execute(arguments: [file, path, total, part, id])
-        case .progress(let id, let progress):
-            try db.cachedStatement(sql: "UPDATE download SET completed = ?, total = coalesce(?, total) WHERE id = ?")
-                .execute(arguments: [progress.completed, progress.total, id])
-        case .fact:
-            // Told to the front ends, not kept.
-            break
-        case .finished(let id, let result, let seconds):
-            // `bytes` are this run's: a resumed file is its known total (or at least what was already on disk).
-            try db.cachedStatement(sql: """
-                UPDATE download SET file = ?1, path = ?2, completed = COALESCE(total, MAX(completed, ?3)),
-                    total = COALESCE(total, MAX(completed, ?3)), seconds = ?4 WHERE id = ?5
-                """).execute(arguments: [result.file, result.path, result.bytes, seconds, id])
-        case .removed(let id):
-            try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?").execute(arguments: [id])
-        }
     }
 
     // MARK: reads

@@ -3,37 +3,39 @@ import GRDB
 import HaulCore
 
 /// One row of the `download` table: a download the user added and what became of it.
+@dynamicMemberLookup
 struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
     static let databaseTableName = "download"
 
-    /// The user-visible id; never reused.
-    var id: DownloadID
-    /// The URL as it may be shown: its password masked.
-    var url: String
+    /// What the row holds of the download as every face knows it (reached through as the row's own fields:
+    /// `stored.state`): its id (the user's, never reused), URL (its password masked), state (from the `state`,
+    /// `errorCategory`, `errorMessage` and `errorReason` columns), file name (as planned until the server
+    /// answered; then as claimed), path, part (`DEVICE:INODE` of its `.part` file, `FileIdentity`), completed
+    /// and total bytes, and the seconds its finished run took.
+    var record: DownloadRecord
     /// The `job` column: the job's JSON with secrets removed. Decoded on demand by `job`, so that listing
     /// thousands of rows does not decode thousands of jobs.
     var jobJSON: String
     /// The job had a password or credential headers that were not stored (see `WithheldJob`).
     var secretsWithheld: Bool
-    /// From the `state`, `errorCategory`, `errorMessage` and `errorReason` columns.
-    var state: DownloadState
-    /// The file's name (as planned until the server answered; then as claimed).
-    var file: String
-    /// The full path, once the download has started.
-    var path: String?
-    /// `DEVICE:INODE` of its `.part` file (`FileIdentity`), once it has one.
-    var part: String?
-    var completed: Int64
-    var total: Int64?
     var added: Date
     /// When the latest run began connecting.
     var started: Date?
     /// When the latest run ended (done, failed, cancelled); nil while queued, running or paused.
     var finished: Date?
-    /// How long the finished run took.
-    var seconds: Double?
     /// Its aria2 GID: 16 lower-case hex digits, unique, for the JSON-RPC face.
     var gid: String
+
+    /// The file's name (the `file` column).
+    var file: String {
+        get { record.name }
+        set { record.name = newValue }
+    }
+
+    subscript<T>(dynamicMember path: WritableKeyPath<DownloadRecord, T>) -> T {
+        get { record[keyPath: path] }
+        set { record[keyPath: path] = newValue }
+    }
 
     /// The job to run again, without the secrets that were withheld.
     var job: DownloadJob {
@@ -63,7 +65,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
 
     init(row: Row) throws {
         typealias C = Columns
-        id = try row.decode(forColumn: C.id)
+        let id: DownloadID = try row.decode(forColumn: C.id)
         let stateName: String = try row.decode(forColumn: C.state)
         guard let state = DownloadState(storedName: stateName,
                                         errorCategory: try row.decode(forColumn: C.errorCategory),
@@ -72,19 +74,18 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         else {
             throw StoreError.unreadable("download \(id) has the unknown state \(stateName)")
         }
-        self.state = state
-        url = try row.decode(forColumn: C.url)
+        record = DownloadRecord(id: id, url: try row.decode(forColumn: C.url), name: try row.decode(forColumn: C.file),
+                                state: state)
+        record.path = try row.decode(forColumn: C.path)
+        record.part = try row.decode(forColumn: C.part)
+        record.completed = try row.decode(forColumn: C.completed)
+        record.total = try row.decode(forColumn: C.total)
+        record.seconds = try row.decode(forColumn: C.seconds)
         jobJSON = try row.decode(forColumn: C.job)
         secretsWithheld = try row.decode(forColumn: C.secretsWithheld)
-        file = try row.decode(forColumn: C.file)
-        path = try row.decode(forColumn: C.path)
-        part = try row.decode(forColumn: C.part)
-        completed = try row.decode(forColumn: C.completed)
-        total = try row.decode(forColumn: C.total)
         added = Date(unixMilliseconds: try row.decode(forColumn: C.added))
         started = try row.decode(Int64?.self, forColumn: C.started).map(Date.init(unixMilliseconds:))
         finished = try row.decode(Int64?.self, forColumn: C.finished).map(Date.init(unixMilliseconds:))
-        seconds = try row.decode(forColumn: C.seconds)
         gid = try row.decode(forColumn: C.gid)
     }
 }

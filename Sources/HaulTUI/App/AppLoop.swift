@@ -316,7 +316,7 @@ struct StateChange {
             kept = .whole(state)
             return
         }
-        let row = event.downloadID.flatMap { id in state.index(of: id).map { ($0, state.rows[$0]) } }
+        let row = state.index(of: event.downloadID).map { ($0, state.rows[$0]) }
         kept = .manager(rest: state.withoutRows, rowCount: state.rows.count, row: row)
     }
 

@@ -5,11 +5,7 @@ import HaulCore
 /// (`--demo`), whose events end only with the screen.
 package struct ServiceLink: Sendable {
     /// What the service's event stream brings, in order.
-    package enum Feed: Sendable, Equatable {
-        case events([ManagerEvent])
-        /// The snapshot is whole: the events so far are what the service holds; the rest happen now.
-        case live
-    }
+    package typealias Feed = EventFeed
 
     /// The service's events from the start: the snapshot, `.live` at its end, then each as it happens. Ends
     /// when the service goes (stopped, crashed, not reachable).

@@ -41,6 +41,9 @@ struct AppState: Sendable, Equatable {
     var files = FilesPane()
     /// Time the elapsed clock has counted (it runs while any download is active).
     var elapsedSeconds = 0
+    /// The screen's time: a second more at each tick of the clock. The rows' records are told their events
+    /// came at it, and show their speed as of it.
+    var now = Moment.origin
     /// Whether the clock task should be running.
     var clockRunning = false
     var overlay: Overlay?
@@ -136,33 +139,44 @@ struct AppState: Sendable, Equatable {
     }
 }
 
-/// One download as the screen knows it, from the manager's events.
+/// One download as the screen knows it: its record (`DownloadRecord`, reached through as the row's own
+/// fields: `row.state`), changed only by the record's `apply`, and what only the screen keeps beside it.
+@dynamicMemberLookup
 struct DownloadRow: Sendable, Equatable {
-    var id: DownloadID
-    var url: String
-    var name: String
-    var state: DownloadState = .queued
-    /// Where the file goes (without `.part`), once the server has answered.
-    var path: String?
-    var completed: Int64 = 0
-    var total: Int64?
+    var record: DownloadRecord
+    /// Its speed as shown: the record's `speed(at:)` at the screen's time, taken again at each of its events and
+    /// each tick of the clock (after `DownloadRecord.quietAfter` without bytes it shows 0).
     var bytesPerSecond: Double = 0
-    /// Ticks of the clock since its last bytes: after `quietTicksToZero` of them its speed is shown as 0
-    /// (nothing comes: a stall, or the silence after a rate cap's burst), not the last one measured.
-    var quietTicks = 0
-    static let quietTicksToZero = 2
-    /// Its own rate cap (`.limited` facts; `+`/`-` in its details change it); nil = none.
-    var limit: Int64?
     /// Seconds of the elapsed clock this screen saw it queued or running (0 for one that was done already).
     var secondsWatched = 0
-    /// The last thing that happened to it without stopping it (a retry, a refused resume, a saved preview).
-    var lastFact: DownloadFact?
     /// Where a cancelled JPEG's `STEM.partial.EXT` preview is, once the engine saved one.
     var previewPath: String?
     /// Its picture's size and how much of it decodes, once its details asked (a JPEG's).
     var picture: String?
-    /// While the engine waits to retry; cleared by the next progress.
-    var retrying: Retry?
+    /// The stop the user asked for and the manager has not confirmed yet.
+    var pendingStop: DownloadState?
+
+    init(_ record: DownloadRecord) {
+        self.record = record
+    }
+
+    init(id: DownloadID, url: String, name: String) {
+        self.init(DownloadRecord(id: id, url: url, name: name))
+    }
+
+    subscript<T>(dynamicMember path: WritableKeyPath<DownloadRecord, T>) -> T {
+        get { record[keyPath: path] }
+        set { record[keyPath: path] = newValue }
+    }
+
+    /// The last thing that happened to it without stopping it (a retry, a refused resume, a saved preview).
+    var lastFact: DownloadFact? { record.fact }
+
+    /// While the engine waits to retry: which attempt, and why; nil once the next attempt brings bytes.
+    var retrying: Retry? {
+        guard record.waitingToRetry, case .retrying(let attempt, let of, _, _, let reason)? = record.fact else { return nil }
+        return Retry(attempt: attempt, of: of, reason: reason.message)
+    }
 
     /// A retry the engine waits to make.
     struct Retry: Sendable, Equatable {
@@ -170,10 +184,6 @@ struct DownloadRow: Sendable, Equatable {
         var of: Int
         var reason: String
     }
-    /// The stop the user asked for and the manager has not confirmed yet.
-    var pendingStop: DownloadState?
-    /// Seconds the download took, once done.
-    var seconds: Double?
 
     /// Queued or running, and not being stopped. `DownloadState.isFinished` spelled out here: asked of every
     /// row at each manager event (`AppState.hasRunningDownloads`), that call into another module made the
@@ -181,7 +191,7 @@ struct DownloadRow: Sendable, Equatable {
     /// CPU over 2000 small downloads. The switch is exhaustive: a new state has to be placed here too.
     var isRunning: Bool {
         if case .some = pendingStop { return false }
-        switch state {
+        switch record.state {
         case .queued, .connecting, .downloading: return true
         case .paused, .done, .failed, .cancelled: return false
         }
@@ -189,17 +199,17 @@ struct DownloadRow: Sendable, Equatable {
 
     /// 0...1 when the size is known.
     var fraction: Double? {
-        guard let total, total > 0 else { return state == .done ? 1 : nil }
-        return min(1, max(0, Double(completed) / Double(total)))
+        guard let total = record.total, total > 0 else { return record.state == .done ? 1 : nil }
+        return min(1, max(0, Double(record.completed) / Double(total)))
     }
 
     /// Seconds left at the current speed.
     var secondsLeft: Double? {
-        guard state == .downloading, let total, bytesPerSecond > 0 else { return nil }
-        return Double(max(0, total - completed)) / bytesPerSecond
+        guard record.state == .downloading, let total = record.total, bytesPerSecond > 0 else { return nil }
+        return Double(max(0, total - record.completed)) / bytesPerSecond
     }
 
-    var isPicture: Bool { DownloadContext.isPartialCapable(name: name) }
+    var isPicture: Bool { DownloadContext.isPartialCapable(name: record.name) }
 }
 
 /// The server browser: `/files/list` and `/files/status` of `--server` (or the demo server).

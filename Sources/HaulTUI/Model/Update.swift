@@ -39,10 +39,10 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         if case .picture(let path)? = state.overlay { effects = [.showPicture(path: path)] } else { effects = [] }
     case .tick:
         if state.clockRunning { state.elapsedSeconds += 1 }
+        state.now = state.now + .seconds(1)
         for index in state.rows.indices where state.rows[index].isRunning {
             state.rows[index].secondsWatched += 1
-            state.rows[index].quietTicks += 1
-            if state.rows[index].quietTicks >= DownloadRow.quietTicksToZero { state.rows[index].bytesPerSecond = 0 }
+            state.rows[index].bytesPerSecond = state.rows[index].record.speed(at: state.now)
         }
         // A live picture is decoded again once a second, from what the part holds by now; so is the
         // description in a running JPEG's details.
@@ -61,6 +61,7 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
     case .manager(let event) where state.resync != nil:
         // The snapshot after connecting again: gathered aside, shown once whole (`.live`).
         var gathering = AppState(size: state.size)
+        gathering.now = state.now
         gathering.rows = state.resync ?? []
         state.resync = nil
         apply(event, to: &gathering)
@@ -206,12 +207,12 @@ private func nextAttempt(_ state: inout AppState) -> Effect {
 
 private func apply(_ event: ManagerEvent, to state: inout AppState) {
     switch event {
-    case .added(let id, let url, let file):
+    case .added:
         // Once per id: a screen that attaches while its own URLs are being added can get a download's
         // `added` both in the service's snapshot and live (the service inserts it, then hands it to the
         // manager, which tells it).
-        guard state.index(of: id) == nil else { return }
-        state.rows.append(DownloadRow(id: id, url: url, name: file))
+        guard let record = DownloadRecord(event), state.index(of: record.id) == nil else { return }
+        state.rows.append(DownloadRow(record))
     case .removed(let id):
         guard let index = state.index(of: id) else { return }
         state.rows.remove(at: index)
@@ -219,69 +220,24 @@ private func apply(_ event: ManagerEvent, to state: inout AppState) {
         if index < state.selection || state.selection >= state.rows.count {
             state.selection = max(0, state.selection - 1)
         }
-    default:
-        guard let id = event.downloadID, let index = state.index(of: id) else { return }
-        apply(event, to: &state.rows[index])
+    case .state, .started, .progress, .fact, .finished:
+        guard let index = state.index(of: event.downloadID) else { return }
+        apply(event, to: &state.rows[index], at: state.now)
     }
 }
 
-private func apply(_ event: ManagerEvent, to row: inout DownloadRow) {
+/// The record's rules (`DownloadRecord.apply`), then what only the screen keeps.
+private func apply(_ event: ManagerEvent, to row: inout DownloadRow, at now: Moment) {
+    row.record.apply(event, at: now)
+    row.bytesPerSecond = row.record.speed(at: now)
     switch event {
     case .state(_, let newState):
-        row.state = newState
-        if newState.isFinished {
-            row.pendingStop = nil
-            row.bytesPerSecond = 0
-            row.retrying = nil
-        }
-        if newState == .queued || newState == .connecting {
-            row.previewPath = nil
-        }
-    case .started(_, let file, let path, let total, _):
-        row.name = file
-        row.path = path
-        row.total = total
-        row.completed = 0
-    case .progress(_, let progress):
-        row.retrying = nil
-        row.completed = progress.completed
-        if let total = progress.total { row.total = total }
-        row.bytesPerSecond = progress.bytesPerSecond
-        row.quietTicks = 0
-    case .fact(_, .limited(let rate)):
-        row.limit = rate
-    case .fact(_, let fact):
-        row.lastFact = fact
-        switch fact {
-        case .retrying(let attempt, let of, _, let resumeAt, let reason):
-            row.retrying = DownloadRow.Retry(attempt: attempt, of: of, reason: reason.message)
-            // What the part keeps, which an attempt that failed before its first progress never showed.
-            row.completed = Swift.max(row.completed, resumeAt)
-        case .previewSaved(let path):
-            row.previewPath = path
-        default:
-            break
-        }
-    case .finished(_, let result, let seconds):
-        row.name = result.file
-        row.path = result.path
-        // `bytes` are this run's; a resumed file is bigger than that.
-        row.completed = row.total ?? Swift.max(row.completed, result.bytes)
-        row.total = row.completed
-        row.bytesPerSecond = 0
-        row.seconds = seconds
-    case .added, .removed:
+        if newState.isFinished { row.pendingStop = nil }
+        if newState == .queued || newState == .connecting { row.previewPath = nil }
+    case .fact(_, .previewSaved(let path)):
+        row.previewPath = path
+    default:
         break
-    }
-}
-
-extension ManagerEvent {
-    var downloadID: DownloadID? {
-        switch self {
-        case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
-            .fact(let id, _), .finished(let id, _, _), .removed(let id):
-            id
-        }
     }
 }
 

@@ -55,8 +55,8 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// One line, lower case, no trailing period: "connection refused", "server answered 404 Not Found".
     package var message: String
     /// For HTTP answers that ended the download, the status code; for `Retry-After`, the delay asked for.
-    var httpStatus: Int?
-    var retryAfter: Duration?
+    package var httpStatus: Int?
+    package var retryAfter: Duration?
     /// What went wrong, as data (`FailureReason`); nil when nothing finer than the category is known. An
     /// HTTP status given to `init` is the reason unless another is.
     package var reason: FailureReason?
@@ -98,14 +98,14 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
     /// How the transfer engine ends a transfer whose receive buffer is far off its new rate cap, when its
     /// reader has said it can go on from where the transfer stopped (`Transfer.refitsToCap`): the reader asks
     /// for the rest at once, neither a failure nor a retry.
-    static let refit: HaulError = {
+    package static let refit: HaulError = {
         var error = HaulError(.network, "ended to go on with a buffer fitted to a new rate cap")
         error.refitted = true
         return error
     }()
 
     /// Whether this is `refit`.
-    var isRefit: Bool { refitted == true }
+    package var isRefit: Bool { refitted == true }
 
     /// Wraps any error as a `HaulError`; cancellation becomes `.cancelled`.
     package static func from(_ error: any Error) -> HaulError {
@@ -119,7 +119,7 @@ package struct HaulError: Error, Sendable, Equatable, Codable, CustomStringConve
 
 /// Combines the outcomes of all downloads into the process exit code: 0 when all succeeded; otherwise the
 /// lowest non-zero code other than 1, and 1 only when nothing more specific happened.
-func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
+package func aggregateExitCode<S: Sequence>(_ codes: S) -> Int32 where S.Element == Int32 {
     let failures = codes.filter { $0 != 0 }
     if failures.isEmpty { return 0 }
     return failures.filter { $0 != 1 }.min() ?? 1

@@ -36,7 +36,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     case limited(bytesPerSecond: Int64?)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
-    var kind: String {
+    package var kind: String {
         switch self {
         case .retrying: "retrying"
         case .resumeRefused: "resume-refused"
@@ -91,7 +91,7 @@ package enum PartDistrust: String, Sendable, Equatable, Codable {
     case otherHardLinks = "other-hard-links"
 
     /// "is a symbolic link", to follow a file name.
-    var phrase: String {
+    package var phrase: String {
         switch self {
         case .symbolicLink: "is a symbolic link"
         case .notRegularFile: "is not a regular file"

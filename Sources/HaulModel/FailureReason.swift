@@ -35,7 +35,7 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     case checksumMismatch
 
     /// Every reason, one of each kind (an HTTP status stands for all of them).
-    static let examples: [FailureReason] = [
+    package static let examples: [FailureReason] = [
         .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
         .connectionLost, .tls, .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
     ]
@@ -69,7 +69,7 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     }
 
     /// The reason a failed system call's `errno` gives, for the ones anything tells apart; nil for others.
-    init?(errno code: Int32) {
+    package init?(errno code: Int32) {
         switch code {
         case ENOSPC: self = .diskFull
         case EACCES, EPERM: self = .permissionDenied

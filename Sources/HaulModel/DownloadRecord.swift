@@ -1,0 +1,128 @@
+/// What is known of one download, from its events: the one place they are applied. The service's roster, the
+/// rows of its store, the screen's rows and the line front ends' tally each hold one (beside what only they
+/// keep) and change it only through `apply(_:at:)`, so that a rule about what an event means is written once.
+package struct DownloadRecord: Sendable, Equatable {
+    package var id: DownloadID
+    /// Its password masked.
+    package var url: String
+    /// The file's name: the planned one until the server has answered, then the one it has.
+    package var name: String
+    /// Where the file goes (without `.part`), once the server has answered.
+    package var path: String?
+    /// The part's identity (`started`), while it downloads.
+    package var part: String?
+    package var state: DownloadState = .queued
+    /// Bytes of the file on disk (with those there before a resume).
+    package var completed: Int64 = 0
+    /// The file's size, once known.
+    package var total: Int64?
+    /// The last receive rate measured, bytes per second, and when (`speed(at:)` is what to show).
+    package var rate: Double = 0
+    package var rateAt: Moment?
+    /// Its own rate cap (the `.limited` facts, kept apart from the last fact); nil for none.
+    package var limit: Int64?
+    /// The last thing that happened to it without stopping it, other than a change of its cap.
+    package var fact: DownloadFact?
+    /// A transient failure ended an attempt and the next has not brought bytes yet (`fact` says which).
+    package var waitingToRetry = false
+    /// Seconds its last run took, once done.
+    package var seconds: Double?
+
+    /// How long a download that receives nothing shows its last rate (a stall, or the silence after a rate
+    /// cap's burst, showed the last rate for half a minute): then its speed is 0.
+    package static let quietAfter: Duration = .seconds(2)
+
+    package init(id: DownloadID, url: String, name: String, state: DownloadState = .queued) {
+        self.id = id
+        self.url = url
+        self.name = name
+        self.state = state
+    }
+
+    /// A new download's record, from its `added` event; nil for any other event.
+    package init?(_ event: ManagerEvent) {
+        guard case .added(let id, let url, let file) = event else { return nil }
+        self.init(id: id, url: url, name: file)
+    }
+
+    /// Applies what `event` says of this download, which came at `now`. `added` and `removed` are its holder's
+    /// to act on (it makes or drops the record) and change nothing here; so does an event of another download.
+    package mutating func apply(_ event: ManagerEvent, at now: Moment) {
+        switch event {
+        case .state(let id, let state):
+            guard id == self.id else { return }
+            self.state = state
+            if state.isFinished || state == .queued || state == .connecting {
+                rate = 0
+                rateAt = nil
+                waitingToRetry = false
+            }
+            // A new run: the last one's time no longer holds.
+            if state == .queued || state == .connecting { seconds = nil }
+        case .started(let id, let file, let path, let total, let part):
+            guard id == self.id else { return }
+            name = file
+            self.path = path
+            self.total = total
+            self.part = part
+        case .progress(let id, let progress):
+            guard id == self.id else { return }
+            completed = progress.completed
+            if let total = progress.total { self.total = total }
+            rate = progress.bytesPerSecond
+            rateAt = now
+            waitingToRetry = false
+        case .fact(let id, .limited(let cap)):
+            guard id == self.id else { return }
+            limit = cap
+        case .fact(let id, let fact):
+            guard id == self.id else { return }
+            self.fact = fact
+            if case .retrying(_, _, _, let resumeAt, _) = fact {
+                // What the part keeps, which an attempt that failed before its first progress never showed.
+                completed = Swift.max(completed, resumeAt)
+                waitingToRetry = true
+            }
+        case .finished(let id, let result, let seconds):
+            guard id == self.id else { return }
+            name = result.file
+            path = result.path
+            part = nil
+            // `bytes` are this run's; a resumed file is bigger than that: its known size, or at least what was on
+            // disk already.
+            completed = total ?? Swift.max(completed, result.bytes)
+            total = completed
+            rate = 0
+            rateAt = nil
+            waitingToRetry = false
+            self.seconds = seconds
+        case .added, .removed:
+            break
+        }
+    }
+
+    /// Its speed at `now`: the last rate measured while it downloads, 0 once nothing has come for `quietAfter`.
+    package func speed(at now: Moment) -> Double {
+        guard state == .downloading, let rateAt, rateAt.duration(to: now) < Self.quietAfter else { return 0 }
+        return rate
+    }
+
+    /// The events that bring a new reader's record to this one (a client attaching to the service): applied in
+    /// order to `DownloadRecord(.added...)`, they give this record (its rate's moment aside).
+    package var replay: [ManagerEvent] {
+        var events: [ManagerEvent] = [.added(id: id, url: url, file: name)]
+        if let path { events.append(.started(id: id, file: name, path: path, total: total, part: part)) }
+        if completed > 0 || rate > 0 {
+            events.append(.progress(id: id, DownloadProgress(completed: completed, batchBytes: 0, total: total,
+                                                             bytesPerSecond: rate)))
+        }
+        if let fact { events.append(.fact(id: id, fact)) }
+        if let limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
+        if state == .done, let path {
+            events.append(.finished(id: id, DownloadResult(file: name, path: path, bytes: completed, skipped: false),
+                                    seconds: seconds ?? 0))
+        }
+        if state != .queued { events.append(.state(id: id, state)) }
+        return events
+    }
+}
