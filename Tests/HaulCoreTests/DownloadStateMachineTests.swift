@@ -365,6 +365,24 @@ import TestSupport
         #expect(machine.bodyEnded(at: 10_000, elapsed: .zero, resume: nil) == .finish(received: 9000, announce: nil))
     }
 
+    /// Between attempts nothing of the failed one is left (its base, its bytes): a failure there, before the
+    /// retry begins, counts no byte of the attempt before a second time.
+    @Test func aFailureBetweenAttemptsCountsTheAttemptBeforeOnce() throws {
+        var machine = machine()
+        _ = machine.begin(resume: nil)
+        let reset = HaulError(.network, "connection reset")
+        let kept = state([ByteRange(0, 4000)])
+        for failure in 1...2 {
+            guard case .retry = machine.failed(reset, cancelled: false, resume: kept) else {
+                Issue.record("failure \(failure) is retried")
+                return
+            }
+        }
+        #expect(machine.begin(resume: kept) == .request(ask(4000, ifRange: "\"v1\"")))
+        _ = try machine.headArrived(head(206, [("Content-Range", "bytes 4000-9999/10000"), ("ETag", "\"v1\"")]))
+        #expect(machine.bodyEnded(at: 10_000, elapsed: .zero, resume: nil) == .finish(received: 10_000, announce: nil))
+    }
+
     @Test func retryAfterIsTheDelay() {
         var machine = machine()
         _ = machine.begin(resume: nil)

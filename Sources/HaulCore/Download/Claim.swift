@@ -51,7 +51,9 @@ struct Claim {
     /// `continuing`: this download held `name`'s `.part` a moment ago (a resume or retry right after a
     /// stop). Its lock can outlive the close by a moment when another thread of this process forked then (a
     /// hook, a helper): the child holds a copy of the descriptor until it execs. So a busy `name` is then
-    /// waited for (about a second at most, without the namespace lock) before it is passed over.
+    /// waited for (about a second at most, without the namespace lock) before it is passed over. The wait is
+    /// real time, not the downloader's clock: what it waits for is another process (a child's exec), which a
+    /// test's manual clock would never move on; a test gives `wait` instead.
     static func take(_ name: String, in directory: OutputDirectory, policy: ExistingFilePolicy, url: String,
                      resume: Bool, remoteTime: Bool = true, continuing: Bool = false,
                      wait: (_ milliseconds: UInt32) -> Void = { milliseconds in

@@ -89,16 +89,46 @@ struct DownloadStateMachine {
         var ranged: Bool
     }
 
-    private enum Phase {
+    /// What holds in every state: the download's own, kept across attempts.
+    private struct Run {
+        /// The claim's file name, as the executor reported it.
+        var name: String
+        var failures = 0
+        /// The name and size last announced with `.started` (nil: nothing announced of this part yet).
+        var announced: (name: String, total: Int64?)?
+        /// Bytes the run's earlier attempts added to the part (kept for this one to resume from): the result
+        /// counts every byte of this run, as its time does.
+        var earlier: Int64 = 0
+
+        var partName: String { name + ".part" }
+    }
+
+    /// What one attempt has learned, from `begin` to its end: connections wanted (1 after a fallback), whether
+    /// the server may still name the file, and bytes of earlier bodies the result counts (a probe's, when the
+    /// rest comes over one connection).
+    private struct Attempt {
+        var segments: Int
+        /// A segment's range was refused this attempt: the rest comes over one connection from the prefix on.
+        var rangesRefused = false
+        var renamable: Bool
+        var carried: Int64
+        /// The bytes the part held, by its resume state, when this attempt began.
+        var base: Int64
+    }
+
+    /// Where the download stands. Every state carries the run; those within an attempt carry the attempt
+    /// too, so that nothing an attempt learned outlives it (a retry begins with none of it).
+    private enum State {
         /// Between attempts, or before the first.
-        case idle
-        case asked(Asked)
+        case idle(Run)
+        case asked(Run, Attempt, Asked)
         /// The answer to `asked` names another file; its body waits for the claim to move.
-        case moving(Asked, ResponseHead)
-        case streaming(Streaming)
+        case moving(Run, Attempt, Asked, ResponseHead)
+        case streaming(Run, Attempt, Streaming)
         /// The segments are fetching the `rest` bytes that were missing.
-        case segmenting(rest: Int64)
-        case done
+        case segmenting(Run, Attempt, rest: Int64)
+        /// The part is whole: the executor syncs, verifies and names it (a failure there still ends the attempt).
+        case finishing(Run, Attempt)
     }
 
     private let url: String
@@ -107,24 +137,7 @@ struct DownloadStateMachine {
     private let renamableByJob: Bool
     private let retryPolicy: RetryPolicy
 
-    private var phase = Phase.idle
-    /// The claim's file name, as the executor reported it.
-    private(set) var name: String
-    private var failures = 0
-    /// The name and size last announced with `.started`.
-    private var announced: (name: String, total: Int64?)?
-    /// This attempt: connections wanted (1 after a fallback), whether the server may still name the file,
-    /// and bytes of earlier bodies the result counts (a probe's, when the rest comes over one connection).
-    private var segments: Int
-    /// A segment's range was refused this attempt: the rest comes over one connection from the prefix on.
-    private var rangesRefused = false
-    private var renamable: Bool
-    private var carried: Int64 = 0
-    /// Bytes the run's earlier attempts added to the part (kept for this one to resume from): the result counts
-    /// every byte of this run, as its time does.
-    private var earlier: Int64 = 0
-    /// The bytes the part held, by its resume state, when this attempt began.
-    private var attemptBase: Int64 = 0
+    private var state: State
 
     /// - Parameters:
     ///   - name: the file name the download claimed first.
@@ -134,140 +147,177 @@ struct DownloadStateMachine {
         retries = job.retries
         renamableByJob = job.outputName == nil
         self.retryPolicy = retryPolicy
-        self.name = name
-        segments = connections
-        renamable = renamableByJob
+        state = .idle(Run(name: name))
     }
 
-    private var partName: String { name + ".part" }
+    /// The claim's file name, as the executor reported it.
+    var name: String { run.name }
+
+    private var run: Run {
+        switch state {
+        case .idle(let run), .asked(let run, _, _), .moving(let run, _, _, _), .streaming(let run, _, _),
+             .segmenting(let run, _, _), .finishing(let run, _):
+            run
+        }
+    }
+
+    /// The attempt under way; nil between attempts.
+    private var ongoing: Attempt? {
+        switch state {
+        case .idle: nil
+        case .asked(_, let attempt, _), .moving(_, let attempt, _, _), .streaming(_, let attempt, _),
+             .segmenting(_, let attempt, _), .finishing(_, let attempt):
+            attempt
+        }
+    }
+
+    /// A new attempt, from the part's resume state `resume`: the job's connections and naming again.
+    private func newAttempt(from resume: ResumeState?, after run: Run) -> Attempt {
+        Attempt(segments: connections, renamable: renamableByJob, carried: run.earlier,
+                base: resume?.completedBytes ?? 0)
+    }
 
     // MARK: facts in
 
     /// An attempt starts (the first, or a retry after its wait) from the claim's resume state.
     mutating func begin(resume: ResumeState?) -> Action {
-        segments = connections
-        rangesRefused = false
-        renamable = renamableByJob
-        carried = earlier
-        attemptBase = resume?.completedBytes ?? 0
-        return requestContinuing(resume)
+        let run = self.run
+        return requestContinuing(resume, run, newAttempt(from: resume, after: run))
     }
 
     /// The answer's status and headers arrived. Throws when the answer ends the attempt (an error status,
     /// a body that belongs nowhere).
     mutating func headArrived(_ head: ResponseHead) throws(HaulError) -> Action {
-        guard case .asked(let asked) = phase else { preconditionFailure("a head arrived with no request out") }
+        guard case .asked(let run, var attempt, let asked) = state else {
+            preconditionFailure("a head arrived with no request out")
+        }
         if head.status == 416 && asked.offset > 0 {
             // Nothing left to send: the part is already whole, if the size the server states is what is on disk.
             let resume = asked.resume
             if let size = head.unsatisfiedRangeTotal, size == asked.offset, resume?.total.map({ $0 == size }) ?? true,
                 head[.eTag].map({ $0 == resume?.etag }) ?? true
             {
-                phase = .done
-                return .finish(received: carried, announce: announced == nil ? size : nil)
+                state = .finishing(run, attempt)
+                return .finish(received: attempt.carried, announce: run.announced == nil ? size : nil)
             }
-            return .restart(why: .resumeRefused(part: partName, reason: .refusedAt(offset: asked.offset)),
-                            startingOver())
+            return .restart(why: .resumeRefused(part: run.partName, reason: .refusedAt(offset: asked.offset)),
+                            startingOver(run, &attempt))
         }
         try HTTPStatus.check(head)
         // The server may name the file differently from the URL: move the claim before writing anything.
-        if renamable, let suggested = head[.contentDisposition].flatMap(FileNaming.filename(fromContentDisposition:)) {
+        if attempt.renamable,
+            let suggested = head[.contentDisposition].flatMap(FileNaming.filename(fromContentDisposition:))
+        {
             let named = FileNaming.sanitize(suggested)
-            if named != name && named != Self.baseOf(name) {
-                phase = .moving(asked, head)
+            if named != run.name && named != Self.baseOf(run.name) {
+                state = .moving(run, attempt, asked, head)
                 return .move(to: named)
             }
         }
-        return try place(head, asked: asked, resume: asked.resume)
+        return try place(head, asked: asked, resume: asked.resume, run, attempt)
     }
 
     /// The claim moved to `name` (the server's, or the next free one), whose resume state is `resume`. A
     /// part to resume there is asked for anew; otherwise the answer's body goes into the new part.
     mutating func claimMoved(to name: String, resume: ResumeState?) throws(HaulError) -> Action {
-        guard case .moving(let asked, let head) = phase else { preconditionFailure("moved without a move") }
-        self.name = name
-        announced = nil  // a new part: nothing said about it yet
-        renamable = false
-        if resume != nil { return requestContinuing(resume) }
-        return try place(head, asked: asked, resume: nil)
+        guard case .moving(var run, var attempt, let asked, let head) = state else {
+            preconditionFailure("moved without a move")
+        }
+        run.name = name
+        run.announced = nil  // a new part: nothing said about it yet
+        attempt.renamable = false
+        // Kept even when the answer's body belongs nowhere: the attempt fails at the new name.
+        state = .moving(run, attempt, asked, head)
+        if resume != nil { return requestContinuing(resume, run, attempt) }
+        return try place(head, asked: asked, resume: nil, run, attempt)
     }
 
     /// A body ended whole at byte `written` after `elapsed`; `resume` now records it.
     mutating func bodyEnded(at written: Int64, elapsed: Duration, resume: ResumeState?) -> Action {
-        guard case .streaming(let body) = phase else { preconditionFailure("a body ended that was not streaming") }
+        guard case .streaming(let run, var attempt, let body) = state else {
+            preconditionFailure("a body ended that was not streaming")
+        }
         let received = written - body.start
         // A probe whose answer did not split (a size the server will not tell): go on over one connection.
         guard body.probing, body.ranged, written < (body.total ?? .max) else {
-            phase = .done
-            return .finish(received: carried + received, announce: nil)
+            state = .finishing(run, attempt)
+            return .finish(received: attempt.carried + received, announce: nil)
         }
-        segments = 1
-        carried += received
-        return requestContinuing(resume)
+        attempt.segments = 1
+        attempt.carried += received
+        return requestContinuing(resume, run, attempt)
     }
 
     /// Every missing byte came over the segments.
     mutating func segmentsEnded() -> Action {
-        guard case .segmenting(let rest) = phase else { preconditionFailure("not segmenting") }
-        phase = .done
-        return .finish(received: carried + rest, announce: nil)
+        guard case .segmenting(let run, let attempt, let rest) = state else { preconditionFailure("not segmenting") }
+        state = .finishing(run, attempt)
+        return .finish(received: attempt.carried + rest, announce: nil)
     }
 
     /// A segment's Range request was answered with `status` (a server that advertises ranges but ignores
     /// them): the rest comes over one connection, from `resume`.
     mutating func segmentRefused(status: Int, resume: ResumeState?) -> Action {
-        guard case .segmenting = phase else { preconditionFailure("not segmenting") }
-        segments = 1
-        rangesRefused = true
+        guard case .segmenting(let run, var attempt, _) = state else { preconditionFailure("not segmenting") }
+        attempt.segments = 1
+        attempt.rangesRefused = true
         return .oneConnection(why: .oneConnection(reason: .segmentRefused(status: status)),
-                              then: requestContinuing(resume))
+                              then: requestContinuing(resume, run, attempt))
     }
 
     /// The attempt failed with `error` (`cancelled`: its task was cancelled); `resume` is what it kept.
     mutating func failed(_ error: HaulError, cancelled: Bool, resume: ResumeState?) -> Action {
-        phase = .idle
+        var run = self.run
+        // Between attempts (the wait before a retry) there is no attempt to fail: one that adds nothing
+        // stands for it, so that the bytes of the attempt before are not counted twice.
+        var attempt = ongoing ?? newAttempt(from: resume, after: run)
+        state = .idle(run)
         if cancelled || error.category == .cancelled { return .cancelled }
         // Ended by the engine to fit a new rate cap: the rest at once, neither counted nor told.
         if error.isRefit {
             let done = resume?.completedBytes ?? 0
-            carried += Swift.max(0, done - attemptBase)
-            attemptBase = done
-            return requestContinuing(resume)
+            attempt.carried += Swift.max(0, done - attempt.base)
+            attempt.base = done
+            return requestContinuing(resume, run, attempt)
         }
-        guard retryPolicy.isTransient(error), failures < retries else { return .fail(error) }
-        failures += 1
-        earlier += Swift.max(0, (resume?.completedBytes ?? 0) - attemptBase)
-        let delay = retryPolicy.delay(afterFailure: failures, retryAfter: error.retryAfter)
-        return .retry(after: delay, .retrying(attempt: failures, of: retries, delaySeconds: delay.seconds,
+        guard retryPolicy.isTransient(error), run.failures < retries else { return .fail(error) }
+        run.failures += 1
+        run.earlier += Swift.max(0, (resume?.completedBytes ?? 0) - attempt.base)
+        state = .idle(run)
+        let delay = retryPolicy.delay(afterFailure: run.failures, retryAfter: error.retryAfter)
+        return .retry(after: delay, .retrying(attempt: run.failures, of: retries, delaySeconds: delay.seconds,
                                               resumeAt: resume?.contiguousPrefix ?? 0, reason: error))
     }
 
     /// The request for the whole file, the part's bytes given up: none of them is this attempt's base any more.
-    private mutating func startingOver() -> Request {
-        attemptBase = 0
-        return request(from: nil)
+    private mutating func startingOver(_ run: Run, _ attempt: inout Attempt) -> Request {
+        attempt.base = 0
+        return request(from: nil, run, attempt)
     }
 
     // MARK: decisions
 
     /// The request that continues the part from `resume`, or starts over when it cannot be trusted.
-    private mutating func requestContinuing(_ resume: ResumeState?) -> Action {
+    private mutating func requestContinuing(_ resume: ResumeState?, _ run: Run, _ attempt: Attempt) -> Action {
+        var attempt = attempt
         if let resume, resume.validator == nil, !resume.completed.isEmpty {
             // Nothing to send in If-Range: a resumed range could splice two versions of the file.
-            return .restart(why: .resumeRefused(part: partName, reason: .noValidators), startingOver())
+            return .restart(why: .resumeRefused(part: run.partName, reason: .noValidators),
+                            startingOver(run, &attempt))
         }
-        return .request(request(from: resume))
+        return .request(request(from: resume, run, attempt))
     }
 
     /// Asks for the bytes after `resume`'s prefix. Segmented: the first request asks for one small range only,
     /// so learning the size and whether ranges work costs no bytes thrown away; once its answer's head says
     /// so, the other connections start at once on exact ranges while this one fetches its range.
-    private mutating func request(from resume: ResumeState?) -> Request {
+    private mutating func request(from resume: ResumeState?, _ run: Run, _ attempt: Attempt) -> Request {
         let offset = resume?.contiguousPrefix ?? 0
         // Over one connection too when the part holds ranges past its first hole (a crash of -s N, or a
         // block `haul verify` found bad): the holes are fetched one after the other, not everything after
         // the first.
-        let probing = segments > 1 || (!rangesRefused && resume?.completed.contains { $0.start > offset } ?? false)
+        let probing = attempt.segments > 1
+            || (!attempt.rangesRefused && resume?.completed.contains { $0.start > offset } ?? false)
         var request = Request()
         if probing {
             // Up to the next range the part already holds (after a crash, other connections' ranges lie
@@ -279,12 +329,15 @@ struct DownloadStateMachine {
             request.range = AskedRange(first: offset, last: nil)
             request.ifRange = validator
         }
-        phase = .asked(Asked(request: request, offset: offset, probing: probing, resume: resume))
+        state = .asked(run, attempt, Asked(request: request, offset: offset, probing: probing, resume: resume))
         return request
     }
 
     /// Where the body of a 2xx answer goes; throws when it belongs nowhere (`ResponseCheck`).
-    private mutating func place(_ head: ResponseHead, asked: Asked, resume: ResumeState?) throws(HaulError) -> Action {
+    private mutating func place(_ head: ResponseHead, asked: Asked, resume: ResumeState?,
+                                _ run: Run, _ attempt: Attempt) throws(HaulError) -> Action {
+        var run = run
+        var attempt = attempt
         let placement = try ResponseCheck.placement(
             of: head, asked: asked.request.range.map { ($0.first, $0.last) },
             knownTotal: asked.offset > 0 ? resume?.total : nil)
@@ -295,38 +348,38 @@ struct DownloadStateMachine {
         {
             // The range comes from another version of the file (the server ignored If-Range), or from one it
             // does not name: the part's bytes may be another's, so the file is fetched whole.
-            return .restart(why: .resumeRefused(part: partName, reason: named ? .validatorsChanged : .noValidators),
-                            startingOver())
+            return .restart(why: .resumeRefused(part: run.partName, reason: named ? .validatorsChanged : .noValidators),
+                            startingOver(run, &attempt))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
         body.continuable = (placement.isRange || head[.acceptRanges]?.lowercased() == "bytes") && named
         if asked.offset > 0 && !placement.isRange {
-            body.refused = .resumeRefused(part: partName, reason: Self.refusal(head: head, state: resume))
-            attemptBase = 0
+            body.refused = .resumeRefused(part: run.partName, reason: Self.refusal(head: head, state: resume))
+            attempt.base = 0
         }
         if placement.start == 0 {
             body.fresh = ResumeState(url: url, etag: head[.eTag], lastModified: head[.lastModified],
                                      total: placement.total)
         }
         // Once per file: a second request for the same file (the rest after a probe) is not news.
-        if announced?.name != name || announced?.total != placement.total {
-            announced = (name, placement.total)
+        if run.announced?.name != run.name || run.announced?.total != placement.total {
+            run.announced = (run.name, placement.total)
             body.announce = true
         }
         if asked.probing && !placement.isRange && asked.offset == 0 {
             body.notice = .oneConnection(reason: .noRanges)
         }
         // Whatever this attempt asks for after a body, it asks for this file.
-        renamable = false
+        attempt.renamable = false
         if asked.probing, placement.isRange, let total = placement.total, let end = placement.end, end < total {
             // Ranges work and there is more than the probe: every connection starts now, this one with the
             // probe's range (waiting for the probe to end first costs its whole time on a slow connection).
             let kept = placement.start == 0 ? 0 : resume?.completedBytes ?? 0
-            phase = .segmenting(rest: total - kept)
+            state = .segmenting(run, attempt, rest: total - kept)
             return .segmented(first: body, total: total)
         }
-        phase = .streaming(Streaming(start: placement.start, total: placement.total, probing: asked.probing,
-                                     ranged: placement.isRange))
+        state = .streaming(run, attempt, Streaming(start: placement.start, total: placement.total,
+                                                   probing: asked.probing, ranged: placement.isRange))
         return .stream(body)
     }
 

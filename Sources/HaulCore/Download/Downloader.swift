@@ -102,35 +102,34 @@ package struct Downloader: Sendable {
         let taking = try Claim.take(guessed, in: directory, policy: job.existingFile, url: job.url,
                                     resume: job.resume, remoteTime: job.remoteTime,
                                     continuing: continuing && job.outputName != nil, notice: { events(.fact($0)) })
-        guard var claim = taking.claim
+        guard let claim = taking.claim
         else { return Self.nothingToFetch(taking, asked: guessed, in: directory, events: events) }
-        defer { claim.close() }
         if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
 
         // -s N: the other connections open while the probe asks for the size, not after its answer (see
         // `.request`). Not with --http2, whose segments take fresh connections.
-        var openAhead = job.segments > 1 && job.transfer.httpVersion != .http2
+        let openAhead = job.segments > 1 && job.transfer.httpVersion != .http2
         // A connection of its own: each of -s N's segments (so that a limit per connection limits each), and a
         // download that shares its host with no other (`alone`). Over HTTPS that is HTTP/1.1 unless --http2
         // is asked: one stream gains nothing from HTTP/2's multiplexing and pays for its framing (libcurl
         // hands over HTTP/2 data a frame at a time; 1 GiB over HTTPS took 1.39 s instead of 1.78 s).
         let ownConnection = job.segments > 1 || (alone && job.transfer.httpVersion == nil)
-        var machine = DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy)
-        var transfer: Transfer?
-        defer { transfer?.cancel() }
-        var next = machine.begin(resume: claim.state)
-        var transferEnded = transferEnded
+        var execution = Execution(job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
+                                  machine: DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy),
+                                  claim: consume claim, openAhead: openAhead, transferEnded: transferEnded)
+        defer {
+            execution.transfer?.cancel()
+            execution.claim.close()
+        }
+        var next = execution.machine.begin(resume: execution.claim.state)
         while true {
             let step: Step
             do {
-                step = try await perform(next, job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
-                                         claim: &claim, machine: &machine, transfer: &transfer,
-                                         openAhead: &openAhead, clock: clock, transferEnded: &transferEnded,
-                                         beforeNaming: beforeNaming, events: events)
+                step = try await perform(next, &execution, clock: clock, beforeNaming: beforeNaming, events: events)
             } catch {
-                transfer?.cancel()
-                transfer = nil
-                next = machine.failed(error, cancelled: Task.isCancelled, resume: claim.state)
+                execution.transfer?.cancel()
+                execution.transfer = nil
+                next = execution.machine.failed(error, cancelled: Task.isCancelled, resume: execution.claim.state)
                 continue
             }
             switch step {
@@ -157,85 +156,56 @@ package struct Downloader: Sendable {
         case end(Result<DownloadResult, HaulError>)
     }
 
+    /// What the executor carries from one action of the machine to the next, across requests and attempts:
+    /// the machine, the claim it is told about (the part, its resume state), the transfer in flight and the
+    /// two things done once (the connections opened ahead, the slot handed over); and, fixed for the
+    /// download, how its requests are made.
+    private struct Execution {
+        let job: DownloadJob
+        let ownConnection: Bool
+        /// -N: the existing file's mtime, asked about with If-Modified-Since.
+        let modifiedSince: String?
+        var machine: DownloadStateMachine
+        var claim: Claim
+        /// The transfer of the last request (nil before the first, and after a failure).
+        var transfer: Transfer? = nil
+        /// Whether the next request opens the connections its segments will take (once, with the probe).
+        var openAhead: Bool
+        /// The manager's hand-over of the slot (see `download`): nil once made for a body in memory (`receive`),
+        /// so that it is not asked for again before the fsync.
+        var transferEnded: (@Sendable () async -> Bool)?
+    }
+
     /// Carries out one action of the machine and reports to it what came of it. Throws what ends the attempt
     /// (the caller tells the machine, which retries or gives up).
     private func perform<C: Clock<Duration>>(
-        _ action: DownloadStateMachine.Action, job: DownloadJob, ownConnection: Bool, modifiedSince: String?,
-        claim: inout Claim, machine: inout DownloadStateMachine, transfer: inout Transfer?, openAhead: inout Bool,
-        clock: C, transferEnded: inout (@Sendable () async -> Bool)?, beforeNaming: (@Sendable () async -> Void)?,
-        events: (DownloadEvent) -> Void
+        _ action: DownloadStateMachine.Action, _ execution: inout Execution, clock: C,
+        beforeNaming: (@Sendable () async -> Void)?, events: (DownloadEvent) -> Void
     ) async throws(HaulError) -> Step {
+        let job = execution.job
         switch action {
         case .request(let asked):
-            var request = HTTPRequest(url: job.url, options: job.transfer)
-            request.headers = job.headers
-            // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so
-            // that a limit per connection limits each; the probe's is the first of them.
-            request.ownConnection = ownConnection
-            request.range = asked.range.map { ($0.first, $0.last) }
-            request.ifRange = asked.ifRange
-            // Only on a request for the whole file: a range of the part is never conditional on the date.
-            if let modifiedSince, asked.range == nil { request.headers.append("If-Modified-Since: \(modifiedSince)") }
-            transfer?.cancel()
-            // Once, with the probe (which goes first): the connections its segments will take.
-            let started = driver.start(request, clock: clock, openingAhead: openAhead ? job.segments - 1 : 0)
-            openAhead = false
-            transfer = started
-            let head: ResponseHead
-            do { head = try await started.head() } catch { throw HaulError.from(error) }
-            if head.status == 304, modifiedSince != nil, asked.range == nil {
-                // -N, and the server's copy is no newer: the file stays as it is.
-                started.cancel()
-                transfer = nil
-                claim.discardIfEmpty()
-                return .end(.success(DownloadResult(file: claim.name, path: claim.path, bytes: 0, skipped: true,
-                                                    notModified: true)))
-            }
-            // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
-            if (200..<300).contains(head.status) { claim.contentType = head[.contentType] }
-            return .next(try machine.headArrived(head))
+            return try await send(asked, &execution, clock: clock)
 
         case .restart(let why, let request):
             events(.fact(why))
-            claim.state = nil
+            execution.claim.state = nil
             return .next(.request(request))
 
         case .move(let name):
-            claim.release()
-            let taking = try Claim.take(name, in: claim.directory, policy: job.existingFile, url: job.url,
-                                        resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) })
-            guard let moved = taking.claim
-            else { return .end(.success(Self.nothingToFetch(taking, asked: name, in: claim.directory, events: events))) }
-            let contentType = claim.contentType
-            claim = moved
-            claim.contentType = contentType
-            if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
-            return .next(try machine.claimMoved(to: claim.name, resume: claim.state))
+            return try move(to: name, &execution, events: events)
 
         case .stream(let body):
-            guard let transfer else { preconditionFailure("a body to stream with no transfer") }
-            try prepare(body, job: job, claim: &claim, events: events)
-            // Its validators are in the resume state now, so a request for the rest gets this version or none.
-            transfer.refitsToCap = body.continuable && claim.state?.validator != nil
-            let inMemory = transfer.hasEndedWell
-            if inMemory, let ended = transferEnded, await ended() {
-                // The whole body is here, in memory (a small file, whose head waited for it): what is left is
-                // the disk's (the direct write, a device round trip; with a sync the fsyncs; the name), and the
-                // slot has gone to the next download. With --no-sync too: 1000 x 100 KiB, -j 8, 4% faster.
-                transferEnded = nil
-            }
-            let began = clock.now
-            let written = inMemory
-                ? try await write(transfer, body: body, into: &claim, clock: clock, events: events)
-                : try await stream(transfer.bytes, body: body, into: &claim, clock: clock, events: events)
-            return .next(machine.bodyEnded(at: written, elapsed: began.duration(to: clock.now), resume: claim.state))
+            return .next(try await receive(body, &execution, clock: clock, events: events))
 
         case .segmented(let first, let total):
-            guard let transfer, let end = first.end else { preconditionFailure("segments with no first range") }
-            try prepare(first, job: job, claim: &claim, events: events)
+            guard let transfer = execution.transfer, let end = first.end
+            else { preconditionFailure("segments with no first range") }
+            try prepare(first, job: job, claim: &execution.claim, events: events)
             if job.segments > 1 { events(.fact(.split(connections: job.segments))) }
             return .next(try await fetchSegmented(job, total: total, first: (transfer, ByteRange(first.start, end)),
-                                                  claim: &claim, machine: &machine, clock: clock, events: events))
+                                                  claim: &execution.claim, machine: &execution.machine, clock: clock,
+                                                  events: events))
 
         case .oneConnection(let why, let then):
             events(.fact(why))
@@ -247,27 +217,30 @@ package struct Downloader: Sendable {
                 try await clock.sleep(for: delay)
             } catch {
                 // Cancelled while waiting: ended as any cancel (an empty part goes, a JPEG's preview is saved).
-                return .next(machine.failed(HaulError(.cancelled, "cancelled"), cancelled: true, resume: claim.state))
+                return .next(execution.machine.failed(HaulError(.cancelled, "cancelled"), cancelled: true,
+                                                      resume: execution.claim.state))
             }
-            return .next(machine.begin(resume: claim.state))
+            return .next(execution.machine.begin(resume: execution.claim.state))
 
         case .finish(let received, let announce):
             if let total = announce {
+                let claim = execution.claim
                 events(.started(file: claim.name, path: claim.path, total: total, part: claim.part.identity))
             }
             // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
             // a sync the rest is a rename: not worth the hop.
-            if job.sync, let ended = transferEnded { _ = await ended() }
-            try makeWhole(&claim, job: job)
+            if job.sync, let ended = execution.transferEnded { _ = await ended() }
+            try makeWhole(&execution.claim, job: job)
             if let beforeNaming { await beforeNaming() }
-            return .end(.success(try name(&claim, job: job, received: received, events: events)))
+            return .end(.success(try name(&execution.claim, job: job, received: received, events: events)))
 
         case .fail(let error):
-            claim.discardIfEmpty()
+            execution.claim.discardIfEmpty()
             return .end(.failure(error))
 
         case .cancelled:
-            claim.discardIfEmpty()
+            execution.claim.discardIfEmpty()
+            let claim = execution.claim
             // A JPEG (by the task-local flag or its Content-Type) keeps what arrived as a preview.
             if job.partialPreview, let preview = try? PartialPreview.saveIfWanted(
                 part: claim.part, targetPath: claim.path,
@@ -277,6 +250,82 @@ package struct Downloader: Sendable {
             }
             return .end(.failure(HaulError(.cancelled, "cancelled")))
         }
+    }
+
+    /// `.request`: sends `asked` over a new transfer and tells the machine the answer's head.
+    private func send<C: Clock<Duration>>(_ asked: DownloadStateMachine.Request, _ execution: inout Execution,
+                                          clock: C) async throws(HaulError) -> Step {
+        let job = execution.job
+        let modifiedSince = execution.modifiedSince
+        var request = HTTPRequest(url: job.url, options: job.transfer)
+        request.headers = job.headers
+        // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so
+        // that a limit per connection limits each; the probe's is the first of them.
+        request.ownConnection = execution.ownConnection
+        request.range = asked.range.map { ($0.first, $0.last) }
+        request.ifRange = asked.ifRange
+        // Only on a request for the whole file: a range of the part is never conditional on the date.
+        if let modifiedSince, asked.range == nil { request.headers.append("If-Modified-Since: \(modifiedSince)") }
+        execution.transfer?.cancel()
+        // Once, with the probe (which goes first): the connections its segments will take.
+        let started = driver.start(request, clock: clock, openingAhead: execution.openAhead ? job.segments - 1 : 0)
+        execution.openAhead = false
+        execution.transfer = started
+        let head: ResponseHead
+        do { head = try await started.head() } catch { throw HaulError.from(error) }
+        if head.status == 304, modifiedSince != nil, asked.range == nil {
+            // -N, and the server's copy is no newer: the file stays as it is.
+            started.cancel()
+            execution.transfer = nil
+            execution.claim.discardIfEmpty()
+            let claim = execution.claim
+            return .end(.success(DownloadResult(file: claim.name, path: claim.path, bytes: 0, skipped: true,
+                                                notModified: true)))
+        }
+        // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
+        if (200..<300).contains(head.status) { execution.claim.contentType = head[.contentType] }
+        return .next(try execution.machine.headArrived(head))
+    }
+
+    /// `.move`: the claim moves to `name` (or the next free name), and the machine is told.
+    private func move(to name: String, _ execution: inout Execution,
+                      events: (DownloadEvent) -> Void) throws(HaulError) -> Step {
+        let job = execution.job
+        execution.claim.release()
+        let directory = execution.claim.directory
+        let taking = try Claim.take(name, in: directory, policy: job.existingFile, url: job.url,
+                                    resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) })
+        guard let moved = taking.claim
+        else { return .end(.success(Self.nothingToFetch(taking, asked: name, in: directory, events: events))) }
+        let contentType = execution.claim.contentType
+        execution.claim = moved
+        execution.claim.contentType = contentType
+        if let checksum = job.checksum { execution.claim.part.startDigest(checksum.algorithm) }
+        return .next(try execution.machine.claimMoved(to: execution.claim.name, resume: execution.claim.state))
+    }
+
+    /// `.stream`: writes the answer's body into the part, and tells the machine where it ended.
+    private func receive<C: Clock<Duration>>(_ body: DownloadStateMachine.Body, _ execution: inout Execution,
+                                             clock: C, events: (DownloadEvent) -> Void)
+        async throws(HaulError) -> DownloadStateMachine.Action
+    {
+        guard let transfer = execution.transfer else { preconditionFailure("a body to stream with no transfer") }
+        try prepare(body, job: execution.job, claim: &execution.claim, events: events)
+        // Its validators are in the resume state now, so a request for the rest gets this version or none.
+        transfer.refitsToCap = body.continuable && execution.claim.state?.validator != nil
+        let inMemory = transfer.hasEndedWell
+        if inMemory, let ended = execution.transferEnded, await ended() {
+            // The whole body is here, in memory (a small file, whose head waited for it): what is left is
+            // the disk's (the direct write, a device round trip; with a sync the fsyncs; the name), and the
+            // slot has gone to the next download. With --no-sync too: 1000 x 100 KiB, -j 8, 4% faster.
+            execution.transferEnded = nil
+        }
+        let began = clock.now
+        let written = inMemory
+            ? try await write(transfer, body: body, into: &execution.claim, clock: clock, events: events)
+            : try await stream(transfer.bytes, body: body, into: &execution.claim, clock: clock, events: events)
+        return execution.machine.bodyEnded(at: written, elapsed: began.duration(to: clock.now),
+                                           resume: execution.claim.state)
     }
 
     /// Before a body's first byte: drops the part's old bytes when it starts the file over, announces the

@@ -34,6 +34,10 @@ enum HTTPStatus {
     }
 
     /// `Retry-After` as seconds ("120") or an HTTP date.
+    ///
+    /// `now` is the wall clock's, not the downloader's: an HTTP date names a moment of the calendar, which
+    /// only the system's time can be measured against. What comes of it is a `Duration`, and the wait for it
+    /// runs on the downloader's clock (`.retry`), so a test's manual clock still drives the retry.
     static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let value = value?.trimmingWhitespace(), !value.isEmpty else { return nil }
         if let seconds = Int(value) { return .seconds(max(0, seconds)) }
