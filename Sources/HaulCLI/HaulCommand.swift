@@ -395,7 +395,7 @@ struct JobMaker: Sendable {
 /// The ranges of the command line's numbers, shown in the help and checked by `HaulCommand.validate`.
 enum Limits {
     static let jobs = DownloadManager.concurrencyRange
-    static let segments = 1...16
+    static let segments = JobOptions.segmentRange
     static let retries = 0...1000
     static let redirects = 0...1000
     /// `--timeout` (besides 0) and `--connect-timeout`: 0.1 s to 30 days.
