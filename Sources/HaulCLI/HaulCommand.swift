@@ -13,7 +13,7 @@ struct HaulCommand: ParsableCommand {
         discussion: """
             URLs are separate downloads, --jobs of them at once. Without a terminal on stdout (or with \
             --plain) progress is printed as lines; --json prints one JSON object per event.
-            The queue: haul add|ls|pause|resume|cancel|retry|rm|attach, and haul service start|stop|status \
+            The queue: haul \(Verb.queueWords), and haul service start|stop|status \
             (each with --help); haul alone attaches the full-screen interface to the queue.
             Settings come from $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml) when it exists: \
             its keys are the long option names (jobs = 8, output-dir = "~/Downloads"); the command line wins.
