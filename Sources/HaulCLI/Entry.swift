@@ -10,16 +10,6 @@ import NIOConcurrencyHelpers
 /// Parses the command line, runs the downloads with the right reporter, and exits with the SPEC's code.
 /// `haul` and `haul-server` (the same with the service and the sample server: `ServerParts`) call `main`.
 package enum Entry {
-    /// Whether the command may need curl (a download, the screen, a service client): not `verify`, `view`,
-    /// `help`, nor a command line that asks for the help or the version (`-h`, `--help`, `--version` before
-    /// any `--`), which print and exit. Those load libcurl only if they come to use it; loaded in the
-    /// background they waited for the load at exit (`haul --version`: 9.6 ms against 5.1).
-    static func mayUseCurl(_ arguments: [String]) -> Bool {
-        if ["verify", "view", "help"].contains(arguments.first ?? "") { return false }
-        let options = arguments.prefix { $0 != "--" }
-        return !options.contains { ["-h", "--help", "--version"].contains($0) }
-    }
-
     package static func main(server: (any ServerParts)?) async {
         // Other local users can read a process's arguments: a `--user` password is blanked in them at once.
         ArgumentScrub.hidePasswords()
@@ -29,7 +19,7 @@ package enum Entry {
         // thread take several milliseconds, which the other core spends while this one reads the config file
         // and parses the command line (the runtime's first conformance lookups), instead of after. The load is
         // the longer of the two, so it begins before anything else here.
-        if Self.mayUseCurl(arguments) { CurlDriver.prepareInBackground() }
+        if Verb.mayUseCurl(arguments) { CurlDriver.prepareInBackground() }
         // A write past the file-size limit (`ulimit -f`) fails with EFBIG, as a full disk fails with ENOSPC:
         // the download ends with exit 3 and its part kept. The threads that write parts have signals blocked
         // (they inherit it from the runtime's), but on a thread that has not, the kernel's default would kill
@@ -47,50 +37,41 @@ package enum Entry {
             config = try ConfigFile.load(selection, environment: ProcessInfo.processInfo.environment)
             try config?.check()
         } catch {
-            TextOutput.standard.err("haul: " + error.message)
-            exit(FailureCategory.usage.exitCode)
+            exit(CommandLineExit.code(for: error, parsing: HaulCommand.self, prefix: "haul: "))
         }
-        if arguments.first == "verify" { exit(VerifyCommand.run(Array(arguments.dropFirst()))) }
-        if arguments.first == "view" {
+        if server == nil && Verb.startsService(arguments) { ServerSide.execServer() }
+        switch Verb(arguments) {
+        case .verify?: exit(VerifyCommand.run(Array(arguments.dropFirst())))
+        case .view?:
             // The config file's `pictures` key holds for `haul view` too; the command line's option wins.
             let configured = config?.entries.filter { $0.key == "pictures" }.flatMap(\.arguments) ?? []
             exit(ViewCommand.run(configured + arguments.dropFirst(), environment: ProcessInfo.processInfo.environment))
-        }
-        if server == nil && ServerSide.wantsServer(arguments) { ServerSide.execServer() }
-        // `haul help [VERB...]`, as the verbs' help suggests: a queue verb's help from the session commands'
-        // parser, anything else the downloads' (no URL is named `help`: it would not be one).
-        if arguments.first == "help" {
-            if arguments.count > 1 && SessionCommands.verbs.contains(arguments[1]) {
+        case .help?:
+            // `haul help [VERB...]`, as the verbs' help suggests: a queue verb's help from the session commands'
+            // parser, anything else the downloads' (no URL is named `help`: it would not be one).
+            if arguments.count > 1 && Verb(rawValue: arguments[1])?.isSession == true {
                 await runSessionCommandAndExit(arguments, config: config)
             }
             print(HaulCommand.helpMessage())
             exit(0)
-        }
-        if let verb = arguments.first, SessionCommands.verbs.contains(verb), verb != "attach" {
+        case .add?, .ls?, .pause?, .resume?, .cancel?, .retry?, .rm?, .service?:
             await runSessionCommandAndExit(arguments, config: config)
+        case .attach?, nil:
+            // A download's command line, or `haul attach` (below).
+            break
         }
         // `haul` alone or `haul attach` on a terminal: the TUI, attached to the service's queue.
         let attaching = arguments.isEmpty || arguments == ["attach"]
         let command: HaulCommand
         do {
             command = try parse(HaulCommand.self, attaching ? ["--attach"] : arguments, config: config)
-        } catch let problem as ConfigFile.Problem {
-            TextOutput.standard.err("haul: " + problem.message)
-            exit(FailureCategory.usage.exitCode)
         } catch {
-            let code = HaulCommand.exitCode(for: error)
-            if code == .success {
-                print(HaulCommand.fullMessage(for: error))
-                exit(0)
-            }
-            TextOutput.standard.err("haul: " + HaulCommand.message(for: error))
-            exit(FailureCategory.usage.exitCode)
+            exit(CommandLineExit.code(for: error, parsing: HaulCommand.self, prefix: "haul: "))
         }
         if command.demo && server == nil { ServerSide.execServer() }
         var ready = command
         do { try ready.askForPassword() } catch {
-            TextOutput.standard.err("haul: " + error.message)
-            exit(error.category.exitCode)
+            exit(CommandLineExit.code(for: error, parsing: HaulCommand.self, prefix: "haul: "))
         }
         await runAndExit(ready)
     }

@@ -13,7 +13,7 @@ struct HaulCommand: ParsableCommand {
         discussion: """
             URLs are separate downloads, --jobs of them at once. Without a terminal on stdout (or with \
             --plain) progress is printed as lines; --json prints one JSON object per event.
-            The queue: haul add|ls|pause|resume|cancel|retry|rm|attach, and haul service start|stop|status \
+            The queue: haul \(Verb.queueWords), and haul service start|stop|status \
             (each with --help); haul alone attaches the full-screen interface to the queue.
             Settings come from $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml) when it exists: \
             its keys are the long option names (jobs = 8, output-dir = "~/Downloads"); the command line wins.
@@ -395,7 +395,7 @@ struct JobMaker: Sendable {
 /// The ranges of the command line's numbers, shown in the help and checked by `HaulCommand.validate`.
 enum Limits {
     static let jobs = DownloadManager.concurrencyRange
-    static let segments = 1...16
+    static let segments = JobOptions.segmentRange
     static let retries = 0...1000
     static let redirects = 0...1000
     /// `--timeout` (besides 0) and `--connect-timeout`: 0.1 s to 30 days.

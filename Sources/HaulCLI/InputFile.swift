@@ -120,7 +120,7 @@ struct LineSplitter {
                 return HaulError(.usage, "line \(lineNumber): an option (an indented line) before any URL")
             }
             do {
-                try entries[entries.count - 1].options.set(String(line))
+                try entries[entries.count - 1].options.set(line: String(line))
             } catch {
                 return HaulError(.usage, "line \(lineNumber): \(error.message)")
             }
@@ -153,73 +153,38 @@ extension LineSplitter {
 /// One URL of an input file, with the options of the indented lines under it.
 struct InputEntry: Equatable {
     var url: String
-    var options = InputOptions()
+    var options = JobOptions()
 }
 
-/// The options an input file may give one download; nil keeps the command line's.
-struct InputOptions: Equatable {
-    var outputName: String?
-    var directory: String?
-    var segments: Int?
-    var headers: [String] = []
-    var checksum: Checksum?
-    var limitRate: Int64?
-    var userAgent: String?
+extension JobOptions {
+    /// The names an input file takes, as its unknown-option error lists them (`split`,
+    /// `max-connection-per-server` and `max-download-limit`, aria2's other spellings, are taken too).
+    static let inputFileNames = "out, dir, segments, header, checksum, limit-rate, user-agent, referer"
 
-    /// Takes `key=value`, checked now: a bad one stops the run before anything starts.
-    mutating func set(_ line: String) throws(HaulError) {
+    /// Takes an input file's `key=value` line (the key in any case), checked now by `JobOptions`: a bad one
+    /// stops the run before anything starts. A name it does not take is an error, not skipped.
+    mutating func set(line: String) throws(HaulError) {
         guard let equals = line.firstIndex(of: "=") else {
             throw HaulError(.usage, "'\(line)' is not key=value")
         }
         let key = line[..<equals].trimmingWhitespace().lowercased()
         let value = line[line.index(after: equals)...].trimmingWhitespace()
-        switch key {
-        case "out":
-            if let problem = FileNaming.problem(withPlainName: value) { throw HaulError(.usage, "out=\(value): \(problem)") }
-            outputName = value
-        case "dir":
-            guard !value.isEmpty else { throw HaulError(.usage, "dir= needs a directory") }
-            directory = value
-        case "segments", "split", "max-connection-per-server":
-            guard let count = Int(value), Limits.segments.contains(count) else {
-                throw HaulError(.usage, "\(key)=\(value): from \(Limits.segments.lowerBound) to \(Limits.segments.upperBound)")
-            }
-            segments = min(segments ?? count, count)
-        case "header":
-            guard value.contains(":"), !value.contains("\r"), !value.contains("\n") else {
-                throw HaulError(.usage, "header=\(value) is not \"Name: value\"")
-            }
-            headers.append(value)
-        case "checksum":
-            switch Checksum.parsed(value) {
-            case .success(let parsed): checksum = parsed
-            case .failure(let problem): throw HaulError(.usage, "checksum=\(value): " + problem.words(option: "it"))
-            }
-        case "limit-rate", "max-download-limit":
-            guard let rate = RateLimit.parse(value) else {
-                throw HaulError(.usage, "\(key)=\(value) is not a rate such as 500K or 2M")
-            }
-            limitRate = rate
-        case "user-agent":
-            userAgent = value
-        case "referer":
-            headers.append("Referer: \(value)")
-        default:
-            throw HaulError(.usage, "unknown option '\(key)' (out, dir, segments, header, checksum, limit-rate, user-agent, referer)")
+        guard let name = Name(rawValue: key), name.isTaken(by: .inputFile) else {
+            throw HaulError(.usage, "unknown option '\(key)' (\(Self.inputFileNames))")
+        }
+        do {
+            try set(name, value)
+        } catch {
+            throw HaulError(.usage, error.message)
         }
     }
 
-    /// This download's job: the command line's, with these options over it.
+    /// This download's job: the command line's, with these options over it. A relative `dir` is made
+    /// absolute against this directory with `absolute` (for the service, whose current directory is another).
     func apply(to job: inout DownloadJob, absolute: Bool) {
-        if let outputName { job.outputName = outputName }
-        if let directory {
-            job.outputDirectory = FilePath.hasPrefix(directory, "/") || !absolute ? directory
-                : FilePath.join(FileManager.default.currentDirectoryPath, directory)
-        }
-        if let segments { job.segments = segments }
-        job.headers += headers
-        if let checksum { job.checksum = checksum }
-        if let limitRate { job.transfer.maxReceiveRate = limitRate }
-        if let userAgent { job.transfer.userAgent = userAgent }
+        guard let directory, absolute, !FilePath.hasPrefix(directory, "/") else { return apply(to: &job) }
+        var options = self
+        options.directory = FilePath.join(FileManager.default.currentDirectoryPath, directory)
+        options.apply(to: &job)
     }
 }

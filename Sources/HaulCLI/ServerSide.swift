@@ -38,11 +38,6 @@ enum ServerSide {
         installed.withLockedValue { $0 = parts }
     }
 
-    /// Whether `arguments` (after the config file's selection) are a command that `haul-server` runs.
-    static func wantsServer(_ arguments: [String]) -> Bool {
-        arguments.count >= 2 && arguments[0] == "service" && ["start", "run"].contains(arguments[1])
-    }
-
     /// Replaces this process with `haul-server` and the same command line (the config file is chosen
     /// again there); exits 1 with the reason when it cannot.
     static func execServer() -> Never {

@@ -9,33 +9,22 @@ import HaulServiceClient
 /// per-user service (started on demand). Exit codes: 0 done, 1 the service could not be reached or
 /// started, 2 usage or an unknown id.
 enum SessionCommands {
-    static let verbs: Set<String> = ["add", "ls", "pause", "resume", "cancel", "retry", "rm", "attach", "service"]
-
     static var directory: StateDirectory { StateDirectory.resolve(ProcessInfo.processInfo.environment) }
 
     /// Runs `arguments` (the verb first) and returns the exit code.
     static func run(_ arguments: [String], config: ConfigFile?) async -> Int32 {
-        if arguments.first == "add" { return await add(Array(arguments.dropFirst()), config: config) }
+        if Verb(arguments) == .add { return await add(Array(arguments.dropFirst()), config: config) }
         let command: any ParsableCommand
         do {
             // `service start|run` take the service's keys of the config file, after the verbs.
-            if let config, arguments.count >= 2, arguments[0] == "service", ["start", "run"].contains(arguments[1]) {
+            if let config, Verb.startsService(arguments) {
                 let verbs = Array(arguments.prefix(2))
                 command = try config.parse(.service, Array(arguments.dropFirst(2))) { try Sessions.parseAsRoot(verbs + $0) }
             } else {
                 command = try Sessions.parseAsRoot(arguments)
             }
-        } catch let problem as ConfigFile.Problem {
-            TextOutput.standard.err("haul: " + problem.message)
-            return FailureCategory.usage.exitCode
         } catch {
-            let code = Sessions.exitCode(for: error)
-            if code == .success {
-                print(Sessions.fullMessage(for: error))
-                return 0
-            }
-            TextOutput.standard.err("haul: " + Sessions.message(for: error))
-            return FailureCategory.usage.exitCode
+            return CommandLineExit.code(for: error, parsing: Sessions.self, prefix: "haul: ")
         }
         guard let verb = command as? any SessionVerb else {
             // `--help` (the parser answers it with a help command of its own) or a group without its verb
@@ -45,12 +34,7 @@ enum SessionCommands {
                 try other.run()
                 return 0
             } catch {
-                if Sessions.exitCode(for: error) == .success {
-                    print(Sessions.fullMessage(for: error))
-                    return 0
-                }
-                TextOutput.standard.err("haul: " + Sessions.message(for: error))
-                return FailureCategory.usage.exitCode
+                return CommandLineExit.code(for: error, parsing: Sessions.self, prefix: "haul: ")
             }
         }
         do {
@@ -67,19 +51,8 @@ enum SessionCommands {
         do {
             command = try Entry.parse(HaulCommand.self, arguments, config: config)
             try command.askForPassword()
-        } catch let problem as ConfigFile.Problem {
-            TextOutput.standard.err("haul: add: " + problem.message)
-            return FailureCategory.usage.exitCode
-        } catch let problem as HaulError {
-            TextOutput.standard.err("haul: add: " + problem.message)
-            return problem.category.exitCode
         } catch {
-            if HaulCommand.exitCode(for: error) == .success {
-                print(HaulCommand.fullMessage(for: error))
-                return 0
-            }
-            TextOutput.standard.err("haul: add: " + HaulCommand.message(for: error))
-            return FailureCategory.usage.exitCode
+            return CommandLineExit.code(for: error, parsing: HaulCommand.self, prefix: "haul: add: ")
         }
         let urls: [InputEntry]
         switch Entry.inputURLs(command) {

@@ -35,7 +35,7 @@ enum TUILaunch {
         let options = FullScreenOptions(
             urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
             makeJob: { url, segments in
-                let entry = InputEntry(url: url, options: inputOptions[url] ?? InputOptions())
+                let entry = InputEntry(url: url, options: inputOptions[url] ?? JobOptions())
                 var job = template.urls == [url] ? maker.named.job(entry) : maker.others.job(entry)
                 job.segments = segments
                 return job

@@ -83,7 +83,7 @@ import TestSupport
                 #expect(try await aria2.call("aria2.changeGlobalOption", [["max-overall-download-limit": "0"]]).string == "OK")
                 #expect(await harness.service.manager.overallLimit == nil)
                 let refused = try await aria2.call("aria2.changeGlobalOption", [["split": "17"]])
-                #expect(refused.status == 400 && refused.errorCode == 1 && refused.errorMessage == "split must be from 1 to 16")
+                #expect(refused.status == 400 && refused.errorCode == 1 && refused.errorMessage == "split=17: from 1 to 16")
 
                 let stat = try await aria2.call("aria2.getGlobalStat").object
                 for key in ["downloadSpeed", "uploadSpeed", "numActive", "numWaiting", "numStopped", "numStoppedTotal"] {

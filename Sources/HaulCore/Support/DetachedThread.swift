@@ -39,7 +39,7 @@ package func detachEssentialThread(_ body: @escaping @Sendable () -> Void) {
     let code = EssentialThread.start(trying: { startDetachedThread(body) }, wait: { usleep($0 * 1000) })
     guard code != 0 else { return }
     TextOutput.standard.err("haul: cannot start a thread: \(String(cString: strerror(code)))")
-    exit(1)
+    exit(FailureCategory.other.exitCode)
 }
 
 /// How an essential thread is started: tried again after `waits` (milliseconds, about a second in all) while the

@@ -3,29 +3,29 @@ import HaulCore
 
 /// The options of `addUri` and `changeOption`, as aria2 front ends send them: an object of strings
 /// (`{"dir": "/home/me/Downloads", "split": "4", "header": ["A: b"]}`), numbers and booleans accepted too.
+/// The values are read and checked by `JobOptions`, as an input file's are; this face keeps what is its own:
+/// JSON, where `dir` may lie, the sanitising of `out`, `pause` and `gid`.
 ///
 /// Unknown keys and nulls are ignored, as aria2 ignores them (front ends send a whole `getOption` result
 /// back into `addUri` when they retry). Path-bearing and process-wide keys (`log`, `save-session`,
 /// `on-download-complete`, `rpc-*`...) are ignored too: nothing sent over the socket names a file to write
 /// but `dir` and `out`, and those are checked (`Aria2Paths`).
 struct Aria2Options: Sendable, Equatable {
-    /// Canonical, under an allowed root.
-    var dir: String?
+    /// What the download gets: `directory` canonical, under an allowed root; `outputName` sanitised.
+    var job = JobOptions()
     /// The allowed root `dir` lies in: the download reaches `dir` from it without following a link.
     var dirRoot: String?
-    /// A plain name, sanitised.
-    var out: String?
-    var split: Int?
-    var connectionsPerServer: Int?
-    var headers: [String]?
-    var userAgent: String?
-    var referer: String?
-    var proxy: String?
-    var checksum: Checksum?
-    /// `max-download-limit`: `.some(nil)` lifts the limit.
-    var downloadLimit: Int64??
     var pause: Bool?
     var gid: String?
+
+    /// A plain name, sanitised.
+    var out: String? { job.outputName }
+
+    /// `max-download-limit`: `.some(nil)` lifts the limit.
+    var downloadLimit: Int64?? {
+        get { job.rateLimit }
+        set { job.rateLimit = newValue }
+    }
 
     /// Reads the options a client sent; the first bad value is an error naming it.
     static func parse(_ value: JSON?, paths: Aria2Paths) -> Result<Aria2Options, JSONRPC.Failure> {
@@ -44,55 +44,11 @@ struct Aria2Options: Sendable, Equatable {
     }
 
     private mutating func read(_ key: String, _ value: JSON, paths: Aria2Paths) throws(JSONRPC.Failure) {
+        if let name = JobOptions.Name(rawValue: key), name.isTaken(by: .aria2) {
+            try take(name, value, paths: paths)
+            return
+        }
         switch key {
-        case "dir":
-            switch paths.allowedDirectory(try Self.text(key, value)) {
-            case .success(let canonical):
-                dir = canonical
-                dirRoot = paths.root(of: canonical)
-            case .failure(let failure): throw failure
-            }
-        case "out":
-            let name = try Self.text(key, value)
-            // On bytes: a `/` that a combining mark joins into one Character is a `/` to the file system.
-            if name.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 })
-                || name.utf8.allSatisfy({ $0 == UInt8(ascii: ".") })
-            {
-                throw .aria2("out must be a file name, without / or \\ or .., not \(Self.quoted(name))")
-            }
-            out = FileNaming.sanitize(name)
-        case "split": split = try Self.count(key, value)
-        case "max-connection-per-server": connectionsPerServer = try Self.count(key, value)
-        case "header":
-            var lines: [String] = []
-            switch value {
-            case .array(let items): for item in items { lines.append(try Self.text(key, item)) }
-            default: lines.append(try Self.text(key, value))
-            }
-            for line in lines {
-                if line.contains("\r") || line.contains("\n") || line.contains("\0") {
-                    throw .aria2("header must not contain CR, LF or NUL")
-                }
-                if !line.contains(":") { throw .aria2("header must be NAME: VALUE, not \(Self.quoted(line))") }
-            }
-            headers = lines
-        case "user-agent": userAgent = try Self.line(key, value)
-        case "referer": referer = try Self.line(key, value)
-        case "all-proxy":
-            let text = try Self.line(key, value)
-            proxy = text
-        case "checksum":
-            let text = try Self.text(key, value)
-            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { throw .aria2("checksum must be TYPE=DIGEST, such as sha-256=HEX") }
-            // aria2's spelling (sha-1, sha-256, md5) is one Checksum takes.
-            switch Checksum.parse(text) {
-            case .success(let checksum): self.checksum = checksum
-            case .failure:
-                throw .aria2("checksum: \(Self.quoted(parts[0])) with that digest is not supported (sha-256, sha-1, md5)")
-            }
-        case "max-download-limit":
-            downloadLimit = .some(try Self.rate(key, value))
         case "pause":
             pause = try Self.flag(key, value)
         case "gid":
@@ -105,34 +61,53 @@ struct Aria2Options: Sendable, Equatable {
         }
     }
 
+    /// One of the options `JobOptions` reads, from its JSON value.
+    private mutating func take(_ name: JobOptions.Name, _ value: JSON, paths: Aria2Paths) throws(JSONRPC.Failure) {
+        var texts: [String] = []
+        switch (name, value) {
+        case (.header, .array(let items)):
+            // A list sets the headers anew, even an empty one (`changeOption`).
+            job.headers = []
+            for item in items { texts.append(try Self.text(name.rawValue, item)) }
+        default: texts.append(try Self.text(name.rawValue, value))
+        }
+        do {
+            for text in texts { try job.set(name, text) }
+        } catch {
+            throw .aria2(error.message)
+        }
+        switch name {
+        case .dir:
+            switch paths.allowedDirectory(job.directory ?? "") {
+            case .success(let canonical):
+                job.directory = canonical
+                dirRoot = paths.root(of: canonical)
+            case .failure(let failure): throw failure
+            }
+        case .out:
+            // A name from the network: no leading dot, nothing invisible.
+            job.outputName = job.outputName.map(FileNaming.sanitize)
+        default: break
+        }
+    }
+
     /// The job these options make of `job`. `defaultSegments` stands for the global split and connections.
     func apply(to job: inout DownloadJob, split defaultSplit: Int, connectionsPerServer defaultConnections: Int) {
-        if let dir {
-            job.outputDirectory = dir
-            job.confinedTo = dirRoot
-        }
-        if let out { job.outputName = out }
+        // Headers given replace the download's own (but its referer), as a `changeOption` sets them anew.
+        if self.job.headers != nil { job.headers.removeAll { !$0.lowercased().hasPrefix("referer:") } }
+        self.job.apply(to: &job)
+        if self.job.directory != nil { job.confinedTo = dirRoot }
+        let split = self.job.split, connectionsPerServer = self.job.connectionsPerServer
         if split != nil || connectionsPerServer != nil || job.segments == 1 {
             job.segments = Swift.min(16, Swift.max(1, Swift.min(split ?? defaultSplit,
                                                                  connectionsPerServer ?? defaultConnections)))
         }
-        if let headers {
-            job.headers.removeAll { !$0.lowercased().hasPrefix("referer:") }
-            job.headers += headers
-        }
-        if let referer {
-            job.headers.removeAll { $0.lowercased().hasPrefix("referer:") }
-            job.headers.append("Referer: \(referer)")
-        }
-        if let userAgent { job.transfer.userAgent = userAgent }
-        if let proxy { job.transfer.proxy = proxy }
-        if let checksum { job.checksum = checksum }
-        if let downloadLimit { job.transfer.maxReceiveRate = downloadLimit }
     }
 
     // MARK: values
 
-    private static func text(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> String {
+    /// The text of a JSON value, as aria2 reads every option: numbers and booleans as they are written.
+    static func text(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> String {
         switch value {
         case .string(let text): return text
         case .int(let number): return String(number)
@@ -143,22 +118,6 @@ struct Aria2Options: Sendable, Equatable {
         }
     }
 
-    private static func line(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> String {
-        let text = try text(key, value)
-        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw .aria2("\(key) must not contain control characters")
-        }
-        return text
-    }
-
-    private static func count(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> Int {
-        let text = try text(key, value)
-        guard let number = Int(text.trimmingCharacters(in: .whitespaces)), number >= 1, number <= 1 << 16 else {
-            throw .aria2("\(key) must be a number from 1, not \(quoted(text))")
-        }
-        return number
-    }
-
     private static func flag(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> Bool {
         switch try text(key, value).lowercased() {
         case "true": return true
@@ -167,20 +126,8 @@ struct Aria2Options: Sendable, Equatable {
         }
     }
 
-    /// A rate such as "0" (none), "1048576", "500K" or "2M"; nil for none.
-    static func rate(_ key: String, _ value: JSON) throws(JSONRPC.Failure) -> Int64? {
-        let text = try text(key, value).trimmingCharacters(in: .whitespaces)
-        if text == "0" { return nil }
-        guard let rate = RateLimit.parse(text) else {
-            throw .aria2("\(key) must be a rate such as 0, 1048576, 500K or 2M, not \(quoted(text))")
-        }
-        return rate
-    }
-
     static func quoted(_ text: String) -> String {
-        "'" + String(text.unicodeScalars.prefix(80).map {
-            $0.properties.generalCategory == .control ? "?" : Character($0)
-        }) + "'"
+        "'" + JobOptions.shown(text) + "'"
     }
 }
 

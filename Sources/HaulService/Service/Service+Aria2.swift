@@ -356,25 +356,28 @@ extension Service {
         guard let members = p[0]?.members else { return .failure(.aria2("changeGlobalOption needs a struct of options")) }
         var globals = aria2Globals
         for (key, value) in members where value != .null {
+            let setting: GlobalSetting
+            switch key {
+            case "max-overall-download-limit": setting = .rate(\.overallLimit)
+            case "max-download-limit": setting = .rate(\.downloadLimit)
+            // The range of the command line's -j.
+            case "max-concurrent-downloads": setting = .count(\.concurrency, DownloadManager.concurrencyRange)
+            case "split": setting = .count(\.split, JobOptions.segmentRange)
+            case "max-connection-per-server": setting = .count(\.connectionsPerServer, JobOptions.segmentRange)
+            default:
+                // Unknown, path-bearing and process-wide keys: ignored, as aria2 ignores unknown ones.
+                continue
+            }
+            // Read and checked as a download's own options are (`JobOptions`).
             do throws(JSONRPC.Failure) {
-                switch key {
-                case "max-overall-download-limit":
-                    globals.overallLimit = try Aria2Options.rate(key, value)
-                case "max-download-limit":
-                    globals.downloadLimit = try Aria2Options.rate(key, value)
-                case "max-concurrent-downloads":
-                    // The range of the command line's -j.
-                    let range = DownloadManager.concurrencyRange
-                    guard let count = value.integer, range.contains(Int(clamping: count)) else {
-                        throw .aria2("max-concurrent-downloads must be from \(range.lowerBound) to \(range.upperBound)")
+                let text = try Aria2Options.text(key, value)
+                do throws(JobOptions.Problem) {
+                    switch setting {
+                    case .rate(let path): globals[keyPath: path] = try JobOptions.rate(key, text)
+                    case .count(let path, let range): globals[keyPath: path] = try JobOptions.count(key, text, in: range)
                     }
-                    globals.concurrency = Int(count)
-                case "split", "max-connection-per-server":
-                    guard let count = value.integer, count >= 1, count <= 16 else { throw .aria2("\(key) must be from 1 to 16") }
-                    if key == "split" { globals.split = Int(count) } else { globals.connectionsPerServer = Int(count) }
-                default:
-                    // Unknown, path-bearing and process-wide keys: ignored, as aria2 ignores unknown ones.
-                    break
+                } catch {
+                    throw .aria2(error.message)
                 }
             } catch {
                 return .failure(error)
@@ -384,6 +387,12 @@ extension Service {
         if globals.concurrency != aria2Globals.concurrency { await manager.setConcurrency(globals.concurrency) }
         aria2Globals = globals
         return .success("OK")
+    }
+
+    /// What a `changeGlobalOption` key sets, and how its value is read.
+    private enum GlobalSetting {
+        case rate(WritableKeyPath<Aria2Globals, Int64?>)
+        case count(WritableKeyPath<Aria2Globals, Int>, ClosedRange<Int>)
     }
 
     private func globalStat() -> JSON {

@@ -85,7 +85,16 @@ struct DownloadRoute: Sendable {
         }
         controller.recordBody(bytes)
 
-        let plan = BodyPlan(
+        let plan = bodyPlan(file, asked: name, bytes: bytes, rate: rate, faults: faults)
+        let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log, admitted: admitted)
+        return Response(status: status, headers: headers, body: streamer.responseBody())
+    }
+
+    /// How the body of `bytes` of `file` (asked for as `name`) is sent: at `rate`, with the faults that fall in
+    /// it (a stall, a drop, the holds inside it, in order).
+    private func bodyPlan(_ file: ServedFile, asked name: String, bytes: Range<Int>, rate: Int?,
+                          faults: SampleServerFaults) -> BodyPlan {
+        BodyPlan(
             file: file,
             range: bytes,
             rate: rate,
@@ -95,8 +104,6 @@ struct DownloadRoute: Sendable {
                 .filter { bytes.contains($0.element) }
                 .map { (after: $0.element - bytes.lowerBound, releases: $0.offset + 1) }
                 .sorted { $0.after < $1.after })
-        let streamer = BodyStreamer(plan: plan, controller: controller, channel: channel, log: log, admitted: admitted)
-        return Response(status: status, headers: headers, body: streamer.responseBody())
     }
 
     private func resolveRange(

@@ -1,0 +1,56 @@
+import Testing
+@testable import HaulCore
+
+/// The one reader of a download's options by aria2's names (`JobOptions`), which an input file and the aria2
+/// face both use; `OptionFacesTests` checks the same bad value through both.
+@Suite struct JobOptionsTests {
+    @Test func optionsMapOntoTheJob() throws {
+        var options = JobOptions()
+        for (name, value) in [(JobOptions.Name.out, "x.iso"), (.dir, "sub"), (.segments, "8"), (.split, "6"),
+                              (.connectionsPerServer, "4"), (.header, "X-A: 1"), (.referer, "https://ref.example/"),
+                              (.userAgent, "agent/1"), (.allProxy, "http://proxy:3128"), (.limitRate, "2M"),
+                              (.checksum, "sha-1=" + String(repeating: "AB", count: 20))] {
+            try options.set(name, value)
+        }
+        var job = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+        job.headers = ["Referer: http://old/", "X-B: 2"]
+        options.apply(to: &job)
+        #expect(job.outputName == "x.iso" && job.outputDirectory == "sub")
+        // The fewest connections of those given.
+        #expect(job.segments == 4)
+        // Headers are added to the job's own; the referer replaces its Referer.
+        #expect(job.headers == ["X-B: 2", "X-A: 1", "Referer: https://ref.example/"])
+        #expect(job.transfer.userAgent == "agent/1" && job.transfer.proxy == "http://proxy:3128")
+        #expect(job.transfer.maxReceiveRate == 2 << 20)
+        #expect(job.checksum == Checksum(algorithm: .sha1, hex: String(repeating: "ab", count: 20)))
+    }
+
+    @Test func zeroLiftsTheRateLimit() throws {
+        var options = JobOptions()
+        try options.set(.maxDownloadLimit, " 0 ")
+        var job = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+        job.transfer.maxReceiveRate = 1024
+        options.apply(to: &job)
+        #expect(job.transfer.maxReceiveRate == nil)
+        #expect(throws: JobOptions.Problem("limit-rate=-1 is not a rate such as 500K or 2M (0 for none)")) {
+            try options.set(.limitRate, "-1")
+        }
+    }
+
+    @Test func eachFaceTakesItsOwnNames() {
+        let inputFile = JobOptions.Name.allCases.filter { $0.isTaken(by: .inputFile) }.map(\.rawValue)
+        let aria2 = JobOptions.Name.allCases.filter { $0.isTaken(by: .aria2) }.map(\.rawValue)
+        #expect(inputFile == ["out", "dir", "segments", "split", "max-connection-per-server", "header", "checksum",
+                              "limit-rate", "max-download-limit", "user-agent", "referer"])
+        #expect(aria2 == ["out", "dir", "split", "max-connection-per-server", "header", "checksum",
+                          "max-download-limit", "user-agent", "referer", "all-proxy"])
+    }
+
+    @Test func anEmptyOrUnprintableValueIsNamedInOneLine() {
+        var options = JobOptions()
+        #expect(throws: JobOptions.Problem("dir= needs a directory")) { try options.set(.dir, "") }
+        #expect(throws: JobOptions.Problem("dir=a?b: contains NUL")) { try options.set(.dir, "a\0b") }
+        #expect(throws: JobOptions.Problem("header=A: b?c: contains CR, LF or NUL")) { try options.set(.header, "A: b\rc") }
+        #expect(JobOptions.shown(String(repeating: "x", count: 100)).count == 80)
+    }
+}
