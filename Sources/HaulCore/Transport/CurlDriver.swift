@@ -132,6 +132,11 @@ package final class CurlDriver: Sendable {
     }
 
     /// Starts a transfer at once; its bytes wait for a reader (bounded by the high watermark).
+    ///
+    /// Its stall timeout is measured on the continuous clock: this is the composition default for callers
+    /// that have no download's clock to give (a service client, a preview's fetch, tests of the transport),
+    /// and the one place in Transport that makes a clock. Everything else reads the time through the clock a
+    /// caller passes (`ActivityClock`) or, on the curl thread, through `TransferInstant.now`.
     package func start(_ request: HTTPRequest) -> Transfer {
         start(request, clock: ContinuousClock())
     }

@@ -43,7 +43,7 @@ final class CurlHandle {
         self.ahead = ahead
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        lastActivity = core.activityClock.time(at: .now)
+        lastActivity = core.activityClock.time(at: TransferInstant.now)
         let limit = core.request.options.stallTimeout
         stallLimit = limit > 0 ? .milliseconds(TransferOptions.milliseconds(limit)) : nil
     }
@@ -56,7 +56,7 @@ final class CurlHandle {
     }
 
     /// Something happened that is not a stall: bytes arrived, or the consumer let the transfer go on.
-    func noteActivity(at now: TransferInstant = .now) {
+    func noteActivity(at now: TransferInstant = TransferInstant.now) {
         lastActivity = core.activityClock.time(at: now)
     }
 
@@ -91,7 +91,7 @@ final class CurlHandle {
     /// Called at least once a second (the progress callback); true aborts a transfer that received
     /// nothing for longer than its stall timeout.
     func isStalled() -> Bool {
-        let now = core.activityClock.time(at: .now)
+        let now = core.activityClock.time(at: TransferInstant.now)
         guard let stallLimit, !pausedForConsumer, pacedUntil == nil else {
             lastActivity = now
             return false

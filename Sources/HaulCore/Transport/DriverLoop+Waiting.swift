@@ -3,21 +3,21 @@
 /// Its state is `DriverLoop`'s `openedAhead`, `aheadRunning`, `waitingForAhead` and `following`.
 extension DriverLoop {
     /// Opens `connections` to the origin of `core`'s request ahead of need, as HEADs on connections of their
-    /// own, once per origin while earlier ones may still be cached.
+    /// own, once per origin while earlier ones may still be cached. Their stall timeout runs on `core`'s clock
+    /// (its download's), as `core`'s own does.
     func openAhead(beside core: TransferCore, connections: Int) {
         let request = core.request
-        let now = ContinuousClock.now
+        let now = TransferInstant.now
         let origin = CurlDriver.origin(of: request)
-        if let last = openedAhead[origin], now - last < CurlDriver.aheadMemory { return }
-        openedAhead = openedAhead.filter { now - $0.value < CurlDriver.aheadMemory }
+        if let last = openedAhead[origin], last.duration(to: now) < CurlDriver.aheadMemory { return }
+        openedAhead = openedAhead.filter { $0.value.duration(to: now) < CurlDriver.aheadMemory }
         openedAhead[origin] = now
         var head = HTTPRequest(url: request.url, method: .head, options: request.options)
         head.headers = request.headers
         head.ownConnection = true
         aheadRunning[origin, default: 0] += connections
         for _ in 0..<connections {
-            add(TransferCore(request: head, driver: driver, activityClock: ActivityClock(ContinuousClock())),
-                ahead: true)
+            add(TransferCore(request: head, driver: driver, activityClock: core.activityClock), ahead: true)
         }
     }
 
@@ -27,7 +27,7 @@ extension DriverLoop {
         guard !aheadRunning.isEmpty, core.request.ownConnection else { return false }
         let origin = CurlDriver.origin(of: core.request)
         guard aheadRunning[origin] != nil else { return false }
-        waitingForAhead[origin, default: []].append((core, .now))
+        waitingForAhead[origin, default: []].append((core, TransferInstant.now))
         driver.observer?(ObjectIdentifier(core), .waitsForAConnectionOpenedAhead)
         return true
     }
@@ -35,10 +35,10 @@ extension DriverLoop {
     /// Starts the transfers that waited too long for a connection opened ahead.
     func startOverdue() {
         guard !waitingForAhead.isEmpty else { return }
-        let now = ContinuousClock.now
+        let now = TransferInstant.now
         for (origin, var waiting) in waitingForAhead {
             // They queue in the order they came: the overdue ones are the first.
-            let overdue = waiting.prefix { now - $0.since >= driver.aheadPatience }
+            let overdue = waiting.prefix { $0.since.duration(to: now) >= driver.aheadPatience }
             guard !overdue.isEmpty else { continue }
             waiting.removeFirst(overdue.count)
             waitingForAhead[origin] = waiting.isEmpty ? nil : waiting

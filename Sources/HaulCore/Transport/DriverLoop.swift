@@ -18,16 +18,18 @@ final class DriverLoop {
     var shuttingDown = false
     var overallRate: Int64?
 
-    // The bookkeeping of transfers not started yet, kept up by `DriverLoop+Waiting.swift`.
+    // The bookkeeping of transfers not started yet, kept up by `DriverLoop+Waiting.swift`. Its times are the
+    // curl thread's own (`TransferInstant`), not a download's: this thread waits in curl_multi_poll, which
+    // only real time ends.
 
     /// When connections were last opened ahead to each origin (`CurlDriver.start(_:clock:openingAhead:)`).
-    var openedAhead: [String: ContinuousClock.Instant] = [:]
+    var openedAhead: [String: TransferInstant] = [:]
     /// Connections opened ahead whose HEAD has not ended yet, by origin.
     var aheadRunning: [String: Int] = [:]
     /// Transfers on connections of their own that wait for one of those (a segment started before a HEAD's
     /// answer came), by origin, with when they began to wait: at most N connections for `-s N`, never one
     /// of their own beside an opened one.
-    var waitingForAhead: [String: [(core: TransferCore, since: ContinuousClock.Instant)]] = [:]
+    var waitingForAhead: [String: [(core: TransferCore, since: TransferInstant)]] = [:]
     /// Transfers that start once another has ended (`CurlDriver.start(_:clock:after:)`), by that one.
     var following: [ObjectIdentifier: TransferCore] = [:]
 

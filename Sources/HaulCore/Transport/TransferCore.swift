@@ -191,6 +191,8 @@ struct ActivityClock: Sendable {
 
     init<C: Clock<Duration>>(_ clock: C) {
         origin = .now
+        // Which clock it is, not a reading of it: on the continuous clock the time is the curl thread's own
+        // `TransferInstant` reading, so that the chunk path reads the time once.
         if clock is ContinuousClock {
             elapsed = nil
         } else {
