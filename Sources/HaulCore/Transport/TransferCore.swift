@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 ///
 /// Everything here is behind the mutex or immutable. What only the curl thread touches (the easy handle,
 /// its header list and error buffer, the stall bookkeeping) lives in the driver's per-handle record
-/// (`CurlHandle` in `CurlDriver.swift`), which never leaves that thread.
+/// (`CurlHandle`, in `CurlHandle.swift`), which never leaves that thread.
 final class TransferCore: Sendable {
     let request: HTTPRequest
     private let driver: CurlDriver
@@ -191,6 +191,8 @@ struct ActivityClock: Sendable {
 
     init<C: Clock<Duration>>(_ clock: C) {
         origin = .now
+        // Which clock it is, not a reading of it: on the continuous clock the time is the curl thread's own
+        // `TransferInstant` reading, so that the chunk path reads the time once.
         if clock is ContinuousClock {
             elapsed = nil
         } else {
