@@ -47,8 +47,10 @@ package enum FullScreen {
     /// Takes over the terminal until the user quits, and returns the exit code over all downloads (128 +
     /// the signal after SIGINT, SIGTERM or SIGHUP: 130, 143, 129, once the downloads are paused and
     /// checkpointed). The terminal is restored on quit, on SIGINT/SIGTERM/SIGHUP, and on errors; throws
-    /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output).
-    package static func run(_ options: FullScreenOptions, manager: any DownloadControl) async throws -> Int32 {
+    /// `TerminalUnavailable` when curses cannot start (the caller may fall back to line output). `clock` is the
+    /// one clock of the screen: its frame pacing, elapsed clock, waits to connect again and quit timeout.
+    package static func run(_ options: FullScreenOptions, manager: any DownloadControl,
+                            clock: some Clock<Duration> = ContinuousClock()) async throws -> Int32 {
         var state = AppState(size: Size(columns: 80, rows: 24))
         state.attached = manager.outlivesFrontEnd
         state.notify = options.notify
@@ -61,7 +63,7 @@ package enum FullScreen {
         state.multiPartSegments = options.segments > 1 ? options.segments : 4
         state.message = options.notice
         let loop = AppLoop(manager: manager, service: options.service, screen: try NcursesTerminal(),
-                           clock: ContinuousClock(), files: .curl(options.transfer), makeJob: options.makeJob)
+                           clock: clock, files: .curl(options.transfer), makeJob: options.makeJob)
         return try await loop.run(state, urls: options.urls)
     }
 }

@@ -6,12 +6,15 @@ import NIOConcurrencyHelpers
 /// The shell around the pure core: one task that takes messages from every source in arrival order
 /// (keys, resizes and signals from the screen's thread, the manager's events, clock ticks, loaded files),
 /// runs `update`, carries out the effects, and hands a new frame to the screen when the state changed,
-/// at most once per `frameInterval`.
+/// at most once per `frameInterval`. Every source yields into one stream, which `run` reads in a single
+/// `for await`; each input is one `step` (message, `update`, effects), and the effects go to one
+/// `EffectRunner`, which owns every task and handle they need.
 ///
 /// A key or a resize is drawn at once. Anything else is drawn at once when the last frame is older than
 /// the frame interval, else one delayed frame is scheduled for when it is due: a flood of progress events
 /// costs at most 30 renders a second, and a key never waits for the next slot. With nothing happening,
-/// nothing runs. Frame pacing, the delayed frame, the elapsed clock and the quit timeout all read `clock`.
+/// nothing runs. Frame pacing, the delayed frame, the elapsed clock, the waits to connect again and the quit
+/// timeout all read `clock`, the one the composition root (`FullScreen.run`) passes in.
 final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// What the loop's stream carries: messages for `update`, and its own bookkeeping.
     enum Input: Sendable {
@@ -68,167 +71,18 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                 sink.yield(.message(.interrupt))
             }
         }
-        var state = initial
-        state.size = info.size
-        state.colors = info.colors
-        state.unicode = info.unicode
-        state.pictureColors = Self.pictureColors(info, drawing: state.pictureDrawing)
-        let ticker = ClockTicker(clock: clock) { sink.yield(.message(.tick)) }
-        let manager = self.manager
-        let files = self.files
-        let clock = self.clock
-
-        let service = self.service
-
+        let first = Self.fitted(initial, to: info)
         await withTaskGroup(of: Void.self) { group in
-            var frames = FramePacer<C.Instant>(interval: frameInterval)
-            var delayedFrame: Task<Void, Never>?
-            var waitForIdle: Task<Void, Never>?
-            // The service's events, or the wait to connect to it again and the attempt. Unstructured, as
-            // `waitForIdle`: a start of the service under way cannot be cancelled, and `q` must not wait for it.
-            var link: Task<Void, Never>?
-            defer {
-                delayedFrame?.cancel()
-                waitForIdle?.cancel()
-                link?.cancel()
-            }
-            if let service {
-                link = Task { await Self.follow(service, clock: clock, sink: sink) }
-            } else {
-                group.addTask {
-                    for await events in manager.eventBatches() { sink.yield(.managerEvents(events)) }
-                }
-            }
-
-            func draw() {
-                screen.show(render(state, size: state.size))
-                frames.drew(at: clock.now)
-                observe?(state)
-            }
-
-            func perform(_ effect: Effect) async {
-                switch effect {
-                case .download(let urls, let segments): await manager.submit(urls.map { makeJob($0, segments) })
-                case .cancel(let id): await manager.cancel(id)
-                case .cancelAll: await manager.cancelAll()
-                case .pause(let id): await manager.pause(id)
-                case .resume(let id): await manager.resume(id)
-                case .pauseAll: await manager.pauseAll()
-                case .resumeAll: await manager.resumeAll()
-                case .retry(let id): await manager.retry(id)
-                case .remove(let id): await manager.remove(id)
-                case .setOverallLimit(let limit): await manager.setOverallLimit(limit)
-                case .setLimit(let id, let limit): await manager.setLimit(id, limit)
-                case .open(let path):
-                    if let problem = Opener.open(path) { sink.yield(.message(.notice(problem))) }
-                case .notify(let text): screen.notify(text)
-                case .reconnect(let delay):
-                    guard let service else { return }
-                    link?.cancel()
-                    link = Task {
-                        guard (try? await clock.sleep(for: delay)) != nil else { return }
-                        do throws(HaulError) {
-                            try await service.connect()
-                        } catch {
-                            if !Task.isCancelled { sink.yield(.message(.service(.failed(error.message)))) }
-                            return
-                        }
-                        guard !Task.isCancelled else { return }
-                        sink.yield(.message(.service(.connected)))
-                        await Self.follow(service, clock: clock, sink: sink)
-                    }
-                case .loadLimit:
-                    let control = manager
-                    group.addTask { sink.yield(.message(.limitLoaded(await control.overallLimit))) }
-                case .startClock: ticker.start()
-                case .stopClock: ticker.stop()
-                case .loadFiles:
-                    guard let server = state.files.server else { return }
-                    group.addTask {
-                        async let status = files.status(server: server)
-                        sink.yield(.message(.filesLoaded(await files.list(server: server))))
-                        if let line = await status { sink.yield(.message(.statusLoaded(line))) }
-                    }
-                case .showPicture(let path):
-                    // Decoding a large photo takes a moment: off the loop, as a child task.
-                    let area = PictureOverlay.area(in: state.size)
-                    let capability = state.pictureColors
-                    var drawing = state.pictureDrawing
-                    // The font may have changed since (a zoom is a resize too).
-                    if drawing.mode != nil, let cell = CellPixels.of(terminal: 1) { drawing.cell = cell }
-                    group.addTask {
-                        let cells = PictureView.render(path: path, width: area.width, height: area.height,
-                                                       capability: capability, drawing: drawing)
-                        sink.yield(.message(.pictureLoaded(path: path, cells)))
-                    }
-                case .describePicture(let id, let path):
-                    group.addTask {
-                        sink.yield(.message(.pictureDescribed(id, PictureView.describe(path: path))))
-                    }
-                case .quit(let pausing):
-                    ticker.stop()
-                    draw()
-                    if pausing { await manager.pauseAll() }
-                    // Unstructured: waitUntilIdle cannot be cancelled, and quitting must not hang on it.
-                    waitForIdle = Task {
-                        await manager.waitUntilIdle()
-                        sink.yield(.readyToQuit)
-                    }
-                    let timeout = quitTimeout
-                    group.addTask {
-                        try? await clock.sleep(for: timeout)
-                        sink.yield(.readyToQuit)
-                    }
-                }
-            }
-
+            let effects = EffectRunner(self, sink: sink, observe: observe)
+            var state = first
+            effects.followEvents(in: &group)
             sink.yield(.message(.started(urls: urls)))
-            let control = manager
-            group.addTask { sink.yield(.message(.limitLoaded(await control.overallLimit))) }
-            draw()
-            // A change to show: at once for what the user did, else within the frame cap.
-            func show(userInput: Bool) {
-                let now = clock.now
-                if userInput || frames.canDraw(at: now) {
-                    // What the user did shows at once; the cap is for the flow of progress events.
-                    delayedFrame?.cancel()
-                    delayedFrame = nil
-                    draw()
-                } else if delayedFrame == nil {
-                    let due = frames.nextFrame(after: now)
-                    delayedFrame = Task {
-                        // Cancelled: a frame was drawn meanwhile, and this one is not due any more.
-                        guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
-                        sink.yield(.frame)
-                    }
-                }
-            }
-
+            effects.loadLimit(in: &group)
+            effects.frames.draw(state)
             for await input in inputs {
-                switch input {
-                case .message(let message):
-                    let before = StateChange(state, message)
-                    for effect in update(&state, message) { await perform(effect) }
-                    if before.changed(state) { show(userInput: message.isUserInput) }
-                case .managerEvents(let events):
-                    var changed = false
-                    for event in events {
-                        let message = Message.manager(event)
-                        // Once one event of the batch changed what is shown, the rest need no comparison.
-                        let before = changed ? nil : StateChange(state, message)
-                        for effect in update(&state, message) { await perform(effect) }
-                        changed = changed || before?.changed(state) == true
-                    }
-                    if changed { show(userInput: false) }
-                case .frame:
-                    delayedFrame = nil
-                    draw()
-                case .readyToQuit:
-                    break
-                }
-                if case .readyToQuit = input { break }
+                guard await step(input, &state, effects, in: &group) else { break }
             }
-            ticker.stop()
+            effects.finish()
             group.cancelAll()
         }
         sink.finish()
@@ -237,18 +91,41 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         return await manager.exitCode
     }
 
-    /// Feeds the service's events to the loop, from its snapshot on, and says when they end (unless the loop
-    /// is leaving): the service stopped or went away, after a connection that lasted this long.
-    private static func follow(_ service: ServiceLink, clock: C, sink: AsyncStream<Input>.Continuation) async {
-        let since = clock.now
-        for await part in service.events() {
-            switch part {
-            case .events(let events): sink.yield(.managerEvents(events))
-            case .live: sink.yield(.message(.service(.live)))
+    /// The state to start from on the terminal `info` describes.
+    private static func fitted(_ initial: AppState, to info: ScreenInfo) -> AppState {
+        var state = initial
+        state.size = info.size
+        state.colors = info.colors
+        state.unicode = info.unicode
+        state.pictureColors = pictureColors(info, drawing: state.pictureDrawing)
+        return state
+    }
+
+    /// One input of the loop's stream: each message through `update`, its effects carried out in order, and
+    /// a frame when what is shown changed. False when the loop is done (quitting is ready).
+    private func step(_ input: Input, _ state: inout AppState, _ effects: EffectRunner,
+                      in group: inout TaskGroup<Void>) async -> Bool {
+        switch input {
+        case .message(let message):
+            let before = StateChange(state, message)
+            for effect in update(&state, message) { await effects.perform(effect, state, in: &group) }
+            if before.changed(state) { effects.frames.show(state, userInput: message.isUserInput) }
+        case .managerEvents(let events):
+            var changed = false
+            for event in events {
+                let message = Message.manager(event)
+                // Once one event of the batch changed what is shown, the rest need no comparison.
+                let before = changed ? nil : StateChange(state, message)
+                for effect in update(&state, message) { await effects.perform(effect, state, in: &group) }
+                changed = changed || before?.changed(state) == true
             }
+            if changed { effects.frames.show(state, userInput: false) }
+        case .frame:
+            effects.frames.frameDue(state)
+        case .readyToQuit:
+            return false
         }
-        guard !Task.isCancelled else { return }
-        sink.yield(.message(.service(.lost(after: since.duration(to: clock.now)))))
+        return true
     }
 
     /// Pictures use what the terminal draws well: 24-bit colour when it has it (`COLORTERM`) and pictures are

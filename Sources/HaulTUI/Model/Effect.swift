@@ -1,7 +1,7 @@
 import HaulCore
 
-/// What `update` asks the app loop to do; the loop carries it out against the manager, the clock task and
-/// the network.
+/// What `update` asks the app loop to do; the loop's `EffectRunner` carries it out against the manager, the
+/// clock task and the network.
 enum Effect: Sendable, Equatable {
     /// Start downloads of `urls`, each over `segments` connections, with the command line's options: queued
     /// together (one request to the service), as `haul add -i` queues them.
