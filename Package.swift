@@ -275,6 +275,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Tests/TestSupport"),
+        // The model alone: what it builds on is the standard library.
+        .testTarget(name: "HaulModelTests", dependencies: ["HaulModel"]),
         .testTarget(
             name: "HaulCoreTests",
             dependencies: [

@@ -386,7 +386,7 @@ struct JobMaker: Sendable {
         job.url = entry.url
         entry.options.apply(to: &job, absolute: absolute)
         if job.checksum == nil, !listed.isEmpty {
-            job.checksum = listed[job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))]
+            job.checksum = listed[job.plannedName]
         }
         return job
     }

@@ -19,95 +19,111 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         }
     case .key(let key):
         if state.quitting { return [] }
-        state.message = nil
-        if state.serviceLost {
-            // Nothing can reach the service now: a key that would ask it for something changes nothing, and
-            // says so (what only this screen does, such as moving, the help or `q`, still works).
-            let before = state
-            effects = handle(key, in: &state)
-            if effects.contains(where: \.goesToTheManager) {
-                state = before
-                state.message = AppState.notSent
-                effects = []
-            }
-        } else {
-            effects = handle(key, in: &state)
-        }
+        effects = press(key, in: &state)
     case .resize(let size):
         state.size = size
         // A picture is fitted to the screen: fit it again.
         if case .picture(let path)? = state.overlay { effects = [.showPicture(path: path)] } else { effects = [] }
     case .tick:
-        if state.clockRunning { state.elapsedSeconds += 1 }
-        state.now = state.now + .seconds(1)
-        for index in state.rows.indices where state.rows[index].isRunning {
-            state.rows[index].secondsWatched += 1
-            state.rows[index].bytesPerSecond = state.rows[index].record.speed(at: state.now)
-        }
-        // A live picture is decoded again once a second, from what the part holds by now; so is the
-        // description in a running JPEG's details.
-        switch state.overlay {
-        case .picture(let path)? where state.livePicture.flatMap(state.index(of:)).map({ state.rows[$0].isRunning }) == true:
-            effects = [.showPicture(path: path)]
-        case .details(let id)?:
-            if let index = state.index(of: id), state.rows[index].isRunning, let effect = describe(state.rows[index]) {
-                effects = [effect]
-            } else {
-                effects = []
-            }
-        default:
-            effects = []
-        }
-    case .manager(let event) where state.resync != nil:
-        // The snapshot after connecting again: gathered aside, shown once whole (`.live`).
-        var gathering = AppState(size: state.size)
-        gathering.now = state.now
-        gathering.rows = state.resync ?? []
-        state.resync = nil
-        apply(event, to: &gathering)
-        state.resync = gathering.rows
-        effects = []
+        effects = tick(&state)
     case .manager(let event):
-        apply(event, to: &state)
-        effects = notification(for: event, in: state) + followLivePicture(&state)
-        // `q` asked what to do with the running downloads, and none runs any more (the last one finished
-        // while the question was up): there is nothing left to decide, so the screen leaves as it was asked to.
-        if state.overlay == .confirmDetach || state.overlay == .confirmQuit, !state.hasRunningDownloads, !state.quitting {
-            effects += quit(&state, pausing: false)
-        }
-    case .limitLoaded(let limit):
-        state.overallLimit = limit
-        effects = []
-    case .notice(let line):
-        state.message = line
-        effects = []
-    case .filesLoaded(.success(let files)):
-        state.files.listing = .loaded(files)
-        state.files.selection = min(state.files.selection, max(0, files.count - 1))
-        effects = []
-    case .filesLoaded(.failure(let error)):
-        state.files.listing = .failed(error.message)
-        effects = []
-    case .statusLoaded(let line):
-        state.files.status = line
-        effects = []
-    case .pictureLoaded(let path, let cells):
-        if state.overlay == .picture(path: path) { state.picture = cells }
-        effects = []
-    case .pictureDescribed(let id, let text):
-        if let index = state.index(of: id) { state.rows[index].picture = text }
-        effects = []
+        effects = receive(event, in: &state)
     case .interrupt:
         if state.quitting { return [] }
         effects = quit(&state, pausing: state.pausesOnInterrupt)
     case .service(let change):
         effects = state.quitting ? [] : apply(change, to: &state)
+    case .limitLoaded, .notice, .filesLoaded, .statusLoaded, .pictureLoaded, .pictureDescribed:
+        load(message, into: &state)
+        effects = []
     }
     if case .picture? = state.overlay {} else {
         state.picture = nil
         state.livePicture = nil
     }
     return effects + clockEdges(&state)
+}
+
+/// A key: the footer's message goes, and the key does what the table says in the view or overlay open.
+private func press(_ key: Key, in state: inout AppState) -> [Effect] {
+    state.message = nil
+    guard state.serviceLost else { return handle(key, in: &state) }
+    // Nothing can reach the service now: a key that would ask it for something changes nothing, and
+    // says so (what only this screen does, such as moving, the help or `q`, still works).
+    let before = state
+    let effects = handle(key, in: &state)
+    guard effects.contains(where: \.goesToTheManager) else { return effects }
+    state = before
+    state.message = AppState.notSent
+    return []
+}
+
+/// A second of the clock: the screen's time moves on, and what it shows as of that time.
+private func tick(_ state: inout AppState) -> [Effect] {
+    if state.clockRunning { state.elapsedSeconds += 1 }
+    state.now = state.now + .seconds(1)
+    for index in state.rows.indices where state.rows[index].isRunning {
+        state.rows[index].secondsWatched += 1
+        state.rows[index].bytesPerSecond = state.rows[index].record.speed(at: state.now)
+    }
+    // A live picture is decoded again once a second, from what the part holds by now; so is the
+    // description in a running JPEG's details.
+    switch state.overlay {
+    case .picture(let path)? where state.livePicture.flatMap(state.index(of:)).map({ state.rows[$0].isRunning }) == true:
+        return [.showPicture(path: path)]
+    case .details(let id)?:
+        guard let index = state.index(of: id), state.rows[index].isRunning, let effect = describe(state.rows[index]) else {
+            return []
+        }
+        return [effect]
+    default:
+        return []
+    }
+}
+
+/// An event of the downloads.
+private func receive(_ event: ManagerEvent, in state: inout AppState) -> [Effect] {
+    if let resync = state.resync {
+        // The snapshot after connecting again: gathered aside, shown once whole (`.live`).
+        var gathering = AppState(size: state.size)
+        gathering.now = state.now
+        gathering.rows = resync
+        state.resync = nil
+        apply(event, to: &gathering)
+        state.resync = gathering.rows
+        return []
+    }
+    apply(event, to: &state)
+    var effects = notification(for: event, in: state) + followLivePicture(&state)
+    // `q` asked what to do with the running downloads, and none runs any more (the last one finished
+    // while the question was up): there is nothing left to decide, so the screen leaves as it was asked to.
+    if state.overlay == .confirmDetach || state.overlay == .confirmQuit, !state.hasRunningDownloads, !state.quitting {
+        effects += quit(&state, pausing: false)
+    }
+    return effects
+}
+
+/// What an effect brought back, or a line to show.
+private func load(_ message: Message, into state: inout AppState) {
+    switch message {
+    case .limitLoaded(let limit):
+        state.overallLimit = limit
+    case .notice(let line):
+        state.message = line
+    case .filesLoaded(.success(let files)):
+        state.files.listing = .loaded(files)
+        state.files.selection = min(state.files.selection, max(0, files.count - 1))
+    case .filesLoaded(.failure(let error)):
+        state.files.listing = .failed(error.message)
+    case .statusLoaded(let line):
+        state.files.status = line
+    case .pictureLoaded(let path, let cells):
+        if state.overlay == .picture(path: path) { state.picture = cells }
+    case .pictureDescribed(let id, let text):
+        if let index = state.index(of: id) { state.rows[index].picture = text }
+    default:
+        break
+    }
 }
 
 /// A long download this screen watched tells the desktop that it is done (not one that was done already
