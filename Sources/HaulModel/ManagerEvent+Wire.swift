@@ -79,7 +79,7 @@ extension ManagerEvent: Decodable {
     /// and the encoder took about 5 us an event (1000 small files from `haul add` to a service with one client
     /// attached: 455 and 415 ms of its CPU against 505 and 430, two sets of 12 alternating rounds). The nested
     /// objects (a failure, a fact) are their own `Codable` form, from `nested`.
-    package func json(nested: (any Encodable) -> [UInt8]) -> [UInt8] {
+    func json(nested: (any Encodable) -> [UInt8]) -> [UInt8] {
         var object = JSONObjectWriter()
         switch self {
         case .added(let id, let url, let file):
