@@ -7,31 +7,9 @@ import TestSupport
 /// The manager's events that come together (one read from the service's socket) go through `update` in
 /// order and are drawn once: a thousand small downloads were a frame, and three task hand-offs, an event.
 @Suite struct EventBatchTests {
-    /// A `DownloadControl` whose events the test hands over, in the batches it chooses.
-    final class ScriptedControl: DownloadControl {
-        let (batches, feed) = AsyncStream.makeStream(of: [ManagerEvent].self)
-
-        func eventBatches() -> AsyncStream<[ManagerEvent]> { batches }
-        func submit(_ jobs: [DownloadJob]) async {}
-        func cancel(_ id: DownloadID) async {}
-        func cancelAll() async {}
-        func pause(_ id: DownloadID) async {}
-        func resume(_ id: DownloadID) async {}
-        func pauseAll() async {}
-        func resumeAll() async {}
-        func retry(_ id: DownloadID) async {}
-        func remove(_ id: DownloadID) async {}
-        func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {}
-        func setOverallLimit(_ bytesPerSecond: Int64?) async {}
-        var overallLimit: Int64? { nil }
-        func waitUntilIdle() async {}
-        var exitCode: Int32 { 0 }
-        var outlivesFrontEnd: Bool { true }
-    }
-
     @Test func eventsThatCameTogetherAreAppliedInOrderAndDrawnOnce() async throws {
         let screen = FakeScreen()
-        let control = ScriptedControl()
+        let control = ScriptedControl(outlivesFrontEnd: true)
         // Forty events, in one batch, there before the loop starts: forty frames uncapped, one event a frame.
         control.feed.yield((1...20).flatMap { id -> [ManagerEvent] in
             [.added(id: id, url: "http://x.test/f\(id).bin", file: "f\(id).bin"), .state(id: id, .done)]

@@ -7,33 +7,10 @@ import TestSupport
 /// injected clock (issue 73, point 5): the effect runner's wait and the timeout race, and the first one ends
 /// the loop.
 @Suite struct QuitTimeoutTests {
-    /// A `DownloadControl` that never becomes idle: its wait ends only when its task is cancelled.
-    final class NeverIdle: DownloadControl {
-        let (idle, never) = AsyncStream.makeStream(of: Void.self)
-
-        func eventBatches() -> AsyncStream<[ManagerEvent]> { AsyncStream { $0.finish() } }
-        func submit(_ jobs: [DownloadJob]) async {}
-        func cancel(_ id: DownloadID) async {}
-        func cancelAll() async {}
-        func pause(_ id: DownloadID) async {}
-        func resume(_ id: DownloadID) async {}
-        func pauseAll() async {}
-        func resumeAll() async {}
-        func retry(_ id: DownloadID) async {}
-        func remove(_ id: DownloadID) async {}
-        func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {}
-        func setOverallLimit(_ bytesPerSecond: Int64?) async {}
-        var overallLimit: Int64? { nil }
-        /// Iterating an `AsyncStream` ends when the waiting task is cancelled: the loop cancels it as it leaves.
-        func waitUntilIdle() async { for await _ in idle {} }
-        var exitCode: Int32 { 0 }
-        var outlivesFrontEnd: Bool { false }
-    }
-
     @Test func quittingGivesUpWaitingAfterTheTimeoutOnTheLoopsClock() async throws {
         let screen = FakeScreen()
         let clock = ManualClock()
-        let control = NeverIdle()
+        let control = ScriptedControl(neverIdle: true)
         // Far longer than any bound of the test: a timeout on another clock would not end it in time.
         let timeout = Duration.seconds(300)
         let loop = AppLoop(manager: control, screen: screen, clock: clock, frameInterval: .zero,

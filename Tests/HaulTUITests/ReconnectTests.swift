@@ -236,7 +236,7 @@ import TestSupport
         let screen = FakeScreen(size: Size(columns: 120, rows: 12))
         let clock = ManualClock()
         let service = ScriptedService()
-        let loop = AppLoop(manager: EventBatchTests.ScriptedControl(), service: service.link, screen: screen,
+        let loop = AppLoop(manager: ScriptedControl(outlivesFrontEnd: true), service: service.link, screen: screen,
                            clock: clock, frameInterval: .zero) { url, _ in DownloadJob(url: url, outputDirectory: "/nowhere") }
         var state = AppState(size: Size(columns: 1, rows: 1))
         state.attached = true
