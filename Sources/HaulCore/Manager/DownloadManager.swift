@@ -13,6 +13,8 @@ package actor DownloadManager {
     let hooks = HookRunner()
     let continuation: EventSink
     let downloader: Downloader
+    /// The downloader's clock, read as moments: what times each download's run (`finished`'s seconds).
+    private let clock: MomentClock
     /// Downloads at once; `setConcurrency` changes it while the queue runs.
     var concurrency: Int
     /// The cap `setOverallReceiveLimit` set last.
@@ -54,6 +56,7 @@ package actor DownloadManager {
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency,
                  observer: (@Sendable (ManagerEvent) -> Void)? = nil, batched: Bool = false) {
         self.downloader = downloader
+        clock = MomentClock(downloader.clock)
         self.concurrency = max(1, concurrency)
         let stream: AsyncStream<ManagerEvent>.Continuation
         (events, stream) = AsyncStream.makeStream(of: ManagerEvent.self)
@@ -201,6 +204,7 @@ package actor DownloadManager {
         descriptorsHeld += entry.descriptors
         setState(entry, id, .connecting)
         let downloader = self.downloader
+        let clock = self.clock
         let continuation = self.continuation
         let partial = DownloadContext.isPartialCapable(name: entry.file)
         let limit = entry.limit
@@ -224,7 +228,7 @@ package actor DownloadManager {
         // insertions and their allocations a file, to be shadowed at once by this download's own).
         running[id] = IOExecutor.shared.startingHere {
             Task.detached(executorPreference: IOExecutor.shared) { [self] in
-                let began = ContinuousClock.now
+                let began = clock.now
                 let (result, path) = await DownloadContext.$supportsPartialDownloads.withValue(partial) {
                     await ReceiveLimit.$current.withValue(limit) {
                         await Self.perform(job, id: id, continuing: continuing, alone: alone, downloader: downloader,
@@ -234,7 +238,7 @@ package actor DownloadManager {
                         }
                     }
                 }
-                await self.finished(id, result, path: path, seconds: (ContinuousClock.now - began).seconds)
+                await self.finished(id, result, path: path, seconds: began.duration(to: clock.now).seconds)
             }
         }
     }
