@@ -144,12 +144,14 @@ package enum Entry {
                 TextOutput.standard.out("Sample server on \(server.baseURL): \(server.statusLine)")
             }
         }
+        // The one clock of the run: the downloads wait and measure by it, the run and its lines are timed by it.
+        let clock = ContinuousClock()
         let reporter: any Reporter = command.json
-            ? JSONReporter() : PlainReporter(quiet: command.quiet)
+            ? JSONReporter() : PlainReporter(quiet: command.quiet, clock: MomentClock(clock))
         // The first of SIGINT, SIGTERM, SIGHUP to arrive: it decides the failure lines and the exit code.
         let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
-        let run = DownloadRun(concurrency: command.concurrency, reporter: reporter,
-                              interrupted: { stoppedBy.withLockedValue { $0 } })
+        let run = DownloadRun(downloader: Downloader(clock: clock), concurrency: command.concurrency,
+                              reporter: reporter, interrupted: { stoppedBy.withLockedValue { $0 } })
         let jobs = command.downloads(extra: extra)
 
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])

@@ -141,8 +141,8 @@ package struct Downloader: Sendable {
 
     /// The outcome of a download that `Claim.take` held no name for: skipped (`--skip-existing`), or finished
     /// by an earlier run (`Claim.Taking.finishedEarlier`).
-    private static func nothingToFetch(_ taking: Claim.Taking, asked name: String, in directory: OutputDirectory,
-                                       events: (DownloadEvent) -> Void) -> DownloadResult {
+    static func nothingToFetch(_ taking: Claim.Taking, asked name: String, in directory: OutputDirectory,
+                               events: (DownloadEvent) -> Void) -> DownloadResult {
         guard case .finishedEarlier(let file) = taking else {
             return DownloadResult(file: name, path: directory.file(name), bytes: 0, skipped: true)
         }
@@ -151,7 +151,7 @@ package struct Downloader: Sendable {
     }
 
     /// What carrying out an action leads to: the machine's next action, or the download's outcome.
-    private enum Step {
+    enum Step {
         case next(DownloadStateMachine.Action)
         case end(Result<DownloadResult, HaulError>)
     }
@@ -160,7 +160,7 @@ package struct Downloader: Sendable {
     /// the machine, the claim it is told about (the part, its resume state), the transfer in flight and the
     /// two things done once (the connections opened ahead, the slot handed over); and, fixed for the
     /// download, how its requests are made.
-    private struct Execution {
+    struct Execution {
         let job: DownloadJob
         let ownConnection: Bool
         /// -N: the existing file's mtime, asked about with If-Modified-Since.
@@ -250,267 +250,5 @@ package struct Downloader: Sendable {
             }
             return .end(.failure(HaulError(.cancelled, "cancelled")))
         }
-    }
-
-    /// `.request`: sends `asked` over a new transfer and tells the machine the answer's head.
-    private func send<C: Clock<Duration>>(_ asked: DownloadStateMachine.Request, _ execution: inout Execution,
-                                          clock: C) async throws(HaulError) -> Step {
-        let job = execution.job
-        let modifiedSince = execution.modifiedSince
-        var request = HTTPRequest(url: job.url, options: job.transfer)
-        request.headers = job.headers
-        // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so
-        // that a limit per connection limits each; the probe's is the first of them.
-        request.ownConnection = execution.ownConnection
-        request.range = asked.range.map { ($0.first, $0.last) }
-        request.ifRange = asked.ifRange
-        // Only on a request for the whole file: a range of the part is never conditional on the date.
-        if let modifiedSince, asked.range == nil { request.headers.append("If-Modified-Since: \(modifiedSince)") }
-        execution.transfer?.cancel()
-        // Once, with the probe (which goes first): the connections its segments will take.
-        let started = driver.start(request, clock: clock, openingAhead: execution.openAhead ? job.segments - 1 : 0)
-        execution.openAhead = false
-        execution.transfer = started
-        let head: ResponseHead
-        do { head = try await started.head() } catch { throw HaulError.from(error) }
-        if head.status == 304, modifiedSince != nil, asked.range == nil {
-            // -N, and the server's copy is no newer: the file stays as it is.
-            started.cancel()
-            execution.transfer = nil
-            execution.claim.discardIfEmpty()
-            let claim = execution.claim
-            return .end(.success(DownloadResult(file: claim.name, path: claim.path, bytes: 0, skipped: true,
-                                                notModified: true)))
-        }
-        // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
-        if (200..<300).contains(head.status) { execution.claim.contentType = head[.contentType] }
-        return .next(try execution.machine.headArrived(head))
-    }
-
-    /// `.move`: the claim moves to `name` (or the next free name), and the machine is told.
-    private func move(to name: String, _ execution: inout Execution,
-                      events: (DownloadEvent) -> Void) throws(HaulError) -> Step {
-        let job = execution.job
-        execution.claim.release()
-        let directory = execution.claim.directory
-        let taking = try Claim.take(name, in: directory, policy: job.existingFile, url: job.url,
-                                    resume: job.resume, remoteTime: job.remoteTime, notice: { events(.fact($0)) })
-        guard let moved = taking.claim
-        else { return .end(.success(Self.nothingToFetch(taking, asked: name, in: directory, events: events))) }
-        let contentType = execution.claim.contentType
-        execution.claim = moved
-        execution.claim.contentType = contentType
-        if let checksum = job.checksum { execution.claim.part.startDigest(checksum.algorithm) }
-        return .next(try execution.machine.claimMoved(to: execution.claim.name, resume: execution.claim.state))
-    }
-
-    /// `.stream`: writes the answer's body into the part, and tells the machine where it ended.
-    private func receive<C: Clock<Duration>>(_ body: DownloadStateMachine.Body, _ execution: inout Execution,
-                                             clock: C, events: (DownloadEvent) -> Void)
-        async throws(HaulError) -> DownloadStateMachine.Action
-    {
-        guard let transfer = execution.transfer else { preconditionFailure("a body to stream with no transfer") }
-        try prepare(body, job: execution.job, claim: &execution.claim, events: events)
-        // Its validators are in the resume state now, so a request for the rest gets this version or none.
-        transfer.refitsToCap = body.continuable && execution.claim.state?.validator != nil
-        let inMemory = transfer.hasEndedWell
-        if inMemory, let ended = execution.transferEnded, await ended() {
-            // The whole body is here, in memory (a small file, whose head waited for it): what is left is
-            // the disk's (the direct write, a device round trip; with a sync the fsyncs; the name), and the
-            // slot has gone to the next download. With --no-sync too: 1000 x 100 KiB, -j 8, 4% faster.
-            execution.transferEnded = nil
-        }
-        let began = clock.now
-        let written = inMemory
-            ? try await write(transfer, body: body, into: &execution.claim, clock: clock, events: events)
-            : try await stream(transfer.bytes, body: body, into: &execution.claim, clock: clock, events: events)
-        return execution.machine.bodyEnded(at: written, elapsed: began.duration(to: clock.now),
-                                           resume: execution.claim.state)
-    }
-
-    /// Before a body's first byte: drops the part's old bytes when it starts the file over, announces the
-    /// file, says what there is to say.
-    private func prepare(_ body: DownloadStateMachine.Body, job: DownloadJob, claim: inout Claim,
-                         events: (DownloadEvent) -> Void) throws(HaulError) {
-        if let why = body.refused { events(.fact(why)) }
-        if let fresh = body.fresh {
-            if claim.stateOnDisk || claim.journalOnDisk {
-                // Starting over: the state file and journal on disk describe the bytes about to go. Gone (and
-                // the removal durable) before a byte of the new body is written: left until the first
-                // checkpoint, a kill before it left the old version's state over the new version's bytes,
-                // with the journal recording them, and a later resume took them as the old version's.
-                claim.removeState()
-                if job.sync { claim.directory.syncNames() }
-            }
-            // Only when there is something to drop: truncating a new, empty file makes ext4 flush it
-            // whole at close (seen in bench/profile).
-            if !claim.part.isEmptyAsClaimed, try claim.part.size() > 0 { try claim.part.truncate(to: 0) }
-            claim.part.journal?.reset()
-            if let checksum = job.checksum { claim.part.startDigest(checksum.algorithm) }
-            claim.state = fresh
-        }
-        if body.announce { events(.started(file: claim.name, path: claim.path, total: body.total, part: claim.part.identity)) }
-        if let notice = body.notice { events(.fact(notice)) }
-    }
-
-    /// Writes one answer's body into the part from `body.start`, through the progress loop; returns where it
-    /// ended. A body that fails, or ends short of `body.end`, keeps what arrived (checkpointed) and throws.
-    private func stream<C: Clock<Duration>>(_ bytes: TransferBytes, body: DownloadStateMachine.Body,
-                                            into claim: inout Claim, clock: C,
-                                            events: (DownloadEvent) -> Void) async throws(HaulError) -> Int64 {
-        let start = body.start
-        var written = start
-        let progress = ProgressLoop(clock: clock, first: start > 0 ? checkpointInterval : firstCheckpoint,
-                                    interval: checkpointInterval, record: recordAfter)
-        let mark = WrittenMark(start)
-        let batches = ByteAccumulator(bytes, writingTo: claim.part, startingAt: start, end: body.end,
-                                      total: body.total, clock: clock, written: mark, alone: true)
-        do {
-            try await progress.run(batches, claim: &claim, events: events) { batch, _ in
-                written = batch.completed
-                return (progress: batch, adding: ByteRange(start, written))
-            }
-        } catch {
-            let failure = HaulError.from(error)
-            // Everything written, not only what the last report counted: the accumulator's last write (a
-            // pause's, a stop's) is on disk and in the resume state, so the last report says it too. A pause
-            // otherwise showed fewer bytes than the resume then asked the server past.
-            if mark.offset > written {
-                events(.progress(DownloadProgress(completed: mark.offset, batchBytes: mark.offset - written,
-                                                  total: body.total, bytesPerSecond: 0)))
-                written = mark.offset
-            }
-            if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
-            throw failure
-        }
-        return try ended(body, at: written, claim: &claim)
-    }
-
-    /// `stream` for a body that had all come before its head was handed over (`Transfer.hasEndedWell`: a small
-    /// file): its bytes are written as they lie in memory, and reported once. No accumulator, progress loop,
-    /// rate window or checkpoint around them: nothing waits for the network here, so there is nothing to
-    /// report in between, and the file is whole (or the write failed) a moment later. Writes, reports and
-    /// throws what `stream` would for the same bytes.
-    private func write<C: Clock<Duration>>(_ transfer: Transfer, body: DownloadStateMachine.Body,
-                                           into claim: inout Claim, clock: C,
-                                           events: (DownloadEvent) -> Void) async throws(HaulError) -> Int64 {
-        let start = body.start
-        let began = clock.now
-        var written = start
-        var spent: IOBuffer?
-        do {
-            while let batch = try await transfer.core.next(recycling: spent.take()) {
-                if case .buffer(let buffer) = batch.storage { spent = buffer }
-                let reached = written + Int64(batch.count)
-                if let end = body.end, reached > end { throw BodyWrite.overflow(announced: end - start) }
-                try claim.part.write(batch, at: written,
-                                     completing: BodyWrite.completes(at: reached, end: body.end, total: body.total),
-                                     alone: true)
-                written = reached
-            }
-        } catch {
-            let failure = HaulError.from(error)
-            if written > start { claim.lastCheckpoint(adding: ByteRange(start, written)) }
-            throw failure
-        }
-        // The rate `ByteAccumulator` reports for one batch: the bytes over the time they took.
-        let rate = RateMeter.rate(of: written - start, over: began.duration(to: clock.now).seconds)
-        events(.progress(DownloadProgress(completed: written, batchBytes: written - start, total: body.total,
-                                          bytesPerSecond: rate)))
-        return try ended(body, at: written, claim: &claim)
-    }
-
-    /// The end of a body written up to `written` without a failure: short of the end it announced, what came
-    /// is kept (checkpointed) and the attempt fails; else it goes into the resume state.
-    private func ended(_ body: DownloadStateMachine.Body, at written: Int64,
-                       claim: inout Claim) throws(HaulError) -> Int64 {
-        if let end = body.end, written != end {
-            claim.lastCheckpoint(adding: ByteRange(body.start, written))
-            throw HaulError(.network, "connection closed after \(written) of \(body.total ?? end) bytes")
-        }
-        claim.state?.add(ByteRange(body.start, written))
-        return written
-    }
-
-    /// Fetches the file over the job's connections (`SegmentedFetch`), the first one going on with the answer
-    /// in hand (`first`), and tells the machine how it went; a refused segment first checkpoints what the
-    /// others fetched.
-    private func fetchSegmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, first: (Transfer, ByteRange),
-                                                    claim: inout Claim, machine: inout DownloadStateMachine,
-                                                    clock: C, events: (DownloadEvent) -> Void)
-        async throws(HaulError) -> DownloadStateMachine.Action
-    {
-        var request = HTTPRequest(url: job.url, options: job.transfer)
-        request.headers = job.headers
-        request.ownConnection = true
-        request.ifRange = claim.state?.validator
-        let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, etag: claim.state?.etag,
-                                   lastModified: claim.state?.lastModified, connections: job.segments,
-                                   total: total, firstCheckpoint: firstCheckpoint,
-                                   checkpointInterval: checkpointInterval, recordAfter: recordAfter,
-                                   notLimited: notLimited, raceWindow: raceWindow,
-                                   raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy,
-                                   reconnects: job.retries)
-        // The segments write at several places at once: into reserved blocks they do not take turns.
-        claim.part.reserveAhead(of: total)
-        do {
-            try await fetch.run(first: first, claim: &claim, events: events)
-        } catch let refused as SegmentRefused {
-            // Going on over one connection: an ordinary checkpoint (the part stays in use).
-            try? claim.checkpoint(adding: nil)
-            return machine.segmentRefused(status: refused.status, resume: claim.state)
-        } catch {
-            claim.lastCheckpoint(adding: nil)
-            // Stopped (a failure, a cancel, a pause): the windows reserved ahead of the connections go back.
-            claim.part.releaseUnwrittenReservations(keeping: claim.state?.completed ?? [])
-            throw HaulError.from(error)
-        }
-        return machine.segmentsEnded()
-    }
-
-    /// Gives the part the server's time (when asked to), syncs it (unless `--no-sync`), verifies the checksum,
-    /// gives `NAME.part` its name (the next free one if something appeared at `NAME` meanwhile, unless
-    /// `--overwrite`), drops the state file and syncs the directory (unless `--no-sync`).
-    /// The finished part's time, sync and checksum, before it takes its name.
-    private func makeWhole(_ claim: inout Claim, job: DownloadJob) throws(HaulError) {
-        if job.remoteTime, let stamp = claim.state?.lastModified.flatMap(HTTPDate.parse) {
-            // The server's Last-Modified as the file's mtime (as wget does), set before the sync, which makes it
-            // durable with the data: set after it, a crash could leave the file with the time of the download.
-            try? claim.part.withDescriptor { fd in
-                // Access and modification time both, as wget sets them.
-                let seconds = Int(stamp.timeIntervalSince1970)
-                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
-                _ = futimens(fd, &times)
-            }
-        }
-        if job.sync { try claim.part.sync() }
-        if let checksum = job.checksum {
-            // Computed while the bytes came when they came in order from byte 0; else read back once.
-            let size = try claim.part.size()
-            let actual: String
-            if let streamed = claim.part.writtenDigest(size: size) {
-                actual = streamed
-            } else {
-                let path = claim.partPath
-                actual = try claim.part.withDescriptor { (fd) throws(HaulError) in
-                    try FileDigest.hex(ofDescriptor: fd, path: path, algorithm: checksum.algorithm)
-                }
-            }
-            guard actual == checksum.hex else {
-                // The bytes are all there but not the ones wanted: nothing to resume, nothing to name.
-                claim.removeState()
-                throw HaulError(.checksum, "checksum mismatch: \(checksum.algorithm.rawValue) is \(actual), expected "
-                                + "\(checksum.hex); the data stays in \(FilePath.baseName(of: claim.partPath))",
-                                reason: .checksumMismatch)
-            }
-        }
-    }
-
-    /// The whole part takes its name (and the directory is synced).
-    private func name(_ claim: inout Claim, job: DownloadJob, received: Int64,
-                      events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
-        let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
-        if job.sync { claim.directory.syncNames() }
-        return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
     }
 }

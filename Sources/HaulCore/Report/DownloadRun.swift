@@ -12,6 +12,8 @@ package struct DownloadRun: Sendable {
     /// stopped downloads are reported as interrupted, and the run exits with that category's code.
     let interrupted: @Sendable () -> FailureCategory?
     private let tally: Tally
+    /// The downloader's clock, read as moments: what times the whole run (`RunSummary.seconds`).
+    private let clock: MomentClock
 
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency, reporter: any Reporter,
                 interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
@@ -21,16 +23,17 @@ package struct DownloadRun: Sendable {
         self.reporter = reporter
         self.interrupted = interrupted
         self.tally = tally
+        clock = MomentClock(downloader.clock)
     }
 
     /// Downloads everything, reporting as it goes; `manager.cancelAll()` from another task stops the run.
     package func run(_ jobs: [DownloadJob]) async -> RunSummary {
-        let start = ContinuousClock.now
+        let start = clock.now
         _ = await manager.add(jobs)
         await manager.waitUntilIdle()
         await manager.waitForHooks()
         var summary = tally.summary
-        summary.seconds = (ContinuousClock.now - start).seconds
+        summary.seconds = start.duration(to: clock.now).seconds
         summary.exitCode = await manager.exitCode
         if let stop = interrupted() { summary.exitCode = stop.exitCode }
         reporter.report(.summary(summary))

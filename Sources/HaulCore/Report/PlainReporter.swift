@@ -11,19 +11,21 @@ package final class PlainReporter: Reporter {
     private let lastPrinted = NIOLockedValueBox<[Int: Double]>([:])
 
     /// - Parameters:
+    ///   - clock: what spaces the progress lines; the process's own, given where it starts.
+    package convenience init(output: TextOutput = .standard, quiet: Bool = false, interval: Double = 1,
+                             clock: MomentClock = .continuous) {
+        self.init(output: output, quiet: quiet, interval: interval, now: { clock.now.sinceOrigin.seconds })
+    }
+
+    /// - Parameters:
     ///   - now: seconds on a monotonic clock; injected so tests need not wait.
-    package init(output: TextOutput = .standard, quiet: Bool = false, interval: Double = 1,
-                now: @escaping @Sendable () -> Double = PlainReporter.monotonicSeconds) {
+    init(output: TextOutput = .standard, quiet: Bool = false, interval: Double = 1,
+         now: @escaping @Sendable () -> Double) {
         self.output = output
         self.quiet = quiet
         self.interval = interval
         self.now = now
     }
-
-    static let monotonicSeconds: @Sendable () -> Double = {
-        let origin = ContinuousClock.now
-        return { (ContinuousClock.now - origin).seconds }
-    }()
 
     package func report(_ event: ReportEvent) {
         switch event {

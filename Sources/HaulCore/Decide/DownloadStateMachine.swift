@@ -1,3 +1,9 @@
+// Decide/ holds what haul decides, as plain code: told what happened (a head, a failure, a name, bytes counted
+// at an instant passed in), it says what to do, and touches no file, socket, clock or screen itself. Download/
+// carries its answers out, Files/ holds what touches the disk, Transport/ the sockets. Two reads of the system
+// remain: `RetryPolicy`'s random jitter, and `HTTPStatus.retryAfter`'s wall clock (an HTTP date names a moment
+// of the calendar).
+
 /// The download protocol as a pure state machine: told what happened (an answer's head arrived, a body
 /// ended, a failure), it says what to do next (ask for a range, start over, take the server's name, split,
 /// retry, finish). No I/O, no clock, no tasks: `Downloader` carries out its actions in one loop, as

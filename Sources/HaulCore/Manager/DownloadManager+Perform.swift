@@ -1,0 +1,52 @@
+import NIOConcurrencyHelpers
+
+extension DownloadManager {
+    /// The download itself, outside the actor: events go straight to the stream. Also returns the path
+    /// the download claimed, so that a resume or retry continues the same `.part`.
+    static func perform(_ job: DownloadJob, id: DownloadID, continuing: Bool, alone: Bool,
+                        downloader: Downloader, events: EventSink, gate: StopGate,
+                        beforeDownloading: (@Sendable (DownloadID) -> Void)?,
+                        namingGate: (@Sendable (Int) async -> Void)?,
+                        transferEnded: @escaping @Sendable () async -> Bool)
+        async -> (Result<DownloadResult, HaulError>, String?)
+    {
+        if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
+        var downloading = false
+        var claimed: String?
+        // The count of events up to this download's latest `started`: only with a naming gate (the service's).
+        let startedMark = namingGate == nil ? nil : NIOLockedValueBox<Int?>(nil)
+        var beforeNaming: (@Sendable () async -> Void)?
+        if let namingGate, let startedMark {
+            beforeNaming = {
+                let mark = startedMark.withLockedValue { $0 }
+                if let mark { await namingGate(mark) }
+            }
+        }
+        do {
+            return (.success(try await downloader.download(job, continuing: continuing, alone: alone,
+                                                           transferEnded: transferEnded,
+                                                           beforeNaming: beforeNaming) { event in
+                switch event {
+                case .started(let file, let path, let total, let part):
+                    claimed = path
+                    events.yield(.started(id: id, file: file, path: path, total: total, part: part))
+                    if let startedMark {
+                        let count = events.yielded.withLockedValue { $0 }
+                        startedMark.withLockedValue { $0 = count }
+                    }
+                case .progress(let progress):
+                    if !downloading {
+                        downloading = true
+                        beforeDownloading?(id)
+                        gate.unlessStopped { events.yield(.state(id: id, .downloading)) }
+                    }
+                    events.yield(.progress(id: id, progress))
+                case .fact(let fact):
+                    events.yield(.fact(id: id, fact))
+                }
+            }), claimed)
+        } catch {
+            return (.failure(error), claimed)
+        }
+    }
+}
