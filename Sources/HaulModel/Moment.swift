@@ -2,7 +2,7 @@
 /// its owner reads (the service's injected clock; the screen's ticks). The model reads no clock itself:
 /// `DownloadRecord.apply(_:at:)` is told when an event came, and `speed(at:)` when it is asked.
 package struct Moment: Sendable, Hashable, Comparable {
-    var sinceOrigin: Duration
+    package var sinceOrigin: Duration
 
     package init(_ sinceOrigin: Duration) {
         self.sinceOrigin = sinceOrigin

@@ -91,7 +91,7 @@ package struct Downloader: Sendable {
             throw HaulError(.usage, "the output name \(name.debugDescription) \(problem)")
         }
         let directory = try OutputDirectory(job.outputDirectory, below: job.confinedTo)
-        let guessed = job.outputName ?? FileNaming.sanitize(FileNaming.lastPathSegment(of: job.url))
+        let guessed = job.plannedName
         // -N: an existing file is asked about (If-Modified-Since its mtime) and replaced only by a newer one.
         var job = job
         var modifiedSince: String?
