@@ -4,14 +4,22 @@
 /// starts.
 package struct MomentClock: Sendable {
     private let read: @Sendable () -> Duration
+    private let wait: @Sendable (Duration) async throws -> Void
 
     package init<C: Clock<Duration>>(_ clock: C) {
         let origin = clock.now
         read = { origin.duration(to: clock.now) }
+        wait = { try await clock.sleep(for: $0) }
     }
 
     /// The continuous clock (which counts while the machine sleeps, as a download's time does).
     package static var continuous: MomentClock { MomentClock(ContinuousClock()) }
 
     package var now: Moment { Moment(read()) }
+
+    /// Sleeps for `duration` on the clock given, so that a timer waits on the clock its readings come from (a
+    /// test's manual clock wakes it as it advances); throws `CancellationError` when the task is cancelled.
+    package func sleep(for duration: Duration) async throws {
+        try await wait(duration)
+    }
 }

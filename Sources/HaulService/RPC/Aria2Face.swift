@@ -102,7 +102,7 @@ struct Aria2Face: Sendable {
         if let token, secret.matches(token) { return nil }
         let blocked = await gate.isBlocked(peer)
         if !blocked { await gate.failed(peer) }
-        try? await Task.sleep(for: SecretGate.delay)
+        try? await gate.clock.sleep(for: SecretGate.delay)
         return blocked ? .tooManyWrongSecrets : .unauthorized
     }
 }
@@ -115,13 +115,18 @@ actor SecretGate {
     /// How long a wrong secret waits for its answer.
     static let delay: Duration = .milliseconds(200)
 
+    /// When each peer's wrong secrets came, as time since the origin of `clock`.
     private var failures: [String: [Duration]] = [:]
-    /// Time since the gate was made, on its clock (a test's manual one).
-    private let now: @Sendable () -> Duration
+    /// The service's clock (a test's manual one): the minute is timed on it, and a wrong secret's answer waits
+    /// on it.
+    nonisolated let clock: MomentClock
 
-    init<C: Clock<Duration>>(clock: C = ContinuousClock()) {
-        let origin = clock.now
-        now = { origin.duration(to: clock.now) }
+    init(clock: MomentClock) {
+        self.clock = clock
+    }
+
+    init<C: Clock<Duration>>(clock: C) {
+        self.init(clock: MomentClock(clock))
     }
 
     func isBlocked(_ peer: String) -> Bool {
@@ -131,12 +136,12 @@ actor SecretGate {
 
     func failed(_ peer: String) {
         prune(peer)
-        failures[peer, default: []].append(now())
+        failures[peer, default: []].append(clock.now.sinceOrigin)
     }
 
     private func prune(_ peer: String) {
         guard let times = failures[peer] else { return }
-        let cutoff = now() - Self.window
+        let cutoff = clock.now.sinceOrigin - Self.window
         let kept = times.filter { $0 > cutoff }
         failures[peer] = kept.isEmpty ? nil : kept
     }

@@ -1,3 +1,4 @@
+import HaulCore
 import HummingbirdWebSocket
 import NIOCore
 import NIOConcurrencyHelpers
@@ -17,7 +18,7 @@ enum RPCSession {
     static func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel,
                     face: Aria2Face, service: Service, peer: String) async throws {
         let notifications = await service.listenAria2()
-        let outbox = SessionOutbox(notificationLimit: notificationLimit)
+        let outbox = SessionOutbox(notificationLimit: notificationLimit, clock: service.clock.moments)
         let failure = await withTaskGroup(of: (any Error)?.self) { tasks in
             tasks.addTask {
                 for await notification in notifications where !outbox.notify(notification.text) {
@@ -47,13 +48,7 @@ enum RPCSession {
             tasks.addTask {
                 // The watchdog: a write that has not gone out for `stallLimit` closes the connection (a close
                 // frame would wait behind it).
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: stallLimit / 4)
-                    if outbox.isStalled(longerThan: stallLimit) {
-                        channel.close(promise: nil)
-                        break
-                    }
-                }
+                if await outbox.stalls(longerThan: stallLimit) { channel.close(promise: nil) }
                 return nil
             }
             while let text = await outbox.next() {
@@ -81,7 +76,7 @@ final class SessionOutbox: Sendable {
         var writer: CheckedContinuation<String?, Never>?
         var finished = false
         /// When the write under way began.
-        var writingSince: ContinuousClock.Instant?
+        var writingSince: Moment?
 
         mutating func pop() -> (text: String, isReply: Bool)? {
             guard head < queue.count else { return nil }
@@ -99,9 +94,12 @@ final class SessionOutbox: Sendable {
 
     private let state = NIOLockedValueBox(State())
     let notificationLimit: Int
+    /// The service's clock (a test's manual one): what a write is timed on, and the watchdog waits on.
+    private let clock: MomentClock
 
-    init(notificationLimit: Int) {
+    init(notificationLimit: Int, clock: MomentClock = .continuous) {
         self.notificationLimit = notificationLimit
+        self.clock = clock
     }
 
     /// What a text queued met: the writer waiting for it, a place in the queue, or a session that ended
@@ -119,7 +117,7 @@ final class SessionOutbox: Sendable {
                 guard !state.finished else { return .refused }
                 if let writer = state.writer {
                     state.writer = nil
-                    state.writingSince = .now
+                    state.writingSince = clock.now
                     return .taken(writer)
                 }
                 state.queue.append((text, true))
@@ -143,7 +141,7 @@ final class SessionOutbox: Sendable {
             guard !state.finished, state.notifications < notificationLimit else { return .refused }
             if let writer = state.writer {
                 state.writer = nil
-                state.writingSince = .now
+                state.writingSince = clock.now
                 return .taken(writer)
             }
             state.queue.append((text, false))
@@ -165,7 +163,7 @@ final class SessionOutbox: Sendable {
             let (item, sender, ended): ((text: String, isReply: Bool)?, CheckedContinuation<Bool, Never>?, Bool) =
                 state.withLockedValue { state in
                     if let item = state.pop() {
-                        state.writingSince = .now
+                        state.writingSince = clock.now
                         var sender: CheckedContinuation<Bool, Never>?
                         if item.isReply {
                             sender = state.sender
@@ -198,8 +196,18 @@ final class SessionOutbox: Sendable {
     func isStalled(longerThan limit: Duration) -> Bool {
         state.withLockedValue { state in
             guard let since = state.writingSince else { return false }
-            return since.duration(to: .now) > limit
+            return since.duration(to: clock.now) > limit
         }
+    }
+
+    /// The watchdog's wait: true once a write has been under way for longer than `limit` (looked at every
+    /// quarter of it, on the outbox's clock), false if the task is cancelled first.
+    func stalls(longerThan limit: Duration) async -> Bool {
+        while !Task.isCancelled {
+            try? await clock.sleep(for: limit / 4)
+            if isStalled(longerThan: limit) { return true }
+        }
+        return false
     }
 
     /// No more is queued. `dropping`: what is queued goes unsent (the session is closing); otherwise the

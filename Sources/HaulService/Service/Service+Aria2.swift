@@ -169,7 +169,7 @@ extension Service {
     }
 
     private func status(_ entry: Roster.Entry, keys: Set<String>?) async -> JSON {
-        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys, at: clock.now,
+        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys, at: clock.moment,
                            completed: { Aria2Status.completedRanges(of: entry) })
     }
 
@@ -206,7 +206,7 @@ extension Service {
         case .failure(let failure): return .failure(failure)
         case .success(let entry):
             guard entry.state.isActive else { return .failure(.aria2("No active download for GID#\(entry.gid)")) }
-            let speed = JSON.number(Int64(entry.record.speed(at: clock.now).rounded()))
+            let speed = JSON.number(Int64(entry.record.speed(at: clock.moment).rounded()))
             return .success([["index": "1", "servers": [[
                 "uri": .string(entry.url), "currentUri": .string(entry.url), "downloadSpeed": speed,
             ]]]])
@@ -396,7 +396,7 @@ extension Service {
     }
 
     private func globalStat() -> JSON {
-        let now = clock.now
+        let now = clock.moment
         var speed = 0.0
         var active = 0, waiting = 0, stopped = 0
         for id in roster.order {

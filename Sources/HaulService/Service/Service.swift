@@ -56,10 +56,11 @@ actor Service {
     /// Ids whose download the service itself paused to stop: stored as queued, so the next service continues them.
     private var pausedToStop: [DownloadID] = []
 
-    /// What the service times its records with (when a rate was measured).
-    let clock: MomentClock
+    /// What the service times its records with (when a rate was measured), waits on (the idle exit) and dates
+    /// what it stores with (`ServiceClock`).
+    let clock: ServiceClock
 
-    init(configuration: Configuration, store: Store, clock: MomentClock = .continuous) {
+    init(configuration: Configuration, store: Store, clock: ServiceClock = .system) {
         self.configuration = configuration
         self.store = store
         self.clock = clock
@@ -125,7 +126,7 @@ actor Service {
             if !state.isFinished { continued.append(stored.id) }
             await manager.restore(resumable, id: stored.id, file: stored.file, state: state)
         }
-        if !lost.isEmpty { try store.apply(lost, at: Date()) }
+        if !lost.isEmpty { try store.apply(lost, at: clock.date()) }
         // Their hooks wait for a stored "done", which the killed service never wrote: they run now, once.
         for (id, result) in foundDone { await manager.runCompletionHook(id, result) }
         return continued
@@ -181,8 +182,9 @@ actor Service {
             return
         }
         guard idleTimer == nil, endReason == nil, let wait = configuration.idleExit else { return }
+        let clock = clock
         idleTimer = Task { [weak self] in
-            guard (try? await Task.sleep(for: wait)) != nil else { return }
+            guard (try? await clock.sleep(for: wait)) != nil else { return }
             await self?.idleTimerFired()
         }
     }
@@ -198,7 +200,7 @@ actor Service {
     /// applied), by the one task that reads them, before the store has them.
     func apply(_ events: [ManagerEvent]) {
         var stateChanged = false
-        let now = clock.now
+        let now = clock.moment
         for event in events {
             let before: DownloadState? = if case .state(let id, _) = event { roster[id]?.state } else { nil }
             roster.apply(event, at: now)
@@ -281,7 +283,7 @@ actor Service {
     func add(_ jobs: [DownloadJob], gids given: [String]? = nil, paused: Bool = false) async throws(StoreError)
         -> [Wire.Added]
     {
-        let now = Date()
+        let now = clock.date()
         let named = jobs.map { (job: $0, file: $0.plannedName) }
         var gids = given ?? []
         // Unique among themselves through a set: a search of the list for each was half a million string
@@ -358,7 +360,7 @@ actor Service {
     }
 
     func list() -> [Wire.Download] {
-        roster.list(at: clock.now)
+        roster.list(at: clock.moment)
     }
 
     func status(socket: String) -> Wire.Status {

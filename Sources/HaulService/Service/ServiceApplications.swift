@@ -43,7 +43,7 @@ struct ServiceApplications: Sendable {
         guard let rpc = service.configuration.rpc else { return ServiceApplications(control: control, rpc: nil) }
         let tls = try rpc.tls()
         let secret = try RPCSecret.load(rpc.secretFile, create: rpc.secretFile == directory.rpcSecret)
-        let face = Aria2Face(service: service, secret: secret, paths: rpc.paths, gate: SecretGate())
+        let face = Aria2Face(service: service, secret: secret, paths: rpc.paths, gate: SecretGate(clock: service.clock.moments))
         let policy = RPCRequestPolicy(host: rpc.host, port: rpc.port, allowRemote: rpc.allowRemote,
                                       origins: rpc.allowedOrigins)
         do {

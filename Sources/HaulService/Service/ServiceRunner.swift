@@ -63,14 +63,19 @@ package enum ServiceRunner {
         // A stale socket (a killed service's) is replaced as the socket is bound; anything else at its path is
         // not ours to remove, and stops the start before the store is opened.
         if let what = directory.socketObstruction { throw directory.socketObstructed(by: what) }
+        // The composition root of the service's time: its one clock, made here of the system's and handed down
+        // to all that reads, waits on or dates with it (the store, the service, its faces, the store's writer).
+        let clock = ServiceClock.system
         let store: Store
-        do { store = try Store(directory: directory.path) } catch { throw HaulError(.fileIO, error.message) }
+        do { store = try Store(directory: directory.path, clock: clock.moments) } catch {
+            throw HaulError(.fileIO, error.message)
+        }
 
         var configuration = Service.Configuration(directory: directory)
         configuration.concurrency = options.concurrency
         configuration.idleExit = options.idleExit
         configuration.rpc = options.rpc
-        let service = Service(configuration: configuration, store: store)
+        let service = Service(configuration: configuration, store: store, clock: clock)
         let socket = directory.socket
         // The socket this service bound: the one it removes as it ends, and no other.
         let bound = NIOLockedValueBox<StateDirectory.FileIdentity?>(nil)
@@ -92,7 +97,7 @@ package enum ServiceRunner {
         // before a download continues.
         let applications = try ServiceApplications.build(service: service, listening: listening, logger: quiet)
         if applications.rpc == nil { rpcRunningSink.finish() }
-        let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
+        let recorder = Recorder(writer: StoreWriter(store: store, clock: clock.moments, now: clock.date))
         await service.holdNamesUntilStored()
 
         let continued: [DownloadID]
@@ -128,7 +133,7 @@ package enum ServiceRunner {
     /// preferred executor), never on the two cooperative ones.
     static func recordEvents(of service: Service, into recorder: Recorder) async {
         guard let batches = service.manager.batches else { preconditionFailure("the service's manager batches its events") }
-        await StoreCommits(backlog: batches, clock: ContinuousClock()).run(applying: { events in
+        await StoreCommits(backlog: batches, clock: service.clock).run(applying: { events in
             await service.apply(events)
         }) { events in
             await recorder.record(events)
@@ -239,8 +244,9 @@ actor Recorder {
     /// A progress left pending is written a second later, and no timer runs while nothing is pending.
     private func scheduleFlush() {
         guard flushTimer == nil, writer.waiting, !closed else { return }
+        let clock = writer.clock
         flushTimer = Task { [weak self] in
-            guard (try? await Task.sleep(for: StoreWriter.progressInterval)) != nil else { return }
+            guard (try? await clock.sleep(for: StoreWriter.progressInterval)) != nil else { return }
             await self?.flushDue()
         }
     }
@@ -270,7 +276,7 @@ actor Recorder {
 
     /// Downloads the service paused to stop: stored as queued, for the next service to continue.
     func markQueued(_ ids: [DownloadID]) {
-        do { try writer.store.apply(ids.map { .state(id: $0, .queued) }, at: Date()) } catch {
+        do { try writer.store.apply(ids.map { .state(id: $0, .queued) }, at: writer.now()) } catch {
             ServiceRunner.log("haul service: \(error.message)")
         }
     }

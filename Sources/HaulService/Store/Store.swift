@@ -28,6 +28,8 @@ final class Store: Sendable {
     let path: String
     /// How long writes may pile up in the -wal before a checkpoint copies them into the file.
     private let checkpointInterval: Duration
+    /// What the checkpoint's interval is timed on: the service's clock (a test's manual one).
+    private let clock: MomentClock
     private let connections: NIOLockedValueBox<Connections>
 
     private struct Connections {
@@ -35,7 +37,7 @@ final class Store: Sendable {
         /// A write failed as read-only, or the file could not be written when it was opened: the next write
         /// opens the file again first, once it can be written.
         var readOnly: Bool
-        var lastCheckpoint: ContinuousClock.Instant
+        var lastCheckpoint: Moment
     }
 
     /// The connections. Internal for tests, which use it to constrain the writer connection.
@@ -43,9 +45,12 @@ final class Store: Sendable {
 
     /// Opens (creating if absent) `directory/haul.sqlite` and brings its schema up to this build's.
     /// The directory exists already (the service makes it, mode 0700).
-    init(directory: String, checkpointInterval: Duration = .seconds(60)) throws(StoreError) {
+    init(directory: String, checkpointInterval: Duration = .seconds(60), clock: MomentClock = .continuous)
+        throws(StoreError)
+    {
         path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
         self.checkpointInterval = checkpointInterval
+        self.clock = clock
         try StoreFile.prepare(path, in: directory)
         try StoreFile.inspect(path)
         try StoreFile.check(path)
@@ -65,7 +70,7 @@ final class Store: Sendable {
             try? pool.close()
             throw error
         }
-        connections = NIOLockedValueBox(Connections(pool: pool, readOnly: readOnly, lastCheckpoint: .now))
+        connections = NIOLockedValueBox(Connections(pool: pool, readOnly: readOnly, lastCheckpoint: clock.now))
     }
 
     private static func open(_ path: String, readOnly: Bool = false) throws(StoreError) -> DatabasePool {
@@ -320,7 +325,7 @@ final class Store: Sendable {
         let value = try storeOperation("cannot write the queue") { try pool.write(body) }
         let due = connections.withLockedValue { connections in
             connections.readOnly = false
-            let now = ContinuousClock.now
+            let now = clock.now
             guard connections.lastCheckpoint.duration(to: now) >= checkpointInterval else { return false }
             connections.lastCheckpoint = now
             return true

@@ -16,23 +16,26 @@ struct StoreWriter: Sendable {
     static let progressInterval: Duration = .seconds(1)
 
     let store: Store
-    /// Time on the injected clock since the writer was made.
-    private let elapsed: @Sendable () -> Duration
+    /// The injected clock: progress is timed on it, and the writer's owner waits on it for the next flush.
+    let clock: MomentClock
     /// Wall-clock time, for the rows' `started` and `finished`.
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     /// The latest progress not yet written, per download.
     private var pending: [DownloadID: DownloadProgress] = [:]
-    /// When each download's progress was last written, on `elapsed`'s scale.
+    /// When each download's progress was last written, as time since `clock`'s origin.
     private var lastProgressWrite: [DownloadID: Duration] = [:]
     /// Events of writes that failed because the file could not be written (read-only, full), with the time
     /// each happened at: written first, in order, by the next write that goes through.
     private var unwritten: [(events: [ManagerEvent], time: Date)] = []
 
-    init<C: Clock<Duration>>(store: Store, clock: C, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(store: Store, clock: MomentClock, now: @escaping @Sendable () -> Date = ServiceClock.system.date) {
         self.store = store
-        let origin = clock.now
-        elapsed = { origin.duration(to: clock.now) }
+        self.clock = clock
         self.now = now
+    }
+
+    init<C: Clock<Duration>>(store: Store, clock: C, now: @escaping @Sendable () -> Date = ServiceClock.system.date) {
+        self.init(store: store, clock: MomentClock(clock), now: now)
     }
 
     /// How many downloads have progress waiting.
@@ -64,7 +67,7 @@ struct StoreWriter: Sendable {
     }
 
     private mutating func write(_ events: [ManagerEvent], flushingAll: Bool) throws(StoreError) {
-        let time = elapsed()
+        let time = clock.now.sinceOrigin
         var pending = self.pending
         var lastWrite = lastProgressWrite
         // What stays pending if the write fails: the latest progress of each download, written or not.
