@@ -1,7 +1,6 @@
 import HaulCore
 
-/// The keys' part of `update`: what a key does in the view or the overlay open.
-// MARK: keys
+// MARK: keys: the part of `update` that says what a key does in the view, or in the overlay open
 
 func handle(_ key: Key, in state: inout AppState) -> [Effect] {
     if let overlay = state.overlay {
