@@ -136,8 +136,8 @@ let package = Package(
             name: "CXXHash", path: "Sources/CXXHash",
             providers: [.apt(["libxxhash-dev"])]),
 
-        // What every face shares of a download: its state, facts, progress and errors, the events that change
-        // them, and `DownloadRecord`, the one place those events are applied. Plain values: no I/O, no clock
+        // What every face shares of a download: its job, state, facts, progress and errors, the events that
+        // change them, and `DownloadRecord`, the one place those events are applied. Plain values: no I/O, no clock
         // of its own, no dependency.
         .target(name: "HaulModel", swiftSettings: essentialsOnly),
 

@@ -4,19 +4,7 @@ import Glibc
 
 /// Checksums of files, computed by streaming them in 1 MiB reads (never the whole file in memory).
 package enum FileDigest {
-    package enum Algorithm: String, Sendable, CaseIterable, Codable {
-        case sha512, sha256, sha1, md5
-
-        /// Hex digits in a digest of this algorithm.
-        var hexLength: Int {
-            switch self {
-            case .sha512: 128
-            case .sha256: 64
-            case .sha1: 40
-            case .md5: 32
-            }
-        }
-    }
+    package typealias Algorithm = DigestAlgorithm
 
     /// The lower-case hex digest of the file at `path`.
     package static func hex(of path: String, algorithm: Algorithm = .sha256) throws(HaulError) -> String {

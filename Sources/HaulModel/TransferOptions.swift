@@ -196,7 +196,7 @@ package struct TransferOptions: Sendable, Equatable, Codable {
     /// `seconds` as whole milliseconds for curl and the stall timer, never trapping whatever the value
     /// (the command line range-checks, this is the second line): at least 1 ms, at most `maxSeconds`;
     /// NaN and infinity give `maxSeconds`.
-    static func milliseconds(_ seconds: Double) -> Int {
+    package static func milliseconds(_ seconds: Double) -> Int {
         let ceiling = Int(maxSeconds * 1000)
         guard seconds.isFinite else { return ceiling }
         let milliseconds = (seconds * 1000).rounded(.up)

@@ -1,13 +1,10 @@
-import FoundationEssentials
-import Glibc
-
 /// A command run when a download ends (`--on-complete`, `--on-error`).
 ///
 /// Without a shell: the command is split into words the way a shell would split a simple command (blanks
 /// separate words; '...' and "..." quote; a backslash escapes the next character), and nothing else a shell
 /// does happens, so a file name in the environment can never become code. `shell` runs it with `/bin/sh -c`.
 package struct Hook: Sendable, Equatable, Codable {
-    var command: String
+    package var command: String
     var shell: Bool
 
     package init(command: String, shell: Bool = false) {

@@ -1,8 +1,13 @@
 /// An expected digest (`--checksum ALGO=HEX`).
 package struct Checksum: Sendable, Equatable, Codable {
-    package var algorithm: FileDigest.Algorithm
+    package var algorithm: DigestAlgorithm
     /// Lower-case hex.
     package var hex: String
+
+    package init(algorithm: DigestAlgorithm, hex: String) {
+        self.algorithm = algorithm
+        self.hex = hex
+    }
 
     /// Parses `sha512=HEX`, `sha256=HEX`, `sha1=HEX` or `md5=HEX` (also as aria2 spells them: `sha-256=HEX`,
     /// `sha-1=HEX`);
@@ -14,7 +19,7 @@ package struct Checksum: Sendable, Equatable, Codable {
     /// Why a `ALGO=HEX` is no checksum, as data: each place that reads one words it its own way.
     package enum Problem: Error, Equatable {
         case unknownAlgorithm
-        case wrongLength(FileDigest.Algorithm)
+        case wrongLength(DigestAlgorithm)
 
         /// Said of `option` ("--checksum"; "it" for an input file's `checksum=`): "OPTION wants sha512=HEX,
         /// ...", "OPTION: a sha256 digest is 64 hex digits".
@@ -26,7 +31,7 @@ package struct Checksum: Sendable, Equatable, Codable {
         }
 
         /// The digest's length without an option's name ("a sha256 digest is 64 hex digits").
-        var phrase: String {
+        package var phrase: String {
             switch self {
             case .unknownAlgorithm: words(option: "--checksum")
             case .wrongLength(let algorithm): "a \(algorithm.rawValue) digest is \(algorithm.hexLength) hex digits"
@@ -38,7 +43,7 @@ package struct Checksum: Sendable, Equatable, Codable {
     package static func parsed(_ text: String) -> Result<Checksum, Problem> {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let name = parts.first?.lowercased().replacing("-", with: "") ?? ""
-        guard parts.count == 2, let algorithm = FileDigest.Algorithm(rawValue: name) else {
+        guard parts.count == 2, let algorithm = DigestAlgorithm(rawValue: name) else {
             return .failure(.unknownAlgorithm)
         }
         let hex = parts[1].lowercased()
