@@ -11,13 +11,9 @@ package struct RemoteControl: DownloadControl {
     }
 
     package func eventBatches() -> AsyncStream<[ManagerEvent]> {
-        let feed = client.events()
-        return AsyncStream { continuation in
-            let reader = Task {
-                for await part in feed { if case .events(let batch) = part { continuation.yield(batch) } }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in reader.cancel() }
+        client.events { part in
+            guard case .events(let batch) = part else { return nil }
+            return batch
         }
     }
 

@@ -129,6 +129,11 @@ package struct ServiceClient: Sendable {
     /// a read, not once an event). Events of a kind this version does not know are skipped
     /// (`ManagerEvent.UnknownKind`). Ends when the service goes, or refuses the stream.
     package func events() -> AsyncStream<EventFeed> {
+        events { $0 }
+    }
+
+    /// The same stream, each part as `transform` makes it (nil: left out), in the one task that reads the socket.
+    package func events<Part: Sendable>(_ transform: @escaping @Sendable (EventFeed) -> Part?) -> AsyncStream<Part> {
         var request = request(.get, "/v1/events")
         // Quiet stretches are normal here: the stream ends when the service closes it, not on a timer.
         request.options.stallTimeout = 0
@@ -147,12 +152,12 @@ package struct ServiceClient: Sendable {
                             case .data(let data):
                                 if let event = try? decoder.decode(ManagerEvent.self, from: data) { batch.append(event) }
                             case .live:
-                                if !batch.isEmpty { continuation.yield(.events(batch)) }
+                                if !batch.isEmpty, let part = transform(.events(batch)) { continuation.yield(part) }
                                 batch.removeAll()
-                                continuation.yield(.live)
+                                if let part = transform(.live) { continuation.yield(part) }
                             }
                         }
-                        if !batch.isEmpty { continuation.yield(.events(batch)) }
+                        if !batch.isEmpty, let part = transform(.events(batch)) { continuation.yield(part) }
                     }
                 } catch {}
             }
