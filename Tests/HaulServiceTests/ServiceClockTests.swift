@@ -30,16 +30,22 @@ import TestSupport
         try store.close()
     }
 
+    /// An outbox on a manual clock whose writer has taken a notification (its write is under way from now), and
+    /// the session's watchdog over it.
+    static func writeUnderWay() async -> (ManualClock, SessionOutbox, Task<Bool, Never>) {
+        let clock = ManualClock()
+        let outbox = SessionOutbox(notificationLimit: 4, clock: MomentClock(clock))
+        #expect(outbox.notify("n1"))
+        #expect(await outbox.next() == "n1")
+        let watchdog = Task { await outbox.stalls(longerThan: RPCSession.stallLimit) }
+        return (clock, outbox, watchdog)
+    }
+
     /// The WebSocket session's watchdog looks every quarter of `stallLimit` on the outbox's clock: a write under
     /// way for the whole limit is not yet a stall, one under way past it is (the session closes).
     @Test func aWriteUnderWayPastTheStallLimitIsAStall() async {
-        let clock = ManualClock()
-        let outbox = SessionOutbox(notificationLimit: 4, clock: MomentClock(clock))
+        let (clock, outbox, watchdog) = await Self.writeUnderWay()
         let quarter = RPCSession.stallLimit / 4
-        #expect(outbox.notify("n1"))
-        // The writer takes it: its write is under way from now.
-        #expect(await outbox.next() == "n1")
-        let watchdog = Task { await outbox.stalls(longerThan: RPCSession.stallLimit) }
         for _ in 0..<4 {
             await clock.waitForSleepers()
             clock.advance(by: quarter)
@@ -53,12 +59,8 @@ import TestSupport
 
     /// A write that goes out before the limit is no stall, however long the session then waits.
     @Test func aWriteDoneInTimeIsNoStall() async {
-        let clock = ManualClock()
-        let outbox = SessionOutbox(notificationLimit: 4, clock: MomentClock(clock))
+        let (clock, outbox, watchdog) = await Self.writeUnderWay()
         let quarter = RPCSession.stallLimit / 4
-        #expect(outbox.notify("n1"))
-        #expect(await outbox.next() == "n1")
-        let watchdog = Task { await outbox.stalls(longerThan: RPCSession.stallLimit) }
         for step in 0..<8 {
             if step == 3 { outbox.wrote() }
             await clock.waitForSleepers()
