@@ -1,6 +1,13 @@
-/// One URL to fetch and where its file goes.
+/// One file to fetch, where from and where it goes.
 package struct DownloadJob: Sendable, Equatable, Codable {
-    package var url: String
+    /// Where the file can come from: never empty. The first is the address the user gave (or a metalink's most
+    /// preferred); the others are mirrors of the same file.
+    package var sources: [DownloadSource]
+    /// The first source's address: the one a download with a single source has, shown and matched by it.
+    package var url: String {
+        get { sources[0].url }
+        set { sources[0].url = newValue }
+    }
     /// Created if missing.
     package var outputDirectory: String
     /// `-O`: the file name to use instead of the server's, in `outputDirectory`: a plain name (no `/`, not
@@ -10,14 +17,17 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// Extra request headers, "Name: value".
     package var headers: [String] = []
     package var transfer = TransferOptions()
-    /// Connections for this file (Range requests), 1...16.
+    /// Connections for this file (Range requests), 1...16, over all its sources together.
     package var segments = DownloadJob.defaultSegments
+    /// `--max-connection-per-server`: at most this many of `segments` go to one host.
+    package var connectionsPerServer = DownloadJob.defaultConnectionsPerServer
     /// Retries on transient errors, each resuming where the last attempt stopped.
     package var retries = DownloadJob.defaultRetries
 
     /// The defaults the command line shows and a stored job without these fields takes.
     package static let defaultSegments = 1
     package static let defaultRetries = 5
+    package static let defaultConnectionsPerServer = 4
     /// Continue from `NAME.part` and its state file when they match this URL.
     package var resume = true
     /// A cancelled JPEG leaves `STEM.partial.EXT` (`--no-partial-preview` turns this off).
@@ -44,24 +54,43 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var confinedTo: String?
 
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
-        self.url = url
+        self.sources = [DownloadSource(url: url)]
         self.outputDirectory = outputDirectory
         self.outputName = outputName
     }
 
+    /// A job from several sources: `sources` must not be empty.
+    package init(sources: [DownloadSource], outputDirectory: String, outputName: String? = nil) {
+        precondition(!sources.isEmpty, "a download needs a source")
+        self.sources = sources
+        self.outputDirectory = outputDirectory
+        self.outputName = outputName
+    }
+
+    /// The mirrors: every source after the first.
+    package var mirrors: ArraySlice<DownloadSource> {
+        sources.dropFirst()
+    }
+
     private enum CodingKeys: String, CodingKey {
-        case url, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
+        case url, sources, connectionsPerServer, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
             partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync, confinedTo
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
-    /// their defaults. `url` and `outputDirectory` are required.
+    /// their defaults. `url` and `outputDirectory` are required; `sources`, when there, are every source (its
+    /// first is `url`'s).
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(url: try container.decode(String.self, forKey: .url),
                   outputDirectory: try container.decode(String.self, forKey: .outputDirectory),
                   outputName: try container.decodeIfPresent(String.self, forKey: .outputName))
+        if let sources = try container.decodeIfPresent([DownloadSource].self, forKey: .sources), !sources.isEmpty {
+            self.sources = sources
+        }
         let defaults = DownloadJob(url: url, outputDirectory: outputDirectory)
+        connectionsPerServer = try container.decodeIfPresent(Int.self, forKey: .connectionsPerServer)
+            ?? defaults.connectionsPerServer
         existingFile = try container.decodeIfPresent(ExistingFilePolicy.self, forKey: .existingFile) ?? defaults.existingFile
         headers = try container.decodeIfPresent([String].self, forKey: .headers) ?? defaults.headers
         transfer = try container.decodeIfPresent(TransferOptions.self, forKey: .transfer) ?? defaults.transfer
@@ -76,5 +105,33 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
+    }
+
+    /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        if sources.count > 1 || sources[0] != DownloadSource(url: url) {
+            try container.encode(sources, forKey: .sources)
+        }
+        if connectionsPerServer != Self.defaultConnectionsPerServer {
+            try container.encode(connectionsPerServer, forKey: .connectionsPerServer)
+        }
+        try container.encode(outputDirectory, forKey: .outputDirectory)
+        try container.encodeIfPresent(outputName, forKey: .outputName)
+        try container.encode(existingFile, forKey: .existingFile)
+        try container.encode(headers, forKey: .headers)
+        try container.encode(transfer, forKey: .transfer)
+        try container.encode(segments, forKey: .segments)
+        try container.encode(retries, forKey: .retries)
+        try container.encode(resume, forKey: .resume)
+        try container.encode(partialPreview, forKey: .partialPreview)
+        try container.encodeIfPresent(checksum, forKey: .checksum)
+        try container.encodeIfPresent(onComplete, forKey: .onComplete)
+        try container.encodeIfPresent(onError, forKey: .onError)
+        try container.encode(timestamping, forKey: .timestamping)
+        try container.encode(remoteTime, forKey: .remoteTime)
+        try container.encode(sync, forKey: .sync)
+        try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
     }
 }

@@ -25,6 +25,9 @@ package struct DownloadRecord: Sendable, Equatable {
     package var fact: DownloadFact?
     /// A transient failure ended an attempt and the next has not brought bytes yet (`fact` says which).
     package var waitingToRetry = false
+    /// What each of its sources is doing and has brought, as last reported; empty until a download from several
+    /// sources reports them.
+    package var sources: [SourceStatus] = []
     /// Seconds its last run took, once done.
     package var seconds: Double?
 
@@ -56,6 +59,7 @@ package struct DownloadRecord: Sendable, Equatable {
                 rate = 0
                 rateAt = nil
                 waitingToRetry = false
+                Self.stillSources(&sources)
             }
             // A new run: the last one's time no longer holds.
             if state == .queued || state == .connecting { seconds = nil }
@@ -83,8 +87,12 @@ package struct DownloadRecord: Sendable, Equatable {
                 completed = Swift.max(completed, resumeAt)
                 waitingToRetry = true
             }
+        case .sources(let id, let sources):
+            guard id == self.id else { return }
+            self.sources = sources
         case .finished(let id, let result, let seconds):
             guard id == self.id else { return }
+            Self.stillSources(&sources)
             name = result.file
             path = result.path
             part = nil
@@ -98,6 +106,15 @@ package struct DownloadRecord: Sendable, Equatable {
             self.seconds = seconds
         case .added, .removed:
             break
+        }
+    }
+
+    /// Sources of a download that is not running: none fetching, none with a rate.
+    private static func stillSources(_ sources: inout [SourceStatus]) {
+        for index in sources.indices {
+            sources[index].bytesPerSecond = 0
+            sources[index].connections = 0
+            if sources[index].state == .active { sources[index].state = .idle }
         }
     }
 
@@ -118,6 +135,7 @@ package struct DownloadRecord: Sendable, Equatable {
         }
         if let fact { events.append(.fact(id: id, fact)) }
         if let limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
+        if !sources.isEmpty { events.append(.sources(id: id, sources)) }
         if state == .done, let path {
             events.append(.finished(id: id, DownloadResult(file: name, path: path, bytes: completed, skipped: false),
                                     seconds: seconds ?? 0))

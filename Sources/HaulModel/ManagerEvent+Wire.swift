@@ -22,7 +22,8 @@ extension ManagerEvent: Decodable {
     }
 
     enum Key: String, CodingKey {
-        case event, id, url, file, path, part, total, state, error, completed, batch, rate, fact, bytes, skipped, seconds
+        case event, id, url, file, path, part, total, state, error, completed, batch, rate, fact, sources, bytes, skipped,
+            seconds
     }
 
     /// The kind's name on the wire.
@@ -33,6 +34,7 @@ extension ManagerEvent: Decodable {
         case .started: "started"
         case .progress: "progress"
         case .fact: "fact"
+        case .sources: "sources"
         case .finished: "finished"
         case .removed: "removed"
         }
@@ -62,6 +64,8 @@ extension ManagerEvent: Decodable {
                                                       total: try read(.total), bytesPerSecond: try read(.rate) ?? 0))
         case "fact":
             self = .fact(id: id, try container.decode(DownloadFact.self, forKey: .fact))
+        case "sources":
+            self = .sources(id: id, try read(.sources) ?? [])
         case "finished":
             let result = DownloadResult(file: try read(.file) ?? "", path: try read(.path) ?? "",
                                         bytes: try read(.bytes) ?? 0, skipped: try read(.skipped) ?? false)
@@ -110,6 +114,10 @@ extension ManagerEvent: Decodable {
             object.string("event", "fact")
             object.raw("fact", nested(fact))
             object.integer("id", Int64(id))
+        case .sources(let id, let sources):
+            object.string("event", "sources")
+            object.integer("id", Int64(id))
+            object.raw("sources", nested(sources))
         case .finished(let id, let result, let seconds):
             object.integer("bytes", result.bytes)
             object.string("event", "finished")

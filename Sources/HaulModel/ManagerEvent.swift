@@ -12,6 +12,9 @@ package enum ManagerEvent: Sendable, Equatable {
     case progress(id: DownloadID, DownloadProgress)
     /// Something that happened to the download and did not stop it.
     case fact(id: DownloadID, DownloadFact)
+    /// What each of its sources is doing and has brought (a download from several sources reports them as they
+    /// change, and about once a second while bytes come).
+    case sources(id: DownloadID, [SourceStatus])
     case finished(id: DownloadID, DownloadResult, seconds: Double)
     case removed(id: DownloadID)
 
@@ -19,7 +22,7 @@ package enum ManagerEvent: Sendable, Equatable {
     package var downloadID: DownloadID {
         switch self {
         case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
-            .fact(let id, _), .finished(let id, _, _), .removed(let id):
+            .fact(let id, _), .sources(let id, _), .finished(let id, _, _), .removed(let id):
             id
         }
     }

@@ -80,12 +80,7 @@ import Testing
             var none = manager.events.makeAsyncIterator()
             #expect(await none.next() == nil)
             #expect(manager.eventsYielded == seen.count + batches.takeWaiting().count)
-            func owner(of event: ManagerEvent) -> DownloadID {
-                switch event {
-                case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
-                     .fact(let id, _), .finished(let id, _, _), .removed(let id): id
-                }
-            }
+            func owner(of event: ManagerEvent) -> DownloadID { event.downloadID }
             for id in ids {
                 let own = seen.filter { owner(of: $0) == id }
                 #expect({ if case .added(id, _, _)? = own.first { true } else { false } }())

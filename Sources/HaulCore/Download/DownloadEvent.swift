@@ -6,4 +6,6 @@ package enum DownloadEvent: Sendable, Equatable {
     case progress(DownloadProgress)
     /// Something the user should know that does not stop the download.
     case fact(DownloadFact)
+    /// What each source of a download from several is doing (`ManagerEvent.sources`).
+    case sources([SourceStatus])
 }

@@ -43,6 +43,8 @@ extension DownloadManager {
                     events.yield(.progress(id: id, progress))
                 case .fact(let fact):
                     events.yield(.fact(id: id, fact))
+                case .sources(let sources):
+                    events.yield(.sources(id: id, sources))
                 }
             }), claimed)
         } catch {

@@ -97,7 +97,7 @@ package struct DownloadRun: Sendable {
                 }
                 state.summary.failed += 1
                 return .failed(id: id, url: url, file: file, error: error)
-            case .added, .removed:
+            case .added, .removed, .sources:
                 return nil
             }
         }

@@ -117,7 +117,8 @@ struct Roster: Sendable {
             entries[id] = nil
             order.removeAll { $0 == id }
             stopWaiting(id)
-        case .started(let id, _, _, _, _), .progress(let id, _), .fact(let id, _), .finished(let id, _, _):
+        case .started(let id, _, _, _, _), .progress(let id, _), .fact(let id, _), .sources(let id, _),
+            .finished(let id, _, _):
             entries[id]?.record.apply(event, at: now)
         }
     }

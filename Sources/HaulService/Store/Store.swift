@@ -187,6 +187,10 @@ final class Store: Sendable {
                     case .fact(_, let fact):
                         // Told to the front ends, not kept; a retry's resume offset is (`DownloadRecord`).
                         guard case .retrying = fact else { continue }
+                    case .sources:
+                        // What each source brought in this run: the roster's, shown live, not kept. A download's
+                        // sources themselves are its job's.
+                        continue
                     case .state, .started, .progress, .finished:
                         break
                     }

@@ -86,8 +86,8 @@ struct StoreWriter: Sendable {
             case .progress(let id, let progress):
                 pending[id] = progress
                 latest[id] = progress
-            case .added, .fact:
-                // Nothing to write: `Store.insert` stored the download; facts are not kept.
+            case .added, .fact, .sources:
+                // Nothing to write: `Store.insert` stored the download; facts and sources' tallies are not kept.
                 break
             case .state(let id, _), .started(let id, _, _, _, _), .finished(let id, _, _):
                 flushPending(id)

@@ -236,7 +236,7 @@ private func apply(_ event: ManagerEvent, to state: inout AppState) {
         if index < state.selection || state.selection >= state.rows.count {
             state.selection = max(0, state.selection - 1)
         }
-    case .state, .started, .progress, .fact, .finished:
+    case .state, .started, .progress, .fact, .sources, .finished:
         guard let index = state.index(of: event.downloadID) else { return }
         apply(event, to: &state.rows[index], at: state.now)
     }

@@ -21,7 +21,7 @@ extension Downloader {
                 switch event {
                 case .fact(let fact): facts.append(fact)
                 case .progress(let progress): onProgress(progress)
-                case .started: break
+                case .started, .sources: break
                 }
             }
             return (.success(result), facts)
