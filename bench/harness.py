@@ -51,6 +51,9 @@ PACKAGES = {
     "axel": "axel",
     "tmux": "tmux",
     "eatmydata": "eatmydata",
+    "vsftpd": "vsftpd",
+    "sshd": "openssh-server",
+    "sftp": "openssh-client",
     GNU_TIME: "time",
 }
 
