@@ -44,7 +44,7 @@ struct HaulCommand: ParsableCommand {
     var mirrors: [String] = []
 
     @Option(name: .customLong("max-connection-per-server"), help: ArgumentHelp(
-        "Most of a download's connections to one host of its sources, \(Limits.segments) (default \(DownloadJob.defaultConnectionsPerServer)).",
+        "Most of a download's connections to one host of its sources, \(Limits.segments).",
         valueName: "n"))
     var maxConnectionPerServer = DownloadJob.defaultConnectionsPerServer
 
