@@ -5,7 +5,7 @@
 /// combination, the last one varying fastest (curl's order). `\[`, `\]`, `\{` and `\}` are those characters
 /// themselves (the backslash is dropped); a backslash before anything else stays. `[]` is kept as it is, and so
 /// is a bracket right after `//` holding a `:`: an IPv6 literal host (`http://[::1]:8080/`), which curl
-/// needs `-g` for. A `]` or `}` that closes nothing is an error, as is a nested brace.
+/// takes as a host too. A `]` or `}` that closes nothing is an error, as is a nested brace.
 ///
 /// The series is a `RandomAccessCollection` computed on demand: a pattern's size is known from its ranges,
 /// and one larger than `limit` (`[1-1000000000]`) is refused when it is read, before any URL is made.
