@@ -10,6 +10,8 @@ import TestSupport
 /// show the sources as the engine reports them (`DownloadRecord.sources`), else the job's; the store keeps no
 /// mirror's password.
 @Suite struct SourcesFacesTests {
+    typealias F = StoreFixtures
+
     /// A roster entry of a download from three sources, `state`, with the engine's report of them when given.
     static func entry(_ state: DownloadState, reported: [SourceStatus] = []) -> Roster.Entry {
         var record = DownloadRecord(id: 7, url: "http://a.example/x.iso", name: "x.iso", state: state)
@@ -98,6 +100,22 @@ import TestSupport
         let one = try #require(try JSONSerialization.jsonObject(with: Wire.encode(Roster.download(single, at: .origin)))
             as? [String: Any])
         #expect(one["sources"] == nil)
+    }
+
+    /// A service started again lists the stored download's sources as its job kept them (passwords masked).
+    @Test func aRestoredDownloadKeepsItsSources() async throws {
+        let state = TempDirectory()
+        let store = try Store(directory: state.path)
+        var job = F.job("a.bin")
+        job.sources.append(DownloadSource(url: "http://ann:pw@mirror.example/a.bin"))
+        let id = try store.insert(job, file: "a.bin", added: F.time(0))
+        try store.apply([.state(id: id, .paused)], at: F.time(1))
+        let service = Service(configuration: .init(directory: StateDirectory(path: state.path)), store: store)
+        _ = try await service.restore()
+        let listed = await service.list().first { $0.id == id }
+        #expect(listed?.sources?.map(\.url) == [job.url, "http://ann:***@mirror.example/a.bin"])
+        #expect(listed?.sources?.map(\.state) == ["waiting", "waiting"])
+        await service.manager.cancelAll()
     }
 
     @Test func noMirrorsPasswordIsStored() {
