@@ -134,6 +134,17 @@ import TestSupport
             #expect(off.status != 0)
             #expect(off.stderr.split(separator: "\n").count == 1, "\(off.stderr)")
             #expect(!FileManager.default.fileExists(atPath: dir.file("off/f1.bin")))
+
+            // `haul add` queues the series, each under its name.
+            let home = ServiceHome()
+            let added = try await HaulProcess.run(["add", "-o", "queued", "-O", "y#1.bin", pattern], in: dir.path,
+                                                  environment: home.environment)
+            #expect(added.status == 0, "\(added.stderr)")
+            #expect(added.stdoutLines.map { $0.split(separator: " ").last.map(String.init) } == ["y1.bin", "y2.bin", "y3.bin"])
+            let ls = try await HaulProcess.run(["ls", "--json"], in: dir.path, environment: home.environment)
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(ls.stdout.utf8)) as? [[String: Any]])
+            #expect(listed.compactMap { $0["url"] as? String } == (1...3).map { server.baseURL + "/files/download?f\($0).bin" })
+            _ = try await HaulProcess.run(["cancel", "--all"], in: dir.path, environment: home.environment)
         }
     }
 }
