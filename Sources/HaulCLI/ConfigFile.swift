@@ -58,9 +58,9 @@ struct ConfigFile: Sendable {
     let path: String
     let entries: [Entry]
 
-    /// Keys that are options of one run, never settings: a single file's name or checksum, a URL list.
+    /// Keys that are options of one run, never settings: a single file's name, checksum or mirrors, a URL list.
     static let excludedKeys: Set<String> = [
-        "output", "checksum", "input-file", "demo", "server", "config", "no-config", "help", "version",
+        "output", "checksum", "mirror", "input-file", "demo", "server", "config", "no-config", "help", "version",
         // A login's password belongs in ~/.netrc (`netrc = true`), not here.
         "user",
     ]

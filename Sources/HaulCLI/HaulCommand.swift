@@ -23,7 +23,8 @@ struct HaulCommand: ParsableCommand {
             """,
         version: HaulVersion.string)
 
-    @Argument(help: "URLs to download.")
+    @Argument(help: ArgumentHelp(
+        "URLs to download; [1-100], [001-100], [a-z], [1-100:5] and {a,b,c} in one make a numbered series, as curl's (-O 'x#1' names each by its values; -g turns this off)."))
     var urls: [String] = []
 
     @Option(name: [.customShort("o"), .customLong("output-dir")],
@@ -36,6 +37,19 @@ struct HaulCommand: ParsableCommand {
 
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments; '-' reads stdin.")
     var inputFile: String?
+
+    @Option(name: .customLong("mirror"), help: ArgumentHelp(
+        "Another address of the same file (repeatable; only with a single URL): the download's sources share its connections.",
+        valueName: "url"))
+    var mirrors: [String] = []
+
+    @Option(name: .customLong("max-connection-per-server"), help: ArgumentHelp(
+        "Most of a download's connections to one host of its sources, \(Limits.segments).",
+        valueName: "n"))
+    var maxConnectionPerServer = DownloadJob.defaultConnectionsPerServer
+
+    @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Take [ ] { } in URLs as they are: no numbered series.")
+    var globoff = false
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp(
         "Downloads at once, \(Limits.jobs) (default \(DownloadManager.defaultConcurrency)); given to a service that runs already, its own from now on."))
@@ -207,11 +221,18 @@ struct HaulCommand: ParsableCommand {
     /// Every number from the command line is checked here, before anything converts it: a value out of
     /// range is a one-line usage error that names the option and the range, never a trap further down.
     func validate() throws {
-        if output != nil && urls.count + (inputFile == nil ? 0 : 2) > 1 {
-            throw ValidationError("--output takes a single URL")
+        // The URLs named, each pattern's series counted (an input file's count as two: more than one).
+        let named = try checkSeries() + (inputFile == nil ? 0 : 2)
+        if output != nil && named > 1 && !outputNamesEach {
+            throw ValidationError("--output takes a single URL (or #1, #2... for the values of a numbered series)")
+        }
+        if !mirrors.isEmpty {
+            if named != 1 { throw ValidationError("--mirror takes a single URL") }
+            do { _ = try JobOptions.sources(urls + mirrors) } catch { throw ValidationError("--" + error.message) }
         }
         if let jobs { try Limits.check("--jobs", jobs, Limits.jobs) }
         try Limits.check("--segments", segments, Limits.segments)
+        try Limits.check("--max-connection-per-server", maxConnectionPerServer, Limits.segments)
         try Limits.check("--retries", retries, Limits.retries)
         try Limits.check("--max-redirs", maxRedirects, Limits.redirects)
         if !(timeout == 0 || Limits.seconds.contains(timeout)) {
@@ -231,7 +252,7 @@ struct HaulCommand: ParsableCommand {
         if let output { _ = try Self.placement(output: output, outputDirectory: outputDirectory) }
         if let checksum {
             if case .failure(let error) = Checksum.parse(checksum) { throw ValidationError(error.message) }
-            if urls.count + (inputFile == nil ? 0 : 2) > 1 { throw ValidationError("--checksum takes a single URL") }
+            if named > 1 { throw ValidationError("--checksum takes a single URL") }
         }
         if let checksumFile, case .failure(let error) = ChecksumFile.read(checksumFile) {
             throw ValidationError(error.message)
@@ -339,7 +360,7 @@ struct HaulCommand: ParsableCommand {
     /// absolute against the current one (for the service, whose current directory is not the client's).
     func downloads(extra: [InputEntry], absolute: Bool = false) -> [DownloadJob] {
         let maker = jobMaker(absolute: absolute)
-        return (urls.map { InputEntry(url: $0) } + extra).map(maker.job)
+        return (commandLineEntries() + extra).map(maker.job)
     }
 
     /// What turns a URL (and its input file's options) into a job with this command line's options, read once.
@@ -363,6 +384,7 @@ struct HaulCommand: ParsableCommand {
         template.resume = !noResume
         template.partialPreview = !noPartialPreview
         template.segments = segments
+        template.connectionsPerServer = maxConnectionPerServer
         template.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
         template.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
         template.onError = onError.map { Hook(command: $0, shell: hookShell) }
@@ -384,6 +406,7 @@ struct JobMaker: Sendable {
     func job(_ entry: InputEntry) -> DownloadJob {
         var job = template
         job.url = entry.url
+        if !entry.mirrors.isEmpty { job.sources += entry.mirrors.map { DownloadSource(url: $0) } }
         entry.options.apply(to: &job, absolute: absolute)
         if job.checksum == nil, !listed.isEmpty {
             job.checksum = listed[job.plannedName]

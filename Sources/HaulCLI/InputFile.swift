@@ -5,8 +5,8 @@ import HaulCore
 
 /// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin. As in aria2's
 /// input files, the indented `key=value` lines under a URL are options of that download alone (`out=`,
-/// `dir=`, `segments=`, `header=`, `checksum=`, `limit-rate=`, `user-agent=`, `referer=`), and a tab ends
-/// the URL (aria2 lists mirrors after it; haul uses the first).
+/// `dir=`, `segments=`, `header=`, `checksum=`, `limit-rate=`, `user-agent=`, `referer=`), and the URLs of one
+/// line, separated by tabs, are the sources of one download (aria2 lists a download's mirrors so).
 ///
 /// Read with `read(2)` in chunks and split into lines as it goes, so a FIFO (`-i <(command)`) and stdin
 /// work, and memory holds the URLs found plus one chunk and one unfinished line, whatever the input: a
@@ -99,15 +99,15 @@ struct LineSplitter {
             lineNumber += 1
             return nil
         }
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            lineNumber += 1
+        }
         let raw = Substring(String(decoding: pending, as: UTF8.self))
         let indented = raw.first == " " || raw.first == "\t"
         var line = raw
         while line.first?.isWhitespace == true { line.removeFirst() }
         while line.last?.isWhitespace == true { line.removeLast() }
-        defer {
-            pending.removeAll(keepingCapacity: true)
-            lineNumber += 1
-        }
         guard !line.isEmpty, !line.hasPrefix("#") else { return nil }
         // An indented URL (`://` before any `=`) is still a URL, as it was before options existed. (Looked
         // for in the UTF-8 bytes, not by Character: a list of 1000 URLs took 10 ms to read that way.)
@@ -127,32 +127,40 @@ struct LineSplitter {
             return nil
         }
         // aria2 puts a download's mirrors on its line after tabs: the first is the URL.
-        let url = String(line[..<(bytes.firstIndex(of: UInt8(ascii: "\t")) ?? line.endIndex)])
-        entries.append(InputEntry(url: url))
+        let urls = JobOptions.urls(ofLine: line)
+        // Blanks that `trimmingWhitespace` takes and `isWhitespace` does not (U+200B): a blank line.
+        guard let url = urls.first else { return nil }
+        do {
+            _ = try JobOptions.sources(urls)
+        } catch {
+            return HaulError(.usage, "line \(lineNumber): \(error.message)")
+        }
+        entries.append(InputEntry(url: url, mirrors: Array(urls.dropFirst())))
         return nil
     }
 }
 
 extension LineSplitter {
     /// The URL of the common line, read on its bytes: one that starts with neither blank nor `#` (so it is
-    /// neither indented nor a comment, and nothing is trimmed at its start), and holds printable ASCII up to
-    /// its end or its first tab (mirrors follow a tab). nil for any other line, which `endLine` reads by
-    /// Character as before. (Trimming and searching by Character cost 10,000 instructions a line: 10 ms
-    /// before the first of a thousand downloads could start.)
+    /// neither indented nor a comment, and nothing is trimmed at its start), and holds printable ASCII to its
+    /// end. nil for any other line, which `endLine` reads by Character as before: one with a tab (mirrors
+    /// follow it) too. (Trimming and searching by Character cost 10,000 instructions a line: 10 ms before the
+    /// first of a thousand downloads could start.)
     static func plainURL(_ line: [UInt8]) -> String? {
         guard let first = line.first, first > 0x20, first < 0x7F, first != UInt8(ascii: "#") else { return nil }
-        var end = 0
-        while end < line.count, line[end] != 0x09 {
-            guard line[end] > 0x20, line[end] < 0x7F else { return nil }
-            end += 1
+        for byte in line {
+            guard byte > 0x20, byte < 0x7F else { return nil }
         }
-        return String(decoding: line[..<end], as: UTF8.self)
+        return String(decoding: line, as: UTF8.self)
     }
 }
 
-/// One URL of an input file, with the options of the indented lines under it.
+/// One URL of an input file (or of the command line), with its mirrors and the options of the indented
+/// lines under it.
 struct InputEntry: Equatable {
     var url: String
+    /// The other addresses of the same file: the URLs after the first on its line, or `--mirror`'s.
+    var mirrors: [String] = []
     var options = JobOptions()
 }
 

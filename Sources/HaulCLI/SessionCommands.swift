@@ -194,6 +194,7 @@ enum ListTable {
             let bytes = ByteFormat.size(download.completed) + " / " + (download.total.map(ByteFormat.size) ?? "?")
             let speed = download.speed > 0 ? ByteFormat.rate(download.speed) : ""
             var name = download.name
+            if let sources = download.sources { name += " (\(sources.count) sources)" }
             if let error = download.error { name += " (\(error))" }
             lines.append(pad(String(download.id), idWidth, right: true) + "  " + pad(download.state, 11) + "  "
                          + pad(percent, 4, right: true) + "  " + pad(bytes, 21, right: true) + "  "

@@ -22,9 +22,12 @@ enum TUILaunch {
             demo = started
             server = started.baseURL
         }
-        let urls = command.urls + extraURLs.map(\.url)
-        // The options of an input file's lines, by URL (the first line of a URL wins).
-        let inputOptions = Dictionary(extraURLs.map { ($0.url, $0.options) }, uniquingKeysWith: { first, _ in first })
+        let named = command.commandLineEntries()
+        let urls = named.map(\.url) + extraURLs.map(\.url)
+        // The command line's downloads (a series' URLs, with -O's name for each, --mirror's sources) and an
+        // input file's lines (their mirrors and options), by URL: the first of a URL wins.
+        let fromCommandLine = Dictionary(named.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
+        let fromInput = Dictionary(extraURLs.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
         let template = command
         // The options read once for all URLs (once a URL, they cost 1000 URLs about 8 ms of the screen's
         // start); directories made absolute, since the service's current directory is not this one. -O names
@@ -35,8 +38,11 @@ enum TUILaunch {
         let options = FullScreenOptions(
             urls: urls, server: server, segments: command.segments, startInFiles: server != nil && urls.isEmpty,
             makeJob: { url, segments in
-                let entry = InputEntry(url: url, options: inputOptions[url] ?? JobOptions())
-                var job = template.urls == [url] ? maker.named.job(entry) : maker.others.job(entry)
+                var job = if let entry = fromCommandLine[url] {
+                    maker.named.job(entry)
+                } else {
+                    maker.others.job(fromInput[url] ?? InputEntry(url: url))
+                }
                 job.segments = segments
                 return job
             })

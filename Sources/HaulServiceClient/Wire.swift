@@ -159,14 +159,50 @@ package enum Wire {
         package var name: String
         /// Its aria2 GID (16 hex digits), the name the JSON-RPC face knows it by; nil from an older service.
         var gid: String?
+        /// Each of its sources, when it has more than one (mirrors); nil (left out) for a download from one.
+        package var sources: [Source]?
+
+        /// One source of a download, as `haul ls --json` shows it.
+        package struct Source: Codable, Sendable, Equatable {
+            /// Its password masked.
+            package var url: String
+            /// `SourceStatus.State`'s word: waiting, active, idle, failed, dropped.
+            package var state: String
+            package var bytes: Int64
+            /// Bytes per second now.
+            package var speed: Double
+            package var connections: Int
+            /// Why it failed or was dropped, one line; null otherwise.
+            package var error: String?
+
+            package init(_ status: SourceStatus) {
+                url = status.url
+                state = status.state.rawValue
+                bytes = status.bytes
+                speed = status.bytesPerSecond
+                connections = status.connections
+                error = status.reason
+            }
+
+            /// Every key, `error` as `null` when there is none.
+            package func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(url, forKey: .url)
+                try container.encode(state, forKey: .state)
+                try container.encode(bytes, forKey: .bytes)
+                try container.encode(speed.rounded(), forKey: .speed)
+                try container.encode(connections, forKey: .connections)
+                try container.encode(error, forKey: .error)
+            }
+        }
 
         private enum CodingKeys: String, CodingKey {
-            case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid
+            case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid, sources
         }
 
         package init(id: DownloadID, url: String, file: String, state: String, completed: Int64, total: Int64?,
                      speed: Double, error: String?, category: String?, added: String, seconds: Double?,
-                     fact: DownloadFact?, name: String, gid: String?) {
+                     fact: DownloadFact?, name: String, gid: String?, sources: [Source]? = nil) {
             self.id = id
             self.url = url
             self.file = file
@@ -181,9 +217,11 @@ package enum Wire {
             self.fact = fact
             self.name = name
             self.gid = gid
+            self.sources = sources
         }
 
-        /// Every key, an unknown value as `null` (scripts test `total == null`, not a missing key).
+        /// Every key, an unknown value as `null` (scripts test `total == null`, not a missing key); `sources`
+        /// only for a download from several.
         package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(id, forKey: .id)
@@ -200,6 +238,7 @@ package enum Wire {
             try container.encode(fact, forKey: .fact)
             try container.encode(name, forKey: .name)
             try container.encode(gid, forKey: .gid)
+            try container.encodeIfPresent(sources, forKey: .sources)
         }
     }
 

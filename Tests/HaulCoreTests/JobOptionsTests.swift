@@ -25,6 +25,36 @@ import Testing
         #expect(job.checksum == Checksum(algorithm: .sha1, hex: String(repeating: "ab", count: 20)))
     }
 
+    /// `max-connection-per-server` is the per-host cap of the job's sources too; the connections stay the
+    /// fewer of it and `split`.
+    @Test func thePerServerCapIsKept() throws {
+        var options = JobOptions()
+        try options.set(.split, "8")
+        try options.set(.connectionsPerServer, "3")
+        var job = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+        options.apply(to: &job)
+        #expect(job.segments == 3 && job.connectionsPerServer == 3)
+        var untouched = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+        JobOptions().apply(to: &untouched)
+        #expect(untouched.connectionsPerServer == DownloadJob.defaultConnectionsPerServer)
+    }
+
+    /// The URLs of an input file's line, tab-separated, are one download's sources: blanks around each and
+    /// empty fields left out; each mirror checked as a URL, the first left to the download.
+    @Test func aLinesURLsAreOneDownloadsSources() throws {
+        #expect(JobOptions.urls(ofLine: "http://a/x\t\thttp://b/x \t http://c/x\t") == ["http://a/x", "http://b/x", "http://c/x"])
+        #expect(JobOptions.urls(ofLine: "http://a/x") == ["http://a/x"])
+        let sources = try JobOptions.sources(["http://a/x", "https://user:pw@b/x"])
+        #expect(sources == [DownloadSource(url: "http://a/x"), DownloadSource(url: "https://user:pw@b/x")])
+        #expect(throws: JobOptions.Problem("mirror 'ftp://user:***@b/x': unsupported URL scheme \"ftp\"")) {
+            try JobOptions.sources(["http://a/x", "ftp://user:pw@b/x"])
+        }
+        #expect(throws: JobOptions.Problem("mirror 'http://b/x?y': URL contains spaces or control characters")) {
+            try JobOptions.sources(["http://a/x", "http://b/x\ny"])
+        }
+        #expect(try JobOptions.sources(["not a url"]).count == 1)
+    }
+
     @Test func zeroLiftsTheRateLimit() throws {
         var options = JobOptions()
         try options.set(.maxDownloadLimit, " 0 ")

@@ -105,13 +105,15 @@ package struct JobOptions: Sendable, Equatable {
     }
 
     /// `job` with these options over its own: `header` lines are added to its headers, `referer` replaces its
-    /// `Referer` header, the connections are the fewer of `split` and `max-connection-per-server`.
+    /// `Referer` header, the connections are the fewer of `split` and `max-connection-per-server`, and
+    /// `max-connection-per-server` is also the cap on the connections to any one of its sources' hosts.
     package func apply(to job: inout DownloadJob) {
         if let outputName { job.outputName = outputName }
         if let directory { job.outputDirectory = directory }
         if split != nil || connectionsPerServer != nil {
             job.segments = min(split ?? Self.segmentRange.upperBound, connectionsPerServer ?? Self.segmentRange.upperBound)
         }
+        if let connectionsPerServer { job.connectionsPerServer = connectionsPerServer }
         if let headers { job.headers += headers }
         if let referer {
             job.headers.removeAll { $0.lowercased().hasPrefix("referer:") }
@@ -121,6 +123,30 @@ package struct JobOptions: Sendable, Equatable {
         if let proxy { job.transfer.proxy = proxy }
         if let checksum { job.checksum = checksum }
         if let rateLimit { job.transfer.maxReceiveRate = rateLimit }
+    }
+
+    // MARK: sources
+
+    /// The addresses of one download given together (an input file's line, aria2's `addUri`): the first is
+    /// the download's URL, checked when it starts as any URL is; the others are its mirrors, each checked
+    /// now (`URLCheck`: http or https, a host, no blank or control character), so that a mistyped mirror
+    /// is said before anything starts rather than lost among the sources.
+    package static func sources(_ urls: [String]) throws(Problem) -> [DownloadSource] {
+        for mirror in urls.dropFirst() {
+            if let problem = URLCheck.problem(with: mirror) {
+                throw Problem("mirror '\(shown(URLRedaction.masked(mirror)))': \(problem)")
+            }
+        }
+        return urls.map { DownloadSource(url: $0) }
+    }
+
+    /// The URLs of an input file's line: aria2 lists a download's mirrors after its URL, each after a tab.
+    /// Blanks around each are taken off, and empty fields (two tabs) skipped.
+    package static func urls(ofLine line: Substring) -> [String] {
+        line.split(separator: "\t", omittingEmptySubsequences: true).compactMap { field in
+            let url = field.trimmingWhitespace()
+            return url.isEmpty ? nil : url
+        }
     }
 
     // MARK: values

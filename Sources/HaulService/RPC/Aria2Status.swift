@@ -94,7 +94,7 @@ enum Aria2Status {
         }
         put("downloadSpeed", .number(Int64(entry.record.speed(at: now).rounded())))
         put("uploadSpeed", "0")
-        put("connections", .number(active ? segments : 0))
+        put("connections", .number(active ? connections(of: entry, segments: segments) : 0))
         put("numPieces", .number(pieces))
         put("pieceLength", .number(pieceLength))
         put("dir", .string(entry.directory))
@@ -170,9 +170,40 @@ enum Aria2Status {
         ]]
     }
 
-    /// `getUris`: the URL (its password masked), "used".
+    /// `getUris` (and each file's `uris`): every source, its password masked, "used" once the download has
+    /// asked it (as the engine reports them) and "waiting" until then; before any report, the first is the
+    /// one in use.
     static func uris(of entry: Roster.Entry) -> JSON {
-        [["uri": .string(entry.url), "status": "used"]]
+        let reported = entry.record.sources
+        if !reported.isEmpty {
+            return .array(reported.map { source -> JSON in
+                ["uri": .string(source.url), "status": .string(source.state == .waiting ? "waiting" : "used")]
+            })
+        }
+        let urls = entry.sources.isEmpty ? [entry.url] : entry.sources
+        return .array(urls.enumerated().map { index, url -> JSON in
+            ["uri": .string(url), "status": .string(index == 0 ? "used" : "waiting")]
+        })
+    }
+
+    /// `getServers`' servers of the one file: each source connections fetch from now, with its speed; before
+    /// the engine reports its sources, the first, with the download's speed.
+    static func servers(of entry: Roster.Entry, at now: Moment) -> JSON {
+        let active = entry.record.sources.filter { $0.state == .active }
+        if !active.isEmpty {
+            return .array(active.map { source -> JSON in
+                ["uri": .string(source.url), "currentUri": .string(source.url),
+                 "downloadSpeed": .number(Int64(source.bytesPerSecond.rounded()))]
+            })
+        }
+        let url = entry.sources.first ?? entry.url
+        return [["uri": .string(url), "currentUri": .string(url),
+                 "downloadSpeed": .number(Int64(entry.record.speed(at: now).rounded()))]]
+    }
+
+    /// Connections of a running download: as its sources report them, else its segments.
+    static func connections(of entry: Roster.Entry, segments: Int) -> Int {
+        entry.record.sources.isEmpty ? segments : entry.record.sources.reduce(0) { $0 + $1.connections }
     }
 }
 

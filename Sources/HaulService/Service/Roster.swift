@@ -15,6 +15,10 @@ struct Roster: Sendable {
         var added: Date
         /// Its aria2 GID.
         var gid: String
+        /// The addresses of its sources (passwords masked) as its job gives them, when it has more than one;
+        /// empty for a download from one (its `url`). What `ls` and the aria2 face show until the engine
+        /// reports the sources (`record.sources`).
+        var sources: [String] = []
         /// Its `added` event has gone out to the clients. One the service has inserted but the manager has
         /// not told yet stays out of snapshots: a client attaching in that gap would otherwise get it both
         /// in its snapshot and live. (Downloads restored from the store are announced.)
@@ -154,7 +158,20 @@ struct Roster: Sendable {
             state: entry.state.name, completed: entry.completed, total: entry.total,
             speed: entry.record.speed(at: now), error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
-            fact: entry.fact, name: entry.name, gid: entry.gid)
+            fact: entry.fact, name: entry.name, gid: entry.gid, sources: sources(of: entry))
+    }
+
+    /// The masked addresses of `job`'s sources, when it has more than one (`Entry.sources`).
+    static func sourceURLs(of job: DownloadJob) -> [String] {
+        job.sources.count > 1 ? job.sources.map { URLRedaction.masked($0.url) } : []
+    }
+
+    /// Each source of a download from several, as `ls` shows it: as the engine last reported them, else the
+    /// job's, each waiting with nothing brought. nil for a download from one.
+    static func sources(of entry: Entry) -> [Wire.Download.Source]? {
+        guard entry.sources.count > 1 || entry.record.sources.count > 1 else { return nil }
+        if !entry.record.sources.isEmpty { return entry.record.sources.map(Wire.Download.Source.init) }
+        return entry.sources.map { Wire.Download.Source(SourceStatus(url: $0)) }
     }
 
     /// The events that bring a new client's picture to what the roster holds.

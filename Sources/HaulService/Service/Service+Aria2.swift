@@ -109,8 +109,12 @@ extension Service {
 
     private func addUri(_ p: Parameters, paths: Aria2Paths) async -> Outcome {
         guard let uris = p[0]?.array, !uris.isEmpty else { return .failure(.aria2("addUri needs a list of URIs")) }
-        guard let url = uris.first?.string else { return .failure(.aria2("a URI must be a string")) }
-        if let problem = URLCheck.problem(with: url) { return .failure(.aria2(problem)) }
+        // As aria2: every URI of the call is a source of the one file.
+        let urls = uris.compactMap(\.string)
+        guard urls.count == uris.count else { return .failure(.aria2("a URI must be a string")) }
+        if let problem = URLCheck.problem(with: urls[0]) { return .failure(.aria2(problem)) }
+        let sources: [DownloadSource]
+        do { sources = try JobOptions.sources(urls) } catch { return .failure(.aria2(error.message)) }
         let options: Aria2Options
         switch Aria2Options.parse(p[1], paths: paths) {
         case .success(let parsed): options = parsed
@@ -124,8 +128,9 @@ extension Service {
         if let gid = options.gid, roster.ids[gid] != nil {
             return .failure(.aria2("GID#\(gid) is not unique"))
         }
-        var job = DownloadJob(url: url, outputDirectory: paths.base)
+        var job = DownloadJob(sources: sources, outputDirectory: paths.base)
         job.transfer.maxReceiveRate = aria2Globals.downloadLimit
+        job.connectionsPerServer = aria2Globals.connectionsPerServer
         options.apply(to: &job, split: aria2Globals.split, connectionsPerServer: aria2Globals.connectionsPerServer)
         let added: [Wire.Added]
         do {
@@ -206,10 +211,7 @@ extension Service {
         case .failure(let failure): return .failure(failure)
         case .success(let entry):
             guard entry.state.isActive else { return .failure(.aria2("No active download for GID#\(entry.gid)")) }
-            let speed = JSON.number(Int64(entry.record.speed(at: clock.moment).rounded()))
-            return .success([["index": "1", "servers": [[
-                "uri": .string(entry.url), "currentUri": .string(entry.url), "downloadSpeed": speed,
-            ]]]])
+            return .success([["index": "1", "servers": Aria2Status.servers(of: entry, at: clock.moment)]])
         }
     }
 
@@ -276,7 +278,7 @@ extension Service {
             var members: [(String, JSON)] = [
                 ("dir", .string(job.outputDirectory)),
                 ("split", .number(job.segments)),
-                ("max-connection-per-server", .number(job.segments)),
+                ("max-connection-per-server", .number(job.connectionsPerServer)),
                 ("max-download-limit", .number(job.transfer.maxReceiveRate ?? 0)),
                 ("user-agent", .string(job.transfer.userAgent)),
                 ("max-tries", .number(job.retries + 1)),

@@ -139,6 +139,7 @@ actor Service {
                                  added: stored.added, gid: stored.gid)
         // Its own limit, as stored with the job: attached screens show it after a restart too.
         entry.limit = job?.transfer.maxReceiveRate
+        entry.sources = job.map(Roster.sourceURLs(of:)) ?? []
         return entry
     }
 
@@ -301,8 +302,10 @@ actor Service {
         for (index, (id, (job, file))) in zip(ids, named).enumerated() {
             let record = DownloadRecord(id: id, url: URLRedaction.masked(job.url), name: file,
                                         state: paused ? .paused : .queued)
-            roster.insert(Roster.Entry(record, directory: job.outputDirectory, added: now, gid: gids[index],
-                                       announced: false))
+            var entry = Roster.Entry(record, directory: job.outputDirectory, added: now, gid: gids[index],
+                                     announced: false)
+            entry.sources = Roster.sourceURLs(of: job)
+            roster.insert(entry)
             added.append(Wire.Added(id: id, file: file))
         }
         _ = await manager.add(named.map(\.job), ids: ids, paused: paused)

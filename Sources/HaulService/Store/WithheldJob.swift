@@ -1,7 +1,7 @@
 import Foundation
 import HaulCore
 
-/// A `DownloadJob` as it may be written to disk: the URL's and the proxy's passwords masked (`URLRedaction.masked`) and the
+/// A `DownloadJob` as it may be written to disk: its sources' (its URL's, its mirrors') and the proxy's passwords masked (`URLRedaction.masked`) and the
 /// request headers that carry credentials (`Authorization`, `Proxy-Authorization`, `Cookie`, any case)
 /// dropped. Secrets live only in the memory of the service that was given them.
 ///
@@ -18,7 +18,8 @@ struct WithheldJob: Equatable {
 
     init(_ job: DownloadJob) {
         var kept = job
-        kept.url = URLRedaction.masked(job.url)
+        // Every source's password, the mirrors' too.
+        for index in kept.sources.indices { kept.sources[index].url = URLRedaction.masked(job.sources[index].url) }
         kept.headers = job.headers.filter { !Self.isSecret(header: $0) }
         if let proxy = job.transfer.proxy {
             // curl takes a proxy without a scheme too (`user:pw@host:3128`).
