@@ -246,6 +246,8 @@ let package = Package(
             name: "SampleServer",
             dependencies: [
                 "CJPEG", "CGeneratedBytes",
+                // HMAC-SHA256 for its links that expire (`SignedLinks`).
+                "COpenSSL",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // HTTPS with a test's own certificate authority (`--cacert` tests).
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+/* HMAC-SHA256: the sample server signs its links that expire. */
+#include <openssl/hmac.h>
 
 /* The algorithms, as FileDigest.Algorithm numbers them. */
 enum { HAUL_DIGEST_SHA512 = 0, HAUL_DIGEST_SHA256 = 1, HAUL_DIGEST_SHA1 = 2, HAUL_DIGEST_MD5 = 3 };

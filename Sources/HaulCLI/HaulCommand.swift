@@ -195,8 +195,17 @@ struct HaulCommand: ParsableCommand {
         "Run CMD when a download fails (not when cancelled), with HAUL_ERROR and HAUL_EXIT_CODE too.", valueName: "cmd"))
     var onError: String?
 
-    @Flag(name: .customLong("hook-shell"), help: "Run --on-complete and --on-error with /bin/sh -c.")
+    @Flag(name: .customLong("hook-shell"), help: "Run --on-complete, --on-error and --refresh-with with /bin/sh -c.")
     var hookShell = false
+
+    @Option(name: .customLong("referer"), help: ArgumentHelp(
+        "Send URL as the Referer header; it stays with the download ({referer} in --refresh-with).", valueName: "url"))
+    var referer: String?
+
+    @Option(name: .customLong("refresh-with"), help: ArgumentHelp(
+        "When an address stops serving the file (401, 403, 404, 410), run CMD and continue from the address on the first line of its output; {url}, {origin}, {referer} and HAUL_URL, HAUL_ORIGIN_URL, HAUL_REFERER, HAUL_NAME, HAUL_ID say which (no shell unless --hook-shell).",
+        valueName: "cmd"))
+    var refreshWith: String?
 
     @Option(help: ArgumentHelp(
         "How pictures are drawn: kitty, sixel, iterm, symbols or none (default: what the terminal supports; symbols inside tmux or screen).",
@@ -261,7 +270,10 @@ struct HaulCommand: ParsableCommand {
             throw ValidationError("--header '\(header)' is not \"Name: value\"")
         }
         if ipv4 && ipv6 { throw ValidationError("-4 and -6 exclude each other") }
-        for (option, command) in [("--on-complete", onComplete), ("--on-error", onError)] {
+        if let referer, referer.isEmpty || referer.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ValidationError("--referer '\(referer)' is empty or holds control characters")
+        }
+        for (option, command) in [("--on-complete", onComplete), ("--on-error", onError), ("--refresh-with", refreshWith)] {
             if let command, Hook(command: command, shell: hookShell).argv == nil {
                 throw ValidationError("\(option) '\(command)': an unclosed quote, or no command")
             }
@@ -388,6 +400,11 @@ struct HaulCommand: ParsableCommand {
         template.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
         template.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }
         template.onError = onError.map { Hook(command: $0, shell: hookShell) }
+        template.refreshWith = refreshWith.map { Hook(command: $0, shell: hookShell) }
+        if let referer {
+            template.headers.removeAll { $0.lowercased().hasPrefix("referer:") }
+            template.headers.append("Referer: \(referer)")
+        }
         template.timestamping = timestamping
         template.remoteTime = !noRemoteTime
         template.sync = !noSync

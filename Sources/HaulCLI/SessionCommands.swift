@@ -89,7 +89,8 @@ struct Sessions: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
         abstract: "The download queue, kept by a per-user service.",
-        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, Remove.self, ServiceCommand.self])
+        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, RefreshDownload.self, Remove.self,
+                      ServiceCommand.self])
 }
 
 /// Ids, or `--all`.
@@ -154,6 +155,39 @@ struct Retry: SessionVerb {
     @OptionGroup var selection: Selection
     @Flag(help: "Print the ids it applied to as JSON.") var json = false
     func execute() async throws(HaulError) -> Int32 { try await send("retry", selection, json: json) }
+}
+
+/// `haul refresh ID URL`. A download that runs is refused rather than paused for the user: its address works
+/// (it is running), and a refresh that replaced a working address by mistake would cost the user the transfer.
+struct RefreshDownload: SessionVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "refresh",
+        abstract: "Give a paused or failed download a new address that serves the same file; it continues from its .part.",
+        discussion: """
+            haul checks that URL serves the same file (its size, its validators where both give them, and the \
+            bytes of a block the part already holds); a different file is refused with one line, and the part is \
+            left as it was. Exit 0 once the download is queued again; 2 for an unknown id, a download that runs \
+            (pause it first) or another file; the network's code when URL cannot be asked.
+            """)
+    @Argument(help: "The download's id (see haul ls).") var id: String
+    @Argument(help: "The new address.") var url: String
+    @Flag(help: "Print the answer as JSON.") var json = false
+
+    func validate() throws {
+        if Int(id).map({ $0 <= 0 }) ?? true { throw ValidationError("'\(id)' is not a download id") }
+    }
+
+    func execute() async throws(HaulError) -> Int32 {
+        let client = try await ServiceClient.connect(SessionCommands.directory)
+        switch try await client.refresh(Int(id) ?? 0, to: url) {
+        case .success(let refreshed):
+            if json { TextOutput.standard.out(String(decoding: Wire.encode(refreshed), as: UTF8.self)) }
+            return 0
+        case .failure(let failure):
+            TextOutput.standard.err("haul: refresh: \(failure.error)")
+            return failure.exitCode
+        }
+    }
 }
 
 struct Remove: SessionVerb {

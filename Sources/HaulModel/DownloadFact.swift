@@ -34,6 +34,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// The download's own rate cap (all its connections together), nil for none: as it was added, or as
     /// changed since (the TUI, aria2's `changeOption`).
     case limited(bytesPerSecond: Int64?)
+    /// The download was given a new address (`url`, masked) that serves the same file (`haul refresh`,
+    /// `--refresh-with`, aria2's `changeUri`): it continues from the `kept` bytes on disk.
+    case refreshed(url: String, kept: Int64)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -50,6 +53,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .finishedEarlier: "finished-earlier"
         case .previewSaved: "preview-saved"
         case .limited: "limit"
+        case .refreshed: "refreshed"
         }
     }
 }

@@ -8,6 +8,13 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         get { sources[0].url }
         set { sources[0].url = newValue }
     }
+    /// The address the user first gave, kept once a refresh (`haul refresh`, `--refresh-with`, aria2's
+    /// `changeUri`) has replaced the first source: what `{origin}` and `HAUL_ORIGIN_URL` name. nil while the
+    /// first source is still that address (`origin` reads either).
+    package var originURL: String?
+    /// `--refresh-with`: run when a source stops serving the file (401, 403, 404, 410, or another file); the
+    /// first line of its standard output is the new address.
+    package var refreshWith: Hook?
     /// Created if missing.
     package var outputDirectory: String
     /// `-O`: the file name to use instead of the server's, in `outputDirectory`: a plain name (no `/`, not
@@ -67,13 +74,38 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         self.outputName = outputName
     }
 
+    /// The address the user first gave: `originURL`, or the first source's while no refresh has replaced it.
+    package var origin: String { originURL ?? url }
+
+    /// The page given with `--referer` (or `referer=` in `-i`, aria2's `referer`): the value of the job's
+    /// `Referer` header, which is where the option keeps it.
+    package var referer: String? {
+        for header in headers {
+            let parts = header.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            func trimmed(_ text: Substring) -> String {
+                String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            }
+            guard parts.count == 2, trimmed(parts[0]).lowercased() == "referer" else { continue }
+            return trimmed(parts[1])
+        }
+        return nil
+    }
+
+    /// Makes `url` the first source, in place of the address that stopped working; the address first given is
+    /// kept in `originURL` (set once). A mirror equal to `url` goes: it is the first source now.
+    package mutating func refresh(to url: String) {
+        if originURL == nil { originURL = self.url }
+        sources.removeAll { $0.url == url }
+        if sources.isEmpty { sources = [DownloadSource(url: url)] } else { sources[0].url = url }
+    }
+
     /// The mirrors: every source after the first.
     package var mirrors: ArraySlice<DownloadSource> {
         sources.dropFirst()
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, sources, connectionsPerServer, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
+        case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
             partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync, confinedTo
     }
 
@@ -88,6 +120,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         if let sources = try container.decodeIfPresent([DownloadSource].self, forKey: .sources), !sources.isEmpty {
             self.sources = sources
         }
+        originURL = try container.decodeIfPresent(String.self, forKey: .originURL)
+        refreshWith = try container.decodeIfPresent(Hook.self, forKey: .refreshWith)
         let defaults = DownloadJob(url: url, outputDirectory: outputDirectory)
         connectionsPerServer = try container.decodeIfPresent(Int.self, forKey: .connectionsPerServer)
             ?? defaults.connectionsPerServer
@@ -114,6 +148,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         if sources.count > 1 || sources[0] != DownloadSource(url: url) {
             try container.encode(sources, forKey: .sources)
         }
+        try container.encodeIfPresent(originURL, forKey: .originURL)
+        try container.encodeIfPresent(refreshWith, forKey: .refreshWith)
         if connectionsPerServer != Self.defaultConnectionsPerServer {
             try container.encode(connectionsPerServer, forKey: .connectionsPerServer)
         }

@@ -31,6 +31,14 @@ package struct RemoteControl: DownloadControl {
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
 
+    package func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError> {
+        do throws(HaulError) {
+            return try await client.refresh(id, to: url).map(\.kept).mapError { HaulError(.usage, $0.error) }
+        } catch {
+            return .failure(error)
+        }
+    }
+
     package func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {
         try? await client.setLimit([id], bytesPerSecond)
     }

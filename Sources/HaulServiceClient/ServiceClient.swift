@@ -101,6 +101,16 @@ package struct ServiceClient: Sendable {
         return .failure(try decode(Wire.Failure.self, body))
     }
 
+    /// Gives a stopped download a new address (`POST /v1/downloads/refresh`); the service checks that it serves
+    /// the same file.
+    package func refresh(_ id: DownloadID, to url: String) async throws(HaulError) -> Result<Wire.Refreshed, Wire.RefreshFailure> {
+        let (status, body) = try await exchange(.post, "/v1/downloads/refresh", body: Wire.encode(Wire.Refresh(id: id, url: url)))
+        if status == 200 { return .success(try decode(Wire.Refreshed.self, body)) }
+        if let failure = try? Wire.decode(Wire.RefreshFailure.self, from: body) { return .failure(failure) }
+        return .failure(Wire.RefreshFailure(error: try decode(Wire.Failure.self, body).error,
+                                            exitCode: FailureCategory.usage.exitCode))
+    }
+
     package func status() async throws(HaulError) -> Wire.Status {
         try await call(.get, "/v1/service/status")
     }

@@ -90,7 +90,7 @@ import TestSupport
                     #expect(stat[key] as? String == "0", "\(key)")
                 }
 
-                for method in ["aria2.addTorrent", "aria2.addMetalink", "aria2.changeUri"] {
+                for method in ["aria2.addTorrent", "aria2.addMetalink"] {
                     let unsupported = try await aria2.call(method, ["AAAA"])
                     #expect(unsupported.status == 400 && unsupported.errorCode == 1, "\(method)")
                     #expect(unsupported.errorMessage?.contains("not supported") == true, "\(method)")

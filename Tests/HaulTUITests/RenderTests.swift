@@ -131,10 +131,11 @@ import Testing
             " huge.b│   c         cancel the selected download (.part kept)          │",
             " notes.│   p Space P pause / resume the selected download / all         │",
             " done.i│   r         retry a failed or cancelled download               │",
-            " missin│   d Delete  remove a finished row (files stay)                 │r answ…",
-            " stoppe│   v         show the selected JPEG (live while it downloads)   │",
-            " photo-│   o O       open the finished file / its folder (xdg-open)     │rtial …",
-            " large.│ Files view                                                     │",
+            " missin│   u         new address for a paused or failed download        │r answ…",
+            " stoppe│   d Delete  remove a finished row (files stay)                 │",
+            " photo-│   v         show the selected JPEG (live while it downloads)   │rtial …",
+            " large.│   o O       open the finished file / its folder (xdg-open)     │",
+            "       │ Files view                                                     │",
             "       │   Enter     download the selected file, 1 connection           │",
             "       │   m         download it in 4 parts at once                     │",
             "       │   r         reload the list                                    │",
@@ -146,7 +147,6 @@ import Testing
             "       │   + -       raise / lower the rate cap (in details: its own)   │",
             "       │   q         quit; while downloads run, asks, then pauses them  │",
             "       └────────────────────────────────────────────────────────────────┘",
-            "",
             " Esc close help",
         ])
     }

@@ -255,6 +255,25 @@ import Testing
         #expect(send(&state, .enter) == [], "a blank URL adds nothing")
     }
 
+    /// `u`: a prompt for the selected stopped download's new address; Enter hands it over, Esc drops it, and a
+    /// running download is told to pause first.
+    @Test func uAsksAStoppedDownloadForANewAddress() {
+        var state = Fixtures.mixed(size)
+        state.selection = 5  // failed
+        #expect(send(&state, .character("u")) == [])
+        #expect(state.overlay == .refreshPrompt(6, ""))
+        for c in "http://new/f x" { _ = send(&state, .character(c)) }
+        _ = send(&state, .backspace, .backspace)
+        #expect(send(&state, .enter) == [.refresh(6, url: "http://new/f")])
+        #expect(state.overlay == nil)
+        _ = send(&state, .character("u"), .character("x"), .escape)
+        #expect(state.overlay == nil)
+        state.selection = 0  // downloading
+        #expect(send(&state, .character("u")) == [])
+        #expect(state.overlay == nil)
+        #expect(state.message == "Only a paused or failed download takes a new address (pause it first)")
+    }
+
     @Test func attachedQDetachesKeepingTheDownloadsGoingUnlessPAsksToPause() {
         var state = Fixtures.mixed(size)
         state.attached = true

@@ -15,6 +15,9 @@ package protocol DownloadControl: Sendable {
     func resumeAll() async
     func retry(_ id: DownloadID) async
     func remove(_ id: DownloadID) async
+    /// Gives a paused or failed download a new address that serves the same file; it continues from its bytes
+    /// on disk (how many it keeps), or the line that says why not.
+    func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError>
     /// One download's own cap (bytes per second, nil = none), at once; it lasts for its later runs.
     func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async
     /// The overall receive cap (bytes per second, nil = none), at once for what runs.

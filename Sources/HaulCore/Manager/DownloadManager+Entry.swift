@@ -30,6 +30,10 @@ extension DownloadManager {
         let limit: ReceiveLimit
         /// A run of it claimed `job.outputName`'s part: the next run continues that one.
         var claimedBefore = false
+        /// `--refresh-with`: new addresses found since the download last kept more bytes, and the most bytes
+        /// a new address kept so far (`DownloadManager.refreshesWithoutProgress`).
+        var refreshes = 0
+        var keptAtRefresh: Int64 = 0
         /// The descriptors its running task is counted for (`descriptorBudget`); 0 when none runs.
         var descriptors = 0
 

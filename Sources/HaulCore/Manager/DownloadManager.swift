@@ -35,6 +35,9 @@ package actor DownloadManager {
     private let descriptorBudget = OpenFilesLimit.downloadBudget()
     private var descriptorsHeld = 0
     var nextID = 1
+    /// Downloads whose part is being checked against a new address, or whose `--refresh-with` command runs:
+    /// none of them starts meanwhile, and the queue is not idle while one is.
+    var refreshing: Set<DownloadID> = []
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
     /// that put a user's stop right there (`setBeforeDownloadingState`).
     var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
@@ -97,7 +100,7 @@ package actor DownloadManager {
         aggregateExitCode(order.compactMap { entries[$0]?.state.exitCode })
     }
 
-    var isIdle: Bool { running.isEmpty && waitingHead == waiting.count }
+    var isIdle: Bool { running.isEmpty && waitingHead == waiting.count && refreshing.isEmpty }
 
     // MARK: the queue
 
@@ -157,7 +160,7 @@ package actor DownloadManager {
     func startWaiting() {
         while running.count - finishing.count < concurrency, waitingHead < waiting.count {
             let id = waiting[waitingHead]
-            guard let entry = entries[id], entry.state == .queued, running[id] == nil else {
+            guard let entry = entries[id], entry.state == .queued, running[id] == nil, !refreshing.contains(id) else {
                 waitingHead += 1
                 continue
             }
@@ -286,16 +289,24 @@ package actor DownloadManager {
                 // Resumed or retried while it was still stopping: its turn comes again now.
                 waiting.append(id)
             } else if entry.stopIntent == nil {
-                setState(id, error.category == .cancelled ? .cancelled : .failed(error))
-                if error.category != .cancelled, let hook = entry.job.onError {
-                    let planned = path ?? FilePath.join(entry.job.outputDirectory, entry.file)
-                    hooks.run(hook, name: "--on-error", environment: Self.hookEnvironment(
-                        id: id, job: entry.job, path: planned, bytes: nil, error: error), after: storedGate())
-                }
+                // An address that stopped working, and a `--refresh-with` command to find the next one.
+                let refresh = refreshAutomatically(id, entry, error, path: path)
+                if !refresh.started { failedForGood(id, entry, refresh.error, path: path) }
             }
         }
         entry.stopIntent = nil
         startWaiting()
+    }
+
+    /// The download has failed, or been cancelled, and nothing will try it again by itself: its state says so,
+    /// and a failure runs its `--on-error` hook.
+    func failedForGood(_ id: DownloadID, _ entry: Entry, _ error: HaulError, path: String?) {
+        setState(id, error.category == .cancelled ? .cancelled : .failed(error))
+        if error.category != .cancelled, let hook = entry.job.onError {
+            let planned = path ?? FilePath.join(entry.job.outputDirectory, entry.file)
+            hooks.run(hook, name: "--on-error", environment: Self.hookEnvironment(
+                id: id, job: entry.job, path: planned, bytes: nil, error: error), after: storedGate())
+        }
     }
 
     private func resumeIdleWaitersIfIdle() {

@@ -34,6 +34,8 @@ extension DownloadFact {
             "partial preview saved: \(path)"
         case .limited(let rate):
             rate.map { "limited to \(ByteFormat.rate(Double($0)))" } ?? "no rate limit"
+        case .refreshed(let url, let kept):
+            "new address \(url): the same file; continuing from \(ByteFormat.size(kept)) on disk"
         }
     }
 }

@@ -119,6 +119,16 @@ enum ControlAPI {
                 }
             }
         }
+        v1.post("downloads/refresh") { request, context in
+            let body: Wire.Refresh
+            do { body = try await request.decode(as: Wire.Refresh.self, context: context) } catch {
+                return unreadable(error, expected: "{\"id\": ID, \"url\": URL}")
+            }
+            switch await service.refresh(body.id, to: body.url) {
+            case .success(let refreshed): return json(refreshed)
+            case .failure(let failure): return json(failure, status: .conflict)
+            }
+        }
         v1.post("downloads/limit") { request, context in
             let body: Wire.DownloadLimit
             do { body = try await request.decode(as: Wire.DownloadLimit.self, context: context) } catch {

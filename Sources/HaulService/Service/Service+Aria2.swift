@@ -68,7 +68,7 @@ extension Service {
         case "aria2.tellStopped":
             return await page(of: roster.order.filter { roster[$0].map { Aria2Status.list(of: $0.state) == .stopped } ?? false }, p)
         case "aria2.changePosition": return await changePosition(p)
-        case "aria2.changeUri": return .failure(.aria2("haul keeps one URI per download; changeUri is not supported"))
+        case "aria2.changeUri": return await changeUri(p)
         case "aria2.getOption": return await options(p)
         case "aria2.changeOption": return await changeOption(p, paths: paths)
         case "aria2.getGlobalOption": return .success(globalOptions(paths: paths))
@@ -203,6 +203,34 @@ extension Service {
             // It keeps its place in the waiting list.
             await manager.reorderQueue(roster.waiting)
             return .success(.string(entry.gid))
+        }
+    }
+
+    /// `changeUri(gid, fileIndex, delUris, addUris[, position])`: aria2's semantics on the download's sources
+    /// (`DownloadManager.changeSources`): `[deleted, added]`. A running download is refused (pause it first).
+    private func changeUri(_ p: Parameters) async -> Outcome {
+        switch lookup(p) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let entry):
+            guard p[1]?.integer == 1 || p[1]?.string == "1" else { return .failure(.aria2("fileIndex must be 1")) }
+            guard let deleting = p[2]?.array?.compactMap(\.string), let adding = p[3]?.array?.compactMap(\.string) else {
+                return .failure(.aria2("delUris and addUris must be lists of URIs"))
+            }
+            var position: Int?
+            if let value = p[4] {
+                guard let number = value.integer, number >= 0 else { return .failure(.aria2("position must be 0 or more")) }
+                position = Int(Swift.min(number, Int64(Int32.max)))
+            }
+            switch await manager.changeSources(entry.id, deleting: deleting, adding: adding, at: position) {
+            case .success(let (deleted, added)):
+                if let job = await manager.job(of: entry.id) {
+                    roster.modify(entry.id) { $0.url = URLRedaction.masked(job.url) }
+                }
+                await settled()
+                return .success([.int(Int64(deleted)), .int(Int64(added))])
+            case .failure(let error):
+                return .failure(.aria2("GID#\(entry.gid): \(error.message)"))
+            }
         }
     }
 

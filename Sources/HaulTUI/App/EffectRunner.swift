@@ -59,6 +59,18 @@ extension AppLoop {
             case .resumeAll: await manager.resumeAll()
             case .retry(let id): await manager.retry(id)
             case .remove(let id): await manager.remove(id)
+            case .refresh(let id, let url):
+                // The check asks the new address for a block: the loop goes on meanwhile.
+                let sink = self.sink
+                group.addTask {
+                    let line = switch await manager.refresh(id, to: url) {
+                    case .success(let kept) where kept > 0:
+                        "Download \(id) continues from \(ByteFormat.size(kept)) at its new address"
+                    case .success: "Download \(id) starts again from its new address"
+                    case .failure(let error): error.message
+                    }
+                    sink.yield(.message(.notice(line)))
+                }
             case .setOverallLimit(let limit): await manager.setOverallLimit(limit)
             case .setLimit(let id, let limit): await manager.setLimit(id, limit)
             case .open(let path):

@@ -12,6 +12,8 @@ struct AppState: Sendable, Equatable {
         case help
         /// The URL being typed after `a`.
         case prompt(String)
+        /// `u`: the new address being typed for this download (a link that expired).
+        case refreshPrompt(DownloadID, String)
         /// `q` while downloads run: quitting pauses them.
         case confirmQuit
         /// `q` while downloads run, attached to the service: they keep going in the background (the

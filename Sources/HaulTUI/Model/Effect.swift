@@ -14,6 +14,8 @@ enum Effect: Sendable, Equatable {
     case resumeAll
     case retry(DownloadID)
     case remove(DownloadID)
+    /// `u`: give the download this new address (the same file, its bytes kept); the outcome is a notice.
+    case refresh(DownloadID, url: String)
     case startClock
     case stopClock
     /// GET `/files/list` and `/files/status` of the configured server.
@@ -44,8 +46,8 @@ extension Effect {
     /// the service is gone.
     var goesToTheManager: Bool {
         switch self {
-        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .setLimit,
-            .setOverallLimit:
+        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .refresh,
+            .setLimit, .setOverallLimit:
             true
         case .startClock, .stopClock, .loadFiles, .showPicture, .describePicture, .open, .notify, .reconnect,
             .loadLimit, .quit:

@@ -5,7 +5,7 @@ enum Command: Sendable, Equatable {
     case help, switchView, add, cancelAll, raiseLimit, lowerLimit, quit
     case up, down, pageUp, pageDown, first, last
     // Downloads view
-    case details, cancel, pause, pauseAll, retry, remove, open, openFolder, picture
+    case details, cancel, pause, pauseAll, retry, refresh, remove, open, openFolder, picture
     // Files view
     case download, downloadInParts, reload
 }
@@ -102,6 +102,8 @@ enum KeyBindings {
         KeyBinding(.pauseAll, .downloads, [.character("P")], label: nil, help: { _ in "" }),
         KeyBinding(.retry, .downloads, [.character("r")], "r", "retry a failed or cancelled download", hint: "retry",
                    rank: 7),
+        KeyBinding(.refresh, .downloads, [.character("u")], "u",
+                   "new address for a paused or failed download"),
         KeyBinding(.remove, .downloads, [.character("d"), .delete], "d Delete", "remove a finished row (files stay)",
                    hint: "remove", rank: 8),
         KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG (live while it downloads)"),

@@ -47,7 +47,7 @@ func perform(_ command: Command, in state: inout AppState) -> [Effect] {
         case .downloads: moveSelection(&state.selection, count: state.rows.count, by: command, page: page)
         case .files: moveSelection(&state.files.selection, count: state.files.entries.count, by: command, page: page)
         }
-    case .details, .cancel, .pause, .pauseAll, .retry, .remove, .open, .openFolder, .picture:
+    case .details, .cancel, .pause, .pauseAll, .retry, .refresh, .remove, .open, .openFolder, .picture:
         return performOnSelectedDownload(command, in: &state)
     case .download, .downloadInParts:
         guard let server = state.files.server, let file = state.files.selected else {
@@ -121,6 +121,11 @@ func performOnSelectedDownload(_ command: Command, in state: inout AppState) -> 
         switch row.state {
         case .failed, .cancelled: return [.retry(row.id)]
         default: state.message = "Only a failed or cancelled download can be retried"
+        }
+    case .refresh:
+        switch row.state {
+        case .paused, .failed, .cancelled: state.overlay = .refreshPrompt(row.id, "")
+        default: state.message = "Only a paused or failed download takes a new address (pause it first)"
         }
     case .remove:
         switch row.state {
@@ -223,26 +228,37 @@ func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> 
         default:
             state.overlay = nil
         }
-    case .prompt(var text):
-        switch key {
-        case .enter:
-            state.overlay = nil
-            let url = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-            guard !url.isEmpty else { return [] }
-            return [.download(urls: [url], segments: state.defaultSegments)]
-        case .escape:
-            state.overlay = nil
-        case .backspace, .delete:
-            if !text.isEmpty { text.removeLast() }
-            state.overlay = .prompt(text)
-        case .character(let c):
-            if text.count < 4096 { text.append(c) }
-            state.overlay = .prompt(text)
-        case .interrupt:
-            return quit(&state, pausing: state.pausesOnInterrupt)
-        default:
-            break
-        }
+    case .prompt(let text):
+        let segments = state.defaultSegments
+        return edit(text, with: key, in: &state, reopen: { .prompt($0) }) { [.download(urls: [$0], segments: segments)] }
+    case .refreshPrompt(let id, let text):
+        return edit(text, with: key, in: &state, reopen: { .refreshPrompt(id, $0) }) { [.refresh(id, url: $0)] }
+    }
+    return []
+}
+
+/// A key in a one-line prompt (`a`'s, `u`'s): Enter hands the address, trimmed, to `done`; Esc closes it.
+private func edit(_ text: String, with key: Key, in state: inout AppState, reopen: (String) -> AppState.Overlay,
+                  done: (String) -> [Effect]) -> [Effect] {
+    var text = text
+    switch key {
+    case .enter:
+        state.overlay = nil
+        let url = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        guard !url.isEmpty else { return [] }
+        return done(url)
+    case .escape:
+        state.overlay = nil
+    case .backspace, .delete:
+        if !text.isEmpty { text.removeLast() }
+        state.overlay = reopen(text)
+    case .character(let c):
+        if text.count < 4096 { text.append(c) }
+        state.overlay = reopen(text)
+    case .interrupt:
+        return quit(&state, pausing: state.pausesOnInterrupt)
+    default:
+        break
     }
     return []
 }

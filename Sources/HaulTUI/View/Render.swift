@@ -22,6 +22,8 @@ func render(_ state: AppState, size: Size) -> Grid {
         switch state.overlay {
         case .help?: HelpOverlay.draw(state, glyphs: glyphs, into: &canvas)
         case .prompt(let text)?: PromptOverlay.draw(text, glyphs: glyphs, into: &canvas)
+        case .refreshPrompt(let id, let text)?:
+            PromptOverlay.draw(text, title: "New address for download \(id)", glyphs: glyphs, into: &canvas)
         case .confirmQuit?: ConfirmQuitOverlay.draw(state, glyphs: glyphs, into: &canvas)
         case .confirmDetach?: ConfirmDetachOverlay.draw(state, glyphs: glyphs, into: &canvas)
         case .details(let id)?: DetailsOverlay.draw(id, state, glyphs: glyphs, into: &canvas)

@@ -9,14 +9,18 @@ struct DownloadRoute: Sendable {
     let log: RequestLog
 
     func respond(to request: Request, context: SampleRequestContext) -> Response {
-        let response = answer(request, channel: context.channel)
+        respond(to: request, name: request.uri.query.flatMap { $0.removingPercentEncoding } ?? "", channel: context.channel)
+    }
+
+    /// The answer for the file `name`, however the request named it (`/signed/NAME` too).
+    func respond(to request: Request, name: String, channel: any Channel) -> Response {
+        let response = answer(request, name: name, channel: channel)
         guard request.method == .head else { return response }
         return Response(status: response.status, headers: response.headers)
     }
 
     /// The full GET answer; HEAD sends the same status and headers without the body.
-    private func answer(_ request: Request, channel: any Channel) -> Response {
-        let name = request.uri.query.flatMap { $0.removingPercentEncoding } ?? ""
+    private func answer(_ request: Request, name: String, channel: any Channel) -> Response {
         let rangeHeader = request.headers[.range]
         let head = request.method == .head
         let (faults, rate) = controller.admit(name: name, range: rangeHeader, head: head)

@@ -24,11 +24,13 @@ public final class SampleServer: Sendable {
     private let scheme: String
     private let controller: ServerController
     private let catalogSnapshot: Catalog
+    private let signedLinks: SignedLinks
     private let runTask: Task<Void, any Error>
     private let group: ServiceGroup
 
     private init(port: Int, host: String, scheme: String, controller: ServerController, catalog: Catalog,
-                 runTask: Task<Void, any Error>, group: ServiceGroup) {
+                 signedLinks: SignedLinks, runTask: Task<Void, any Error>, group: ServiceGroup) {
+        self.signedLinks = signedLinks
         self.port = port
         self.host = host
         self.scheme = scheme
@@ -59,6 +61,12 @@ public final class SampleServer: Sendable {
         router.get("/files/status", use: listing.status)
         router.get("/files/download", use: download.respond)
         router.head("/files/download", use: download.respond)
+        // Links that expire (`SignedLinks`): a fresh one from /sign/NAME, the file through it until it expires.
+        let signed = SignedLinks(download: download, log: log, now: configuration.now,
+                                 lifetime: configuration.signedLinkLifetime)
+        router.get("/sign/**", use: signed.sign)
+        router.get("/signed/**", use: signed.serve)
+        router.head("/signed/**", use: signed.serve)
         // Not SuperStorage's: the counters, for benchmarks that run the server as a process (bench/crash).
         router.get("/stats") { _, _ in
             let stats = controller.stats
@@ -103,7 +111,7 @@ public final class SampleServer: Sendable {
             throw SampleServerError("could not listen on \(configuration.host):\(configuration.port)")
         }
         return SampleServer(port: port, host: configuration.host, scheme: configuration.tls == nil ? "http" : "https",
-                            controller: controller, catalog: catalog, runTask: runTask, group: group)
+                            controller: controller, catalog: catalog, signedLinks: signed, runTask: runTask, group: group)
     }
 
     /// `http://HOST:PORT`, with IPv6 hosts in brackets.
@@ -114,6 +122,12 @@ public final class SampleServer: Sendable {
     /// The URL that downloads `name`: `baseURL/files/download?NAME`, percent-encoded.
     public func downloadURL(_ name: String) -> String {
         "\(baseURL)/files/download?\(PercentEncoding.encode(name))"
+    }
+
+    /// The path and query of a link to `name` through `/signed/` that expires at `expires` (seconds since 1970, on
+    /// the server's clock), signed with this server's key; `baseURL` before it makes the whole link.
+    public func signedPath(_ name: String, expires: Int64) -> String {
+        "/signed/\(PercentEncoding.encode(name))?expires=\(expires)&sig=\(signedLinks.signature(name, expires))"
     }
 
     /// The faults currently injected into download responses.

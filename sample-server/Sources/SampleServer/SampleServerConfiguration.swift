@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a ``SampleServer`` listens on and serves.
 public struct SampleServerConfiguration: Sendable {
     /// Address to bind, `127.0.0.1` by default.
@@ -24,6 +26,12 @@ public struct SampleServerConfiguration: Sendable {
     public var cookie: String?
     /// PEM certificate (chain) and private key files: the server speaks HTTPS only.
     public var tls: (certificate: String, privateKey: String)?
+
+    /// The server's clock, in seconds since 1970: what a signed link's expiry (`/signed/`) is compared with. The
+    /// system's time unless a test gives its own, which it then moves on to make a link expire.
+    public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// How long a link from `/sign/NAME` lasts, in seconds of `now`.
+    public var signedLinkLifetime: Int64 = 60
 
     /// Creates a configuration; the defaults serve ``GeneratedFile/standardSet`` and the JPEGs on 127.0.0.1:8080.
     public init(

@@ -34,6 +34,7 @@ enum Footer {
         switch state.overlay {
         case .help: return [("Esc", "close help")]
         case .prompt: return [("Enter", "download"), ("Esc", "cancel")]
+        case .refreshPrompt: return [("Enter", "continue from it"), ("Esc", "cancel")]
         case .confirmQuit: return [("y", "quit, pausing downloads"), ("n", "stay")]
         case .confirmDetach: return [("Enter", "keep going in the background"), ("p", "pause them"), ("Esc", "stay")]
         case .details, .picture: return [("Esc", "close")]

@@ -1,8 +1,9 @@
-/// `a`: a one-line field for a URL. The end of a long URL stays in view, followed by the cursor.
+/// `a` (and `u`, for a download's new address): a one-line field for a URL. The end of a long URL stays in
+/// view, followed by the cursor.
 enum PromptOverlay {
-    static func draw(_ text: String, glyphs: Glyphs, into canvas: inout Canvas) {
+    static func draw(_ text: String, title: String = "Add a download", glyphs: Glyphs, into canvas: inout Canvas) {
         let box = Box.centered(width: 72, height: 5, in: canvas.size)
-        box.draw(title: "Add a download", glyphs: glyphs, into: &canvas)
+        box.draw(title: title, glyphs: glyphs, into: &canvas)
         let area = box.inner
         let field = max(0, area.width - 2)
         let visible = Text.suffix(text, columns: max(0, field - 1))
