@@ -244,8 +244,11 @@ class Nginx:
 
     def __init__(self, workdir: str, root: str, servers: dict[str, int], tls: set[str] | None = None,
                  certificate: tuple[str, str] | None = None, client_connections: dict[str, int] | None = None,
-                 request_logs: set[str] | None = None):
+                 request_logs: set[str] | None = None, addresses: dict[str, str] | None = None):
         self.workdir = workdir
+        #: Servers that listen on another loopback address than 127.0.0.1 (127.0.0.2, ...: other hosts to a
+        #: client that counts its connections per host).
+        self.addresses = addresses or {}
         self.root = root
         #: Servers that log every request (`request_log`): when it began and ended, by nginx's clock.
         self.request_logs = request_logs or set()
@@ -259,7 +262,7 @@ class Nginx:
 
     def url(self, server: str, name: str) -> str:
         scheme = "https" if server in self.tls else "http"
-        return f"{scheme}://127.0.0.1:{self.ports[server]}/{name}"
+        return f"{scheme}://{self.addresses.get(server, '127.0.0.1')}:{self.ports[server]}/{name}"
 
     def request_log(self, server: str) -> str | None:
         """The file where `server` logs its requests (`Request`), if it is one of `request_logs`."""
@@ -277,7 +280,7 @@ class Nginx:
                 listen = (f"listen 127.0.0.1:{port} ssl http2; ssl_certificate {cert}; ssl_certificate_key {key}; "
                           "ssl_protocols TLSv1.2 TLSv1.3;")
             else:
-                listen = f"listen 127.0.0.1:{port};"
+                listen = f"listen {self.addresses.get(name, '127.0.0.1')}:{port};"
             log = f" access_log {self.request_log(name)} timing;" if name in self.request_logs else ""
             blocks.append(f"  server {{ {listen} root {self.root}; {limit}{log} }}  # {name}")
         tmp = os.path.join(self.workdir, "nginx-tmp")
