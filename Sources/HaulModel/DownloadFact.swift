@@ -34,6 +34,12 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// The download's own rate cap (all its connections together), nil for none: as it was added, or as
     /// changed since (the TUI, aria2's `changeOption`).
     case limited(bytesPerSecond: Int64?)
+    /// A download from several sources: the source at `url` (password masked) serves another file than the
+    /// first answer described; it is never asked again in this download and nothing it sent is kept.
+    case sourceDropped(url: String, reason: SourceMismatch)
+    /// A download from several sources: the source at `url` (password masked) failed (`reason`); what it had
+    /// left goes to the sources still working. A retry asks it again.
+    case sourceFailed(url: String, reason: HaulError)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -50,8 +56,18 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .finishedEarlier: "finished-earlier"
         case .previewSaved: "preview-saved"
         case .limited: "limit"
+        case .sourceDropped: "source-dropped"
+        case .sourceFailed: "source-failed"
         }
     }
+}
+
+/// How a source of a download from several shows that it serves another file.
+package enum SourceMismatch: Sendable, Equatable, Codable {
+    /// It says the file has `size` bytes where the first answer said `expected`.
+    case otherSize(size: Int64, expected: Int64)
+    /// Its bytes from `offset` on differ from those the other sources sent there.
+    case otherBytes(offset: Int64)
 }
 
 /// Why a partial download is not continued.

@@ -34,6 +34,10 @@ extension DownloadFact {
             "partial preview saved: \(path)"
         case .limited(let rate):
             rate.map { "limited to \(ByteFormat.rate(Double($0)))" } ?? "no rate limit"
+        case .sourceDropped(let url, let reason):
+            "\(url) \(reason.phrase); dropped"
+        case .sourceFailed(let url, let reason):
+            "\(url) failed (\(reason.message)); its part goes to the other sources"
         }
     }
 }
