@@ -63,6 +63,30 @@ import Testing
         #expect(spread.statuses(rates: []).map(\.url) == ["http://u:***@a/f", "http://b/f"])
     }
 
+    @Test func sourcesAreReportedOnAChangeAndAtMostOnceASecondWhileBytesCome() {
+        let pool = SourcePool(urls: ["http://a/f", "http://b/f"], perServer: 4)
+        _ = pool.assign(workers: 2)
+        #expect(pool.report(at: 0) != nil, "a change")
+        pool.add(bytes: 1000, from: 0)
+        #expect(pool.report(at: 0.5) == nil, "bytes, but within the second")
+        pool.add(bytes: 1000, from: 0)
+        let due = pool.report(at: 1.0)
+        #expect(due?.map(\.bytes) == [2000, 0])
+        #expect(due?.first.map { $0.bytesPerSecond > 0 } == true)
+        _ = pool.fail(1, HaulError(.network, "connection refused"))
+        #expect(pool.report(at: 1.1)?.map(\.state) == [.active, .failed], "a change is reported at once")
+    }
+
+    @Test func theNewFactsAreOneLineEach() {
+        let dropped = DownloadFact.sourceDropped(url: "http://b/f", reason: .otherBytes(offset: 1_048_576))
+        #expect(dropped.sentence == "http://b/f sent other bytes than the other sources at 1048576; dropped")
+        #expect(dropped.kind == "source-dropped")
+        let failed = DownloadFact.sourceFailed(url: "http://c/f", reason: HaulError(.network, "connection refused"))
+        #expect(failed.sentence == "http://c/f failed (connection refused); its part goes to the other sources")
+        #expect(failed.kind == "source-failed")
+        #expect(JSONReporter.json(dropped).contains("\"otherBytes\""), "\(JSONReporter.json(dropped))")
+    }
+
     // MARK: the ledger, without network
 
     @Test func aCheckWaitsForTrustedBytesThenDropsTheSourceThatDiffers() {
@@ -160,6 +184,19 @@ import Testing
         } catch {
             for server in servers { await server.stop() }
             throw error
+        }
+    }
+
+    /// A download with one source reports nothing of sources: the engine of several never runs for it.
+    @Test func aSingleSourceDownloadReportsNoSources() async throws {
+        let dir = TempDirectory()
+        try await withServers(1) { (servers) async throws in
+            var reported = 0
+            let result = try await Downloader.quickRetries.download(job(servers, dir, segments: 4)) { event in
+                if case .sources = event { reported += 1 }
+            }
+            #expect(result.bytes == 20 << 20)
+            #expect(reported == 0)
         }
     }
 
