@@ -61,6 +61,8 @@ import TestSupport
         let nginx = try await MirrorNginx.start(blocks: ["limit_rate 2m;", "limit_rate 256k;", "root OTHER; limit_rate 2m;"]) { root, other in
             try good.write(to: URL(fileURLWithPath: root + "/file.bin"))
             try Self.bytes(seed: 2).write(to: URL(fileURLWithPath: other + "/file.bin"))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -86_400)],
+                                                  ofItemAtPath: other + "/file.bin")
         }
         defer { nginx.stop() }
         // The source that fails mid-way: an nginx of its own, killed once the download is a quarter in.
@@ -113,6 +115,9 @@ import TestSupport
         defer { first.stop() }
         let second = try await MirrorNginx.start(blocks: [""]) { root, _ in
             try good.write(to: URL(fileURLWithPath: root + "/file.bin"))
+            // Another ETag and Last-Modified than the first source's, as two mirrors' are.
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -86_400)],
+                                                  ofItemAtPath: root + "/file.bin")
         }
         defer { second.stop() }
         let dir = TempDirectory()

@@ -1,11 +1,9 @@
 extension Downloader {
     /// `.request`: sends `asked` over a new transfer and tells the machine the answer's head.
     func send<C: Clock<Duration>>(_ asked: DownloadStateMachine.Request, _ execution: inout Execution,
-                                  clock: C, events: (DownloadEvent) -> Void) async throws(HaulError) -> Step {
+                                  clock: C) async throws(HaulError) -> Step {
         let job = execution.job
         let modifiedSince = execution.modifiedSince
-        // A source that takes over from another shows first that it serves the part's file.
-        if execution.sources != nil { try await agreeWithPart(&execution, clock: clock, events: events) }
         var request = HTTPRequest(url: primaryURL(execution), options: job.transfer)
         request.headers = job.headers
         // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so

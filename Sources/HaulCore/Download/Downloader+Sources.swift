@@ -42,6 +42,25 @@ extension Downloader {
         return try await receive(body, &execution, clock: clock, events: events)
     }
 
+    /// What follows the attempt's failure with `error` from several sources: while the failure is its source's
+    /// and another source is left, that one takes over from the bytes on disk, once it agrees with them (no
+    /// retry spent, no wait; a source that fails or disagrees there hands over to the next); else the
+    /// machine is told of the failure (a retry, or the end).
+    func failedOver<C: Clock<Duration>>(_ error: any Error, _ execution: inout Execution, clock: C,
+                                        events: (DownloadEvent) -> Void) async -> DownloadStateMachine.Action {
+        var failure = HaulError.from(error)
+        while failOver(failure, &execution, events: events) {
+            do {
+                // Before the machine words its request: the validator it sends is the new source's.
+                try await agreeWithPart(&execution, clock: clock, events: events)
+                return execution.machine.sourceChanged(resume: execution.claim.state)
+            } catch {
+                failure = error
+            }
+        }
+        return execution.machine.failed(failure, cancelled: Task.isCancelled, resume: execution.claim.state)
+    }
+
     /// The URL the attempt's requests go to: the primary source's.
     func primaryURL(_ execution: Execution) -> String {
         execution.sources.map { $0.url(of: $0.primary) } ?? execution.job.url

@@ -130,9 +130,8 @@ package struct Downloader: Sendable {
             } catch {
                 execution.transfer?.cancel()
                 execution.transfer = nil
-                // From several sources: the next one takes over from the bytes on disk, no retry spent.
-                if failOver(error, &execution, events: events) {
-                    next = execution.machine.sourceChanged(resume: execution.claim.state)
+                if execution.sources != nil {
+                    next = await failedOver(error, &execution, clock: clock, events: events)
                     continue
                 }
                 next = execution.machine.failed(error, cancelled: Task.isCancelled, resume: execution.claim.state)
@@ -193,7 +192,7 @@ package struct Downloader: Sendable {
         let job = execution.job
         switch action {
         case .request(let asked):
-            return try await send(asked, &execution, clock: clock, events: events)
+            return try await send(asked, &execution, clock: clock)
 
         case .restart(let why, let request):
             events(.fact(why))
@@ -223,8 +222,9 @@ package struct Downloader: Sendable {
 
         case .retry(let delay, let fact):
             events(.fact(fact))
-            // A retry asks every source again but the dropped ones.
+            // A retry asks every source again but the dropped ones (one that takes over shows it agrees first).
             execution.sources?.retry(events: events)
+            try await agreeWithPart(&execution, clock: clock, events: events)
             do {
                 try await clock.sleep(for: delay)
             } catch {

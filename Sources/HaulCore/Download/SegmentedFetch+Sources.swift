@@ -77,6 +77,14 @@ extension SegmentedFetch {
         }
     }
 
+    /// `error` as its source's failure: a `SourceFailure`, or from several sources (`multiple`) any error of the
+    /// source's answer or connection (a body that ends in a protocol error too); nil for any other.
+    static func sourceFailure(_ error: any Error, multiple: Bool) -> SourceFailure? {
+        if let failure = error as? SourceFailure { return failure }
+        guard multiple, let error = error as? HaulError, Downloader.isSourceFailure(error) else { return nil }
+        return SourceFailure(error: error)
+    }
+
     /// `worker`'s source `current` failed or disagrees (`failure`): it is marked so (and the loop told), the
     /// worker's range goes back, and the worker takes another source with room; nil when there is none (it
     /// stops, claiming nothing more).

@@ -261,16 +261,22 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
                     following = nil
                 } while await plan.waitForWork(worker)
                 return
-            } catch let failure as SourceFailure where !Task.isCancelled {
-                guard let current = source, let sources else { throw failure.error }
-                following?.transfer.cancel()
-                following = nil
-                source = movedOn(worker, from: current, failure, reached: reached, plan: plan, pool: sources,
-                                 updates: updates)
-                if source == nil { return }
-            } catch let error as HaulError where retryPolicy.isTransient(error) && !Task.isCancelled {
+            } catch {
+                if !Task.isCancelled, let sources, let current = source,
+                    let failure = Self.sourceFailure(error, multiple: true)
+                {
+                    following?.transfer.cancel()
+                    following = nil
+                    source = movedOn(worker, from: current, failure, reached: reached, plan: plan, pool: sources,
+                                     updates: updates)
+                    if source == nil { return }
+                    continue
+                }
+                let error = (error as? SourceFailure)?.error ?? error
+                guard let transient = error as? HaulError, retryPolicy.isTransient(transient), !Task.isCancelled
+                else { throw error }
                 let left = plan.giveBack(worker, writtenUpTo: reached)
-                updates.yield(.dropped(connectionsLeft: left, reason: error))
+                updates.yield(.dropped(connectionsLeft: left, reason: transient))
                 return
             }
         }
