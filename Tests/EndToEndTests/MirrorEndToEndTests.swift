@@ -81,6 +81,7 @@ import TestSupport
         #expect(throws: Never.self) { try result.get() }
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("file.bin"))) == good)
         #expect(statuses.map(\.state).count == 4, "\(statuses)")
+        try #require(statuses.count == urls.count, "\(statuses)")
         #expect(statuses[3].state == .dropped, "\(statuses)")
         #expect(facts.contains { if case .sourceDropped(urls[3], .otherBytes) = $0 { true } else { false } }, "\(facts)")
         #expect(killed.withLockedValue { $0 })

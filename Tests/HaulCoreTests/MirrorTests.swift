@@ -224,6 +224,7 @@ import Testing
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(facts.contains { if case .sourceFailed(let url, let reason) = $0 {
                 url == servers[1].downloadURL("medium.bin") && reason.httpStatus == 503 } else { false } }, "\(facts)")
+            try #require(statuses.count == servers.count, "\(statuses)")
             #expect(statuses[1].state == .failed && statuses[1].bytes == 0, "\(statuses)")
             #expect(!facts.contains { $0.retry != nil }, "no retry: the others made it good")
         }
@@ -241,6 +242,7 @@ import Testing
             #expect(dropped == [.sourceDropped(url: servers[1].downloadURL("shorter.bin"),
                                                reason: .otherSize(size: 19 << 20, expected: 20 << 20))])
             #expect(dropped.first?.sentence.contains("serves another file: size 19922944 not 20971520") == true)
+            try #require(statuses.count == servers.count, "\(statuses)")
             #expect(statuses[1].state == .dropped && statuses[1].bytes == 0, "\(statuses)")
         }
     }
@@ -253,6 +255,7 @@ import Testing
             #expect(throws: Never.self) { try result.get() }
             #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
             #expect(facts.contains { if case .sourceDropped(_, .otherBytes) = $0 { true } else { false } }, "\(facts)")
+            try #require(statuses.count == servers.count, "\(statuses)")
             #expect(statuses[1].state == .dropped, "\(statuses)")
         }
     }
@@ -288,6 +291,7 @@ import Testing
             // The second source was asked for the 64 KiB before the cut (the check), then for the rest.
             let asked = servers[1].stats.bodies
             #expect(!asked.isEmpty && asked.allSatisfy { $0.lowerBound >= 2 << 20 }, "\(asked)")
+            try #require(statuses.count == servers.count, "\(statuses)")
             #expect(statuses[0].state == .failed && statuses[1].bytes > 0, "\(statuses)")
         }
     }
