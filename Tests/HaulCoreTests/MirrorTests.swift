@@ -24,10 +24,12 @@ import Testing
         #expect(spread.sources.map(\.state) == [.active, .waiting, .waiting])
     }
 
-    @Test func oneServerTakesAtMostItsCapAcrossSourcesAndPorts() {
-        // Two URLs on one server (host and port) share its cap; another port is another server.
-        var spread = SourceSpread(urls: ["http://u:p@A:80/x", "http://a:80/y", "http://a:81/z"], perServer: 2)
-        #expect(SourceSpread.server(of: "http://u:p@A:80/x?q") == "a:80")
+    @Test func oneHostTakesAtMostItsCapAcrossSourcesAndPorts() {
+        // Three URLs on one host share its cap, whatever their ports; another host has a cap of its own.
+        var spread = SourceSpread(urls: ["http://u:p@A:80/x", "http://a:81/y", "http://b/z", "http://a/w"], perServer: 2)
+        #expect(SourceSpread.server(of: "http://u:p@A:80/x?q") == "a")
+        #expect(SourceSpread.server(of: "http://[::1]:8080/x") == "[::1]")
+        #expect(SourceSpread.server(of: "http://[::1]/x") == "[::1]")
         let assigned = spread.assign(workers: 6)
         #expect(assigned == [0, 1, 2, 2, nil, nil])
     }

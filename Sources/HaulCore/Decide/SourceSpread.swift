@@ -2,14 +2,14 @@
 /// done: plain decisions, no I/O and no clock (`SourcePool` holds one under a lock for the segment workers).
 ///
 /// The connections go round robin over the sources in the job's order, at most `perServer` to one server (its
-/// host and port: two mirrors on one machine share its limit); with fewer connections than sources the first
+/// host: two mirrors on one machine share its limit, whatever their ports); with fewer connections than sources the first
 /// ones are used and the others stand by. A source that fails gives its connections up, and each goes to the
 /// working source with the fewest connections and room on its server (a source standing by first). A source
 /// that serves another file is dropped: never asked again in this download, not even by a retry.
 struct SourceSpread: Equatable {
     struct Source: Equatable {
         let url: String
-        /// What the per-server cap counts by: the URL's host and port, lower case.
+        /// What the per-server cap counts by: the URL's host, lower case.
         let server: String
         var state: SourceStatus.State = .waiting
         var connections = 0
@@ -35,7 +35,8 @@ struct SourceSpread: Equatable {
         self.perServer = Swift.max(1, perServer)
     }
 
-    /// The host and port of `url` (lower case, without user information): what "one server" is.
+    /// The host of `url` (lower case, without user information or port): what the per-server cap counts by, as
+    /// aria2's `--max-connection-per-server` does (two mirrors on one machine share it, whatever their ports).
     static func server(of url: String) -> String {
         let utf8 = Array(url.utf8)
         var start = 0
@@ -46,7 +47,10 @@ struct SourceSpread: Equatable {
         }
         let rest = Substring(String(decoding: utf8[start...], as: UTF8.self))
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        let hostPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        // An IPv6 address keeps its brackets; a port follows the last colon after them.
+        let afterAddress = hostPort.lastIndex(of: "]") ?? hostPort.startIndex
+        let host = hostPort[afterAddress...].lastIndex(of: ":").map { hostPort[..<$0] } ?? hostPort
         return host.lowercased()
     }
 
