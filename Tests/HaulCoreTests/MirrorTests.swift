@@ -117,6 +117,18 @@ import Testing
         #expect(after.isEmpty, "its bytes are missing again")
     }
 
+    @Test func aSourceIsNeverCheckedAgainstItsOwnBytes() {
+        var ledger = SourceLedger(sources: 2)
+        let disk = [UInt8](repeating: 7, count: 64)
+        // Source 1's connection took the range before its own (work stealing): its overlap there proves nothing.
+        _ = ledger.fetched(ByteRange(0, 32), from: 0)
+        _ = ledger.fetched(ByteRange(32, 64), from: 1)
+        ledger.expect(.init(source: 1, range: ByteRange(32, 64), bytes: [UInt8](repeating: 7, count: 32)))
+        let drops = ledger.settle(completed: [ByteRange(0, 64)], force: true) { Array(disk[Int($0.start)..<Int($0.end)]) }
+        #expect(drops.isEmpty)
+        #expect(ledger.checks.count == 1, "still open")
+    }
+
     @Test func matchingOverlapBytesKeepTheSource() {
         var ledger = SourceLedger(sources: 2)
         let disk = [UInt8](repeating: 7, count: 64)

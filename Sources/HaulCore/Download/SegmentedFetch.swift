@@ -50,6 +50,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
             try await round(first: nil, claim: &claim, ledger: &ledger, dropped: &dropped, events: events)
             if Self.bytes(in: claim) <= before { break }
         }
+        // Every connection has left its source.
+        if let sources { events(.sources(sources.statusesNow())) }
         guard isWhole(claim) else {
             // Every connection that could fetch the rest failed: the first failure ends the attempt (a retry resumes).
             let failure = dropped.first ?? HaulError(.network, "segments ended with bytes missing")

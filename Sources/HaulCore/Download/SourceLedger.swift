@@ -58,9 +58,12 @@ struct SourceLedger {
                 let check = checks[index]
                 guard ByteRange.subtract(completed, from: check.range).isEmpty else { continue }
                 let writers = written.indices.filter { source in
-                    source != check.source && written[source].contains { $0.start < check.range.end && check.range.start < $0.end }
+                    written[source].contains { $0.start < check.range.end && check.range.start < $0.end }
                 }
-                guard force || !writers.contains(where: waiting.contains), let disk = read(check.range) else { continue }
+                // Never against its own bytes (its connection may have taken that range since): that proves nothing.
+                guard !writers.contains(check.source), force || !writers.contains(where: waiting.contains),
+                    let disk = read(check.range)
+                else { continue }
                 checks.remove(at: index)
                 progressed = true
                 guard let differs = Self.firstDifference(disk, check.bytes) else { continue }
