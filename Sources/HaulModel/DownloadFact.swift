@@ -37,6 +37,12 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// The download was given a new address (`url`, masked) that serves the same file (`haul refresh`,
     /// `--refresh-with`, aria2's `changeUri`): it continues from the `kept` bytes on disk.
     case refreshed(url: String, kept: Int64)
+    /// A download from several sources: the source at `url` (password masked) serves another file than the
+    /// first answer described; it is never asked again in this download and nothing it sent is kept.
+    case sourceDropped(url: String, reason: SourceMismatch)
+    /// A download from several sources: the source at `url` (password masked) failed (`reason`); what it had
+    /// left goes to the sources still working. A retry asks it again.
+    case sourceFailed(url: String, reason: HaulError)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -54,8 +60,18 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .previewSaved: "preview-saved"
         case .limited: "limit"
         case .refreshed: "refreshed"
+        case .sourceDropped: "source-dropped"
+        case .sourceFailed: "source-failed"
         }
     }
+}
+
+/// How a source of a download from several shows that it serves another file.
+package enum SourceMismatch: Sendable, Equatable, Codable {
+    /// It says the file has `size` bytes where the first answer said `expected`.
+    case otherSize(size: Int64, expected: Int64)
+    /// Its bytes from `offset` on differ from those the other sources sent there.
+    case otherBytes(offset: Int64)
 }
 
 /// Why a partial download is not continued.

@@ -295,6 +295,17 @@ struct DownloadStateMachine {
                                               resumeAt: resume?.contiguousPrefix ?? 0, reason: error))
     }
 
+    /// The attempt's source failed and another takes over (a download from several sources): the attempt begins
+    /// again from `resume` at once, neither waited for nor counted as a retry; its bytes count as an earlier
+    /// attempt's.
+    mutating func sourceChanged(resume: ResumeState?) -> Action {
+        var run = self.run
+        let attempt = ongoing ?? newAttempt(from: resume, after: run)
+        run.earlier += Swift.max(0, (resume?.completedBytes ?? 0) - attempt.base)
+        state = .idle(run)
+        return begin(resume: resume)
+    }
+
     /// The request for the whole file, the part's bytes given up: none of them is this attempt's base any more.
     private mutating func startingOver(_ run: Run, _ attempt: inout Attempt) -> Request {
         attempt.base = 0

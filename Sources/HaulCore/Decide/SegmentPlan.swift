@@ -184,6 +184,51 @@ final class SegmentPlan: Sendable {
         return left
     }
 
+    /// `worker`'s source failed or was dropped, and it goes on from another (a download from several
+    /// sources): the rest of its current range (written up to `written`), and any range reserved for it, go
+    /// back to be claimed, by it too. Workers waiting for work are woken to claim it.
+    func handBack(_ worker: Int, writtenUpTo written: Int64) {
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Bool, Never>] in
+            if let active = state.active.removeValue(forKey: worker), written < active.end {
+                state.unassigned.append(ByteRange(Swift.max(written, 0), active.end))
+            }
+            if let range = state.reserved.removeValue(forKey: worker) { state.unassigned.append(range) }
+            state.unassigned.sort { $0.start > $1.start }
+            defer { state.idle = [:] }
+            return Array(state.idle.values)
+        }
+        for waiter in woken { waiter.resume(returning: true) }
+    }
+
+    /// The sources of `workers` were dropped: each stops at the byte it has reached (its next batch is cut
+    /// there) and the rest of its range goes back to be claimed.
+    func cut(_ workers: [Int]) {
+        state.withLockedValue { state in
+            for worker in workers {
+                guard let active = state.active[worker] else { continue }
+                if active.end > active.next { state.unassigned.append(ByteRange(active.next, active.end)) }
+                state.active[worker]?.end = active.next
+            }
+            state.unassigned.sort { $0.start > $1.start }
+        }
+    }
+
+    /// `ranges`, fetched already, are missing again (a dropped source's bytes, not kept): they go back to be
+    /// claimed, and the workers waiting for work are woken. Returns false when every worker has left (the
+    /// caller fetches them in another round).
+    @discardableResult
+    func reopen(_ ranges: [ByteRange]) -> Bool {
+        let (woken, open) = state.withLockedValue { state -> ([CheckedContinuation<Bool, Never>], Bool) in
+            guard !state.over else { return ([], false) }
+            state.unassigned += ranges.filter { $0.count > 0 }
+            state.unassigned.sort { $0.start > $1.start }
+            defer { state.idle = [:] }
+            return (Array(state.idle.values), true)
+        }
+        for waiter in woken { waiter.resume(returning: true) }
+        return open
+    }
+
     /// Brings the retired workers back (a connection that went on alone turned out to be limited after all):
     /// they claim ranges again, the unfetched ones first, then halves of the largest. Returns how many come
     /// back: those waiting, and those still on their way to wait (none when the download is over).

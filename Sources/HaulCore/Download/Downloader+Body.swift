@@ -131,21 +131,22 @@ extension Downloader {
     /// in hand (`first`), and tells the machine how it went; a refused segment first checkpoints what the
     /// others fetched.
     func fetchSegmented<C: Clock<Duration>>(_ job: DownloadJob, total: Int64, first: (Transfer, ByteRange),
-                                            claim: inout Claim, machine: inout DownloadStateMachine,
+                                            sources: SourcePool?, claim: inout Claim, machine: inout DownloadStateMachine,
                                             clock: C, events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadStateMachine.Action
     {
-        var request = HTTPRequest(url: job.url, options: job.transfer)
+        var request = HTTPRequest(url: sources.map { $0.url(of: $0.primary) } ?? job.url, options: job.transfer)
         request.headers = job.headers
         request.ownConnection = true
         request.ifRange = claim.state?.validator
-        let fetch = SegmentedFetch(driver: driver, clock: clock, request: request, etag: claim.state?.etag,
+        var fetch = SegmentedFetch(driver: driver, clock: clock, request: request, etag: claim.state?.etag,
                                    lastModified: claim.state?.lastModified, connections: job.segments,
                                    total: total, firstCheckpoint: firstCheckpoint,
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter,
                                    notLimited: notLimited, raceWindow: raceWindow,
                                    raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy,
                                    reconnects: job.retries)
+        fetch.sources = sources
         // The segments write at several places at once: into reserved blocks they do not take turns.
         claim.part.reserveAhead(of: total)
         do {

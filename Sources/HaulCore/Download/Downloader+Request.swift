@@ -4,7 +4,7 @@ extension Downloader {
                                   clock: C) async throws(HaulError) -> Step {
         let job = execution.job
         let modifiedSince = execution.modifiedSince
-        var request = HTTPRequest(url: job.url, options: job.transfer)
+        var request = HTTPRequest(url: primaryURL(execution), options: job.transfer)
         request.headers = job.headers
         // -s N: each connection is a TCP connection of its own (never streams multiplexed onto one), so
         // that a limit per connection limits each; the probe's is the first of them.

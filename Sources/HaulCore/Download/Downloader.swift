@@ -116,7 +116,8 @@ package struct Downloader: Sendable {
         let ownConnection = job.segments > 1 || (alone && job.transfer.httpVersion == nil)
         var execution = Execution(job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
                                   machine: DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy),
-                                  claim: consume claim, openAhead: openAhead, transferEnded: transferEnded)
+                                  claim: consume claim, openAhead: openAhead, transferEnded: transferEnded,
+                                  sources: SourcePool.of(job))
         defer {
             execution.transfer?.cancel()
             execution.claim.close()
@@ -129,6 +130,10 @@ package struct Downloader: Sendable {
             } catch {
                 execution.transfer?.cancel()
                 execution.transfer = nil
+                if execution.sources != nil {
+                    next = await failedOver(error, &execution, clock: clock, events: events)
+                    continue
+                }
                 next = execution.machine.failed(error, cancelled: Task.isCancelled, resume: execution.claim.state)
                 continue
             }
@@ -174,6 +179,8 @@ package struct Downloader: Sendable {
         /// The manager's hand-over of the slot (see `download`): nil once made for a body in memory (`receive`),
         /// so that it is not asked for again before the fsync.
         var transferEnded: (@Sendable () async -> Bool)?
+        /// A download from several sources: which one the attempt asks, and what each has done (nil for one).
+        var sources: SourcePool? = nil
     }
 
     /// Carries out one action of the machine and reports to it what came of it. Throws what ends the attempt
@@ -196,6 +203,7 @@ package struct Downloader: Sendable {
             return try move(to: name, &execution, events: events)
 
         case .stream(let body):
+            if execution.sources != nil { return .next(try await receiveCounted(body, &execution, clock: clock, events: events)) }
             return .next(try await receive(body, &execution, clock: clock, events: events))
 
         case .segmented(let first, let total):
@@ -204,6 +212,7 @@ package struct Downloader: Sendable {
             try prepare(first, job: job, claim: &execution.claim, events: events)
             if job.segments > 1 { events(.fact(.split(connections: job.segments))) }
             return .next(try await fetchSegmented(job, total: total, first: (transfer, ByteRange(first.start, end)),
+                                                  sources: execution.sources,
                                                   claim: &execution.claim, machine: &execution.machine, clock: clock,
                                                   events: events))
 
@@ -213,6 +222,9 @@ package struct Downloader: Sendable {
 
         case .retry(let delay, let fact):
             events(.fact(fact))
+            // A retry asks every source again but the dropped ones (one that takes over shows it agrees first).
+            execution.sources?.retry(events: events)
+            try await agreeWithPart(&execution, clock: clock, events: events)
             do {
                 try await clock.sleep(for: delay)
             } catch {
@@ -236,6 +248,8 @@ package struct Downloader: Sendable {
 
         case .fail(let error):
             execution.claim.discardIfEmpty()
+            // Every source failed: the first source's error says it best.
+            if let pool = execution.sources, Self.isSourceFailure(error) { return .end(.failure(pool.failure(or: error))) }
             return .end(.failure(error))
 
         case .cancelled:

@@ -36,6 +36,10 @@ extension DownloadFact {
             rate.map { "limited to \(ByteFormat.rate(Double($0)))" } ?? "no rate limit"
         case .refreshed(let url, let kept):
             "new address \(url): the same file; continuing from \(ByteFormat.size(kept)) on disk"
+        case .sourceDropped(let url, let reason):
+            "\(url) \(reason.phrase); dropped"
+        case .sourceFailed(let url, let reason):
+            "\(url) failed (\(reason.message)); its part goes to the other sources"
         }
     }
 }

@@ -119,6 +119,12 @@ package struct ByteBatch: Sendable {
         ByteBatch(storage: storage, lower: lower, count: Swift.max(0, Swift.min(n, count)))
     }
 
+    /// The bytes after the first `n`, without copying (a source's bytes compared before its range begins).
+    func dropFirst(_ n: Int) -> ByteBatch {
+        let skipped = Swift.max(0, Swift.min(n, count))
+        return ByteBatch(storage: storage, lower: lower + skipped, count: count - skipped)
+    }
+
     /// Calls `body` with the bytes; valid only inside `body`.
     package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
