@@ -39,6 +39,22 @@ import Testing
         #expect(untouched.connectionsPerServer == DownloadJob.defaultConnectionsPerServer)
     }
 
+    /// As aria2 spreads `split` over a download's URIs: the connections are the fewer of `split` and the cap
+    /// times the sources' hosts (two mirrors on one host share its cap, whatever their ports).
+    @Test func splitSpreadsOverTheSourcesHosts() throws {
+        var options = JobOptions()
+        try options.set(.split, "5")
+        try options.set(.connectionsPerServer, "1")
+        var job = DownloadJob(sources: ["http://a/x", "http://b:81/x", "http://c/x", "http://c:8080/x"]
+                                .map { DownloadSource(url: $0) }, outputDirectory: "/dl")
+        options.apply(to: &job)
+        #expect(job.segments == 3 && job.connectionsPerServer == 1)
+        try options.set(.connectionsPerServer, "1")
+        var single = DownloadJob(url: "http://a/x", outputDirectory: "/dl")
+        options.apply(to: &single)
+        #expect(single.segments == 1)
+    }
+
     /// The URLs of an input file's line, tab-separated, are one download's sources: blanks around each and
     /// empty fields left out; each mirror checked as a URL, the first left to the download.
     @Test func aLinesURLsAreOneDownloadsSources() throws {

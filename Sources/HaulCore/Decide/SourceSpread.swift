@@ -6,7 +6,7 @@
 /// ones are used and the others stand by. A source that fails gives its connections up, and each goes to the
 /// working source with the fewest connections and room on its server (a source standing by first). A source
 /// that serves another file is dropped: never asked again in this download, not even by a retry.
-struct SourceSpread: Equatable {
+package struct SourceSpread: Equatable {
     struct Source: Equatable {
         let url: String
         /// What the per-server cap counts by: the URL's host, lower case.
@@ -37,7 +37,7 @@ struct SourceSpread: Equatable {
 
     /// The host of `url` (lower case, without user information or port): what the per-server cap counts by, as
     /// aria2's `--max-connection-per-server` does (two mirrors on one machine share it, whatever their ports).
-    static func server(of url: String) -> String {
+    package static func server(of url: String) -> String {
         let utf8 = Array(url.utf8)
         var start = 0
         for index in 0..<Swift.max(0, utf8.count - 2) where utf8[index] == UInt8(ascii: ":")

@@ -105,13 +105,17 @@ package struct JobOptions: Sendable, Equatable {
     }
 
     /// `job` with these options over its own: `header` lines are added to its headers, `referer` replaces its
-    /// `Referer` header, the connections are the fewer of `split` and `max-connection-per-server`, and
-    /// `max-connection-per-server` is also the cap on the connections to any one of its sources' hosts.
+    /// `Referer` header, and `max-connection-per-server` is the cap on the connections to any one of its sources'
+    /// hosts: the connections are the fewer of `split` and that cap times the hosts (as aria2 spreads `split`
+    /// over the URIs of one download: with its defaults, `split=5` and one connection a server, three mirrors
+    /// on three hosts take three connections, one of them one).
     package func apply(to job: inout DownloadJob) {
         if let outputName { job.outputName = outputName }
         if let directory { job.outputDirectory = directory }
         if split != nil || connectionsPerServer != nil {
-            job.segments = min(split ?? Self.segmentRange.upperBound, connectionsPerServer ?? Self.segmentRange.upperBound)
+            let hosts = Set(job.sources.map { SourceSpread.server(of: $0.url) }).count
+            let perServer = connectionsPerServer ?? Self.segmentRange.upperBound
+            job.segments = min(split ?? Self.segmentRange.upperBound, perServer * hosts, Self.segmentRange.upperBound)
         }
         if let connectionsPerServer { job.connectionsPerServer = connectionsPerServer }
         if let headers { job.headers += headers }

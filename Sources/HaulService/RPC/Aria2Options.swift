@@ -99,8 +99,11 @@ struct Aria2Options: Sendable, Equatable {
         if self.job.directory != nil { job.confinedTo = dirRoot }
         let split = self.job.split, connectionsPerServer = self.job.connectionsPerServer
         if split != nil || connectionsPerServer != nil || job.segments == 1 {
-            job.segments = Swift.min(16, Swift.max(1, Swift.min(split ?? defaultSplit,
-                                                                 connectionsPerServer ?? defaultConnections)))
+            // aria2 spreads `split` over the download's URIs, at most `max-connection-per-server` to a host.
+            let hosts = Set(job.sources.map { SourceSpread.server(of: $0.url) }).count
+            let perServer = connectionsPerServer ?? defaultConnections
+            job.connectionsPerServer = Swift.max(1, perServer)
+            job.segments = Swift.min(16, Swift.max(1, Swift.min(split ?? defaultSplit, perServer * hosts)))
         }
     }
 
