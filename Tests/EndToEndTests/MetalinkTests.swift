@@ -78,6 +78,25 @@ import TestSupport
         #expect(dir.listing() == ["x.meta4"])
     }
 
+    /// `haul add FILE.meta4`: one download of the queue per file, under one folder of the absolute `-o`.
+    @Test func addAMetalinkToTheQueue() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await withSampleServer { server in
+            try Self.document([
+                ("small.bin", server.downloadURL("small.bin"), expectedSHA256("small.bin")),
+                ("deep/er/medium.bin", server.downloadURL("medium.bin"), expectedSHA256("medium.bin")),
+            ]).write(toFile: dir.file("queue.meta4"), atomically: true, encoding: .utf8)
+            let add = try await SessionTests.haul(["add", "--no-config", "-o", "out", "queue.meta4"], home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            #expect(add.stdoutLines == ["1 small.bin", "2 medium.bin"])
+            try await SessionTests.waitFor("both done", home) { $0[1]?.state == .done && $0[2]?.state == .done }
+            let listed = try await SessionTests.list(home, in: dir)
+            #expect(listed.map { $0["file"] as? String } == [dir.file("out/queue/small.bin"), dir.file("out/queue/deep/er/medium.bin")])
+            #expect(try FileDigest.hex(of: dir.file("out/queue/deep/er/medium.bin")) == expectedSHA256("medium.bin"))
+        }
+    }
+
     /// aria2's `addMetalink`: one GID per file, the files downloaded under the service's directory.
     @Test func addMetalinkThroughTheService() async throws {
         let rpc = try await RPCService.start()
