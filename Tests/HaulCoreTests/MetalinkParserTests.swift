@@ -82,6 +82,26 @@ import Testing
         #expect(message == "line 3: declares the entity 'lol' (entities are refused)")
     }
 
+    /// An external DTD is never loaded: an entity it declares stays unknown (were it loaded, the name would hold
+    /// its text), and a parameter entity naming one is refused at its declaration.
+    @Test func anExternalDTDIsNotLoaded() throws {
+        let dir = TempDirectory()
+        try "<!ENTITY e \"EXPANDED\">\n".write(toFile: dir.file("x.dtd"), atomically: true, encoding: .utf8)
+        let external = Self.parsed("""
+            <?xml version="1.0"?>
+            <!DOCTYPE metalink SYSTEM "file://\(dir.file("x.dtd"))">
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="a&e;"><url>http://a/</url></file></metalink>
+            """)
+        // The reference to what it would have declared is left out: libxml2 cannot know it (the DTD is unread).
+        #expect(try external.get().files[0].name == "a")
+        let parameter = Self.problem(Self.parsed("""
+            <?xml version="1.0"?>
+            <!DOCTYPE metalink [<!ENTITY % p SYSTEM "file://\(dir.file("x.dtd"))"> %p;]>
+            <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="a&e;"><url>http://a/</url></file></metalink>
+            """))
+        #expect(parameter == "line 2: declares the entity 'p' (entities are refused)")
+    }
+
     /// A reference to an entity never declared (no DTD) is an XML error, not an empty string.
     @Test func anUndeclaredEntityIsAnError() throws {
         let message = try #require(Self.problem(Self.parsed("""
