@@ -78,6 +78,61 @@ import TestSupport
         #expect(dir.listing() == ["x.meta4"])
     }
 
+    /// A URL whose server answers `application/metalink4+xml` (aria2's follow-metalink): the document is saved,
+    /// and the files it lists are downloaded under its folder; one that declares an entity fails with exit 7.
+    @Test func aURLAnsweringAMetalinkIsFollowed() async throws {
+        let dir = TempDirectory()
+        let served = dir.file("served")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try await withSampleServer { server in
+            try Self.document([
+                ("small.bin", server.downloadURL("small.bin"), expectedSHA256("small.bin")),
+                ("sub/medium.bin", server.downloadURL("medium.bin"), expectedSHA256("medium.bin")),
+            ]).write(toFile: served + "/set.meta4", atomically: true, encoding: .utf8)
+            try """
+                <?xml version="1.0"?><!DOCTYPE m [<!ENTITY e "x">]>
+                <metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="&e;"><url>http://a/</url></file></metalink>
+                """.write(toFile: served + "/bad.meta4", atomically: true, encoding: .utf8)
+            // Python's own HTTP server, told the metalink media type; it prints the port it took.
+            let script = """
+                import http.server, sys
+                class Handler(http.server.SimpleHTTPRequestHandler):
+                    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".meta4": "application/metalink4+xml"}
+                    def log_message(self, *args): pass
+                httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+                print(httpd.server_address[1], flush=True)
+                httpd.serve_forever()
+                """
+            let python = Process()
+            python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            python.arguments = ["-c", script]
+            python.currentDirectoryURL = URL(fileURLWithPath: served)
+            let output = Pipe()
+            python.standardOutput = output
+            try python.run()
+            // SIGKILL: the test process ignores SIGTERM, and a child started from it inherits that.
+            defer {
+                kill(python.processIdentifier, SIGKILL)
+                python.waitUntilExit()
+            }
+            let lines = LineCollector(output.fileHandleForReading)
+            try await lines.waitFor("the server's port") { Int($0) != nil }
+            let port = try #require(lines.lines.first.flatMap { Int($0) })
+
+            let run = try await HaulProcess.run(["--no-config", "--plain", "-q", "-o", "out", "http://127.0.0.1:\(port)/set.meta4"],
+                                                in: dir.path)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/set.meta4")))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("out/set/small.bin"))) == Data(expectedBytes("small.bin")))
+            #expect(try FileDigest.hex(of: dir.file("out/set/sub/medium.bin")) == expectedSHA256("medium.bin"))
+
+            let bad = try await HaulProcess.run(["--no-config", "--plain", "-q", "-o", "out", "http://127.0.0.1:\(port)/bad.meta4"],
+                                                in: dir.path)
+            #expect(bad.status == 7, "\(bad.stderr)")
+            #expect(bad.stderr.contains("declares the entity 'e' (entities are refused)"), "\(bad.stderr)")
+        }
+    }
+
     /// `haul add FILE.meta4`: one download of the queue per file, under one folder of the absolute `-o`.
     @Test func addAMetalinkToTheQueue() async throws {
         let home = ServiceHome()
