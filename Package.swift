@@ -60,6 +60,8 @@ func debianIncludes(of library: String) -> [String] {
     switch library {
     case "chafa":
         return ["/usr/include/chafa", multiarch + "/chafa/include", "/usr/include/glib-2.0", multiarch + "/glib-2.0/include"]
+    case "libxml-2.0":
+        return ["/usr/include/libxml2"]
     default:
         return []
     }
@@ -124,6 +126,12 @@ let package = Package(
         // libpng's progressive reader (libpng-dev): partial and interlaced PNGs, loaded when a PNG is first
         // decoded or encoded.
         .target(name: "CPNG", dependencies: ["CLoadOnUse"], path: "Sources/CPNG"),
+        // libxml2 (libxml2-dev), the metalink parser, configured for untrusted input (Sources/CXML2/xml.c). Loaded
+        // when a metalink is first read rather than linked: Debian's libxml2 needs ICU, which the loader would
+        // otherwise map and relocate at every start.
+        .target(
+            name: "CXML2", dependencies: ["CLoadOnUse"], path: "Sources/CXML2",
+            cSettings: [.unsafeFlags(compileFlags(of: "libxml-2.0"))]),
         // glibc's _GNU_SOURCE interfaces (O_DIRECT, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // OpenSSL's libcrypto, the digests of `--checksum` and `haul verify`: libcurl's TLS loads it anyway (a
@@ -145,7 +153,7 @@ let package = Package(
         .target(
             name: "HaulCore",
             dependencies: [
-                "HaulModel", "CCurl", "CLinux", "CXXHash", "COpenSSL",
+                "HaulModel", "CCurl", "CLinux", "CXXHash", "COpenSSL", "CXML2",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
@@ -284,7 +292,9 @@ let package = Package(
             dependencies: [
                 "HaulCore", "SampleServer", "TestSupport", "CJPEG", "CLinux",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]),
+            ],
+            // Documents the tests read by their path (the metalink parser's inputs), not resources of the bundle.
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "SampleServerTests",
             dependencies: [

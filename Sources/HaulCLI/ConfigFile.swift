@@ -60,7 +60,7 @@ struct ConfigFile: Sendable {
 
     /// Keys that are options of one run, never settings: a single file's name, checksum or mirrors, a URL list.
     static let excludedKeys: Set<String> = [
-        "output", "checksum", "mirror", "input-file", "demo", "server", "config", "no-config", "help", "version",
+        "output", "checksum", "mirror", "input-file", "metalink", "demo", "server", "config", "no-config", "help", "version",
         // A login's password belongs in ~/.netrc (`netrc = true`), not here.
         "user",
     ]

@@ -123,7 +123,12 @@ package enum Entry {
         case .success(let urls): extra = urls
         case .failure(let code): return code
         }
-        if TUILaunch.wanted(command), let code = await TUILaunch.run(command, extraURLs: extra) {
+        let metalinks: (jobs: [DownloadJob], code: Int32)
+        switch command.metalinkDownloads(absolute: TUILaunch.wanted(command)) {
+        case .success(let jobs, let code): metalinks = (jobs, code)
+        case .failure(let code): return code
+        }
+        if TUILaunch.wanted(command), let code = await TUILaunch.run(command, extraURLs: extra, jobs: metalinks.jobs) {
             return code
         }
         if command.attach {
@@ -152,7 +157,7 @@ package enum Entry {
         let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
         let run = DownloadRun(downloader: Downloader(clock: clock), concurrency: command.concurrency,
                               reporter: reporter, interrupted: { stoppedBy.withLockedValue { $0 } })
-        let jobs = command.downloads(extra: extra)
+        let jobs = metalinks.jobs + command.downloads(extra: extra)
 
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let summary = await withTaskGroup(of: RunSummary?.self) { group in
@@ -177,7 +182,7 @@ package enum Entry {
             return summary!
         }
         await demoServer?.stop()
-        return summary.exitCode
+        return aggregateExitCode([summary.exitCode, metalinks.code])
     }
 }
 

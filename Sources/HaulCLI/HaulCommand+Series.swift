@@ -48,6 +48,7 @@ extension HaulCommand {
     func commandLineEntries() -> [InputEntry] {
         let template = output.flatMap { try? Self.placement(output: $0, outputDirectory: outputDirectory).name }
         var entries: [InputEntry] = []
+        let urls = plainURLs
         entries.reserveCapacity(urls.count)
         for url in urls {
             guard !globoff, URLGlob.mayGlob(url), let glob = try? URLGlob(url) else {

@@ -50,6 +50,15 @@ struct HaulCommand: ParsableCommand {
 
     @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Take [ ] { } in URLs as they are: no numbered series.")
     var globoff = false
+    @Option(name: [.customShort("M"), .customLong("metalink")], help: ArgumentHelp(
+        "Download the files a metalink (RFC 5854 .meta4, or 3.0) describes, from its sources, checking its hashes (repeatable; a FILE.meta4 or FILE.metalink argument is one too).",
+        valueName: "file"))
+    var metalink: [String] = []
+
+    @Option(name: .customLong("metalink-location"), help: ArgumentHelp(
+        "Prefer a metalink's sources in these countries, comma-separated codes (de,fr), after its priorities.",
+        valueName: "list"))
+    var metalinkLocation: String?
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp(
         "Downloads at once, \(Limits.jobs) (default \(DownloadManager.defaultConcurrency)); given to a service that runs already, its own from now on."))
@@ -288,7 +297,9 @@ struct HaulCommand: ParsableCommand {
             throw ValidationError("--proxy \(URLRedaction.masked(proxy)): the scheme must be http, https, socks4, socks4a, socks5 or socks5h")
         }
         if let user, user.isEmpty || user.hasPrefix(":") { throw ValidationError("--user needs a USER name") }
-        if urls.isEmpty && inputFile == nil && !demo && server == nil && !attach { throw ValidationError("no URL given") }
+        if urls.isEmpty && inputFile == nil && metalink.isEmpty && !demo && server == nil && !attach {
+            throw ValidationError("no URL given")
+        }
     }
 
     /// `--cacert` and the like name a file (or directory) that must be there now: one line, exit 2,

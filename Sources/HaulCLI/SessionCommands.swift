@@ -59,11 +59,16 @@ enum SessionCommands {
         case .success(let extra): urls = extra
         case .failure(let code): return code
         }
+        let metalinks: (jobs: [DownloadJob], code: Int32)
+        switch command.metalinkDownloads(absolute: true) {
+        case .success(let jobs, let code): metalinks = (jobs, code)
+        case .failure(let code): return code
+        }
         do {
             let client = try await ServiceClient.connect(directory, starting: ServiceSettings.starting(jobs: command.concurrency))
             // A service that was running already takes -j from now on (one that this started has it already).
             if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
-            let added = try await client.add(command.downloads(extra: urls, absolute: true))
+            let added = try await client.add(metalinks.jobs + command.downloads(extra: urls, absolute: true))
             // --limit-rate caps what the service's downloads share, as the full-screen interface sets it.
             if let rate = command.overallRate { try await client.setLimit(rate) }
             if command.json {
@@ -71,7 +76,7 @@ enum SessionCommands {
             } else if !command.quiet {
                 for entry in added { TextOutput.standard.out("\(entry.id) \(entry.file)") }
             }
-            return 0
+            return metalinks.code
         } catch {
             TextOutput.standard.err("haul: \(error.message)")
             return FailureCategory.other.exitCode

@@ -13,8 +13,8 @@ enum TUILaunch {
     }
 
     /// Runs the TUI until the user quits and returns the exit code; nil when the terminal could not be
-    /// taken over (the caller falls back to line output).
-    static func run(_ command: HaulCommand, extraURLs: [InputEntry]) async -> Int32? {
+    /// taken over (the caller falls back to line output). `jobs` (a metalink's) are added to the queue as they are.
+    static func run(_ command: HaulCommand, extraURLs: [InputEntry], jobs: [DownloadJob] = []) async -> Int32? {
         var server = command.server
         var demo: (any DemoServer)?
         if command.demo {
@@ -58,6 +58,7 @@ enum TUILaunch {
                 // A service that was running already takes a -j given here from now on, as it takes --limit-rate
                 // (one started now has it already).
                 if let jobs = command.jobs { await ServiceSettings.give(jobs: jobs, to: client) }
+                if !jobs.isEmpty { _ = try await client.add(jobs) }
                 control = RemoteControl(client: client)
                 service = Self.link(client, starting: ServiceSettings.starting(jobs: command.concurrency))
             } catch {

@@ -41,6 +41,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var partialPreview = true
     /// Verify the finished file before it takes its name.
     package var checksum: Checksum?
+    /// A metalink's piece hashes: each piece is checked as it completes.
+    package var pieces: PieceHashes?
     /// Run when the download is done (`--on-complete`), or has failed (`--on-error`; not when cancelled).
     package var onComplete: Hook?
     package var onError: Hook?
@@ -105,8 +107,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile, headers, transfer, segments, retries, resume,
-            partialPreview, checksum, onComplete, onError, timestamping, remoteTime, sync, confinedTo
+        case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
+            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -133,6 +135,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         resume = try container.decodeIfPresent(Bool.self, forKey: .resume) ?? defaults.resume
         partialPreview = try container.decodeIfPresent(Bool.self, forKey: .partialPreview) ?? defaults.partialPreview
         checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
+        pieces = try container.decodeIfPresent(PieceHashes.self, forKey: .pieces)
         onComplete = try container.decodeIfPresent(Hook.self, forKey: .onComplete)
         onError = try container.decodeIfPresent(Hook.self, forKey: .onError)
         timestamping = try container.decodeIfPresent(Bool.self, forKey: .timestamping) ?? false
@@ -163,6 +166,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encode(resume, forKey: .resume)
         try container.encode(partialPreview, forKey: .partialPreview)
         try container.encodeIfPresent(checksum, forKey: .checksum)
+        try container.encodeIfPresent(pieces, forKey: .pieces)
         try container.encodeIfPresent(onComplete, forKey: .onComplete)
         try container.encodeIfPresent(onError, forKey: .onError)
         try container.encode(timestamping, forKey: .timestamping)

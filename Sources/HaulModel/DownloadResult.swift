@@ -8,12 +8,16 @@ package struct DownloadResult: Sendable, Equatable, Codable {
     package var skipped: Bool
     /// `-N`: the server answered `304 Not Modified`, so the file was kept.
     package var notModified: Bool
+    /// The media type the server gave the file (`Content-Type`), when it gave one: a metalink's is followed.
+    package var contentType: String?
 
-    package init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false) {
+    package init(file: String, path: String, bytes: Int64, skipped: Bool, notModified: Bool = false,
+                 contentType: String? = nil) {
         self.file = file
         self.path = path
         self.bytes = bytes
         self.skipped = skipped
         self.notModified = notModified
+        self.contentType = contentType
     }
 }

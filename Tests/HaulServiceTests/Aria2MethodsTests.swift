@@ -90,11 +90,15 @@ import TestSupport
                     #expect(stat[key] as? String == "0", "\(key)")
                 }
 
-                for method in ["aria2.addTorrent", "aria2.addMetalink"] {
+                for method in ["aria2.addTorrent"] {
                     let unsupported = try await aria2.call(method, ["AAAA"])
                     #expect(unsupported.status == 400 && unsupported.errorCode == 1, "\(method)")
                     #expect(unsupported.errorMessage?.contains("not supported") == true, "\(method)")
                 }
+                // A metalink is read (MetalinkTests); three NUL bytes are none.
+                let notMetalink = try await aria2.call("aria2.addMetalink", ["AAAA"])
+                #expect(notMetalink.status == 400 && notMetalink.errorCode == 1)
+                #expect(notMetalink.errorMessage?.hasPrefix("metalink: ") == true, "\(notMetalink.errorMessage ?? "")")
                 let unknown = try await aria2.call("aria2.nothing")
                 #expect(unknown.status == 404 && unknown.errorCode == -32601)
 

@@ -45,6 +45,6 @@ extension Downloader {
               events: (DownloadEvent) -> Void) throws(HaulError) -> DownloadResult {
         let path = try claim.place(replacing: job.existingFile == .overwrite, notice: { events(.fact($0)) })
         if job.sync { claim.directory.syncNames() }
-        return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false)
+        return DownloadResult(file: claim.name, path: path, bytes: received, skipped: false, contentType: claim.contentType)
     }
 }

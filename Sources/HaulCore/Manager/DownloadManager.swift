@@ -38,6 +38,10 @@ package actor DownloadManager {
     /// Downloads whose part is being checked against a new address, or whose `--refresh-with` command runs:
     /// none of them starts meanwhile, and the queue is not idle while one is.
     var refreshing: Set<DownloadID> = []
+    /// Whether a metalink a server answers with is followed (`followMetalink`), and the downloads made so: one
+    /// of those is not followed again, whatever it answers.
+    let followsMetalinks: Bool
+    var fromMetalinks: Set<DownloadID> = []
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
     /// that put a user's stop right there (`setBeforeDownloadingState`).
     var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
@@ -56,9 +60,13 @@ package actor DownloadManager {
     /// - Parameter batched: the events go to `batches` instead of `events` (which then ends at once): for a
     ///   consumer that takes whatever came while it was busy at once (the service), rather than waking for
     ///   each event.
+    /// - Parameter followsMetalinks: a download that the server answered as a metalink is replaced by the
+    ///   downloads of the files it lists (`followMetalink`), as aria2's `--follow-metalink`.
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency,
-                 observer: (@Sendable (ManagerEvent) -> Void)? = nil, batched: Bool = false) {
+                 observer: (@Sendable (ManagerEvent) -> Void)? = nil, batched: Bool = false,
+                 followsMetalinks: Bool = false) {
         self.downloader = downloader
+        self.followsMetalinks = followsMetalinks
         clock = MomentClock(downloader.clock)
         self.concurrency = max(1, concurrency)
         let stream: AsyncStream<ManagerEvent>.Continuation
@@ -281,9 +289,13 @@ package actor DownloadManager {
         switch result {
         case .success(let value):
             entry.file = value.file
-            continuation.yield(.finished(id: id, value, seconds: seconds))
-            setState(id, .done)
-            runCompletionHook(id, entry, value, after: storedGate())
+            if let error = followMetalink(id, entry.job, value) {
+                setState(id, .failed(error))
+            } else {
+                continuation.yield(.finished(id: id, value, seconds: seconds))
+                setState(id, .done)
+                runCompletionHook(id, entry, value, after: storedGate())
+            }
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.

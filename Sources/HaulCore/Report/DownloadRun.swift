@@ -18,8 +18,10 @@ package struct DownloadRun: Sendable {
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency, reporter: any Reporter,
                 interrupted: @escaping @Sendable () -> FailureCategory? = { nil }) {
         let tally = Tally(reporter: reporter, interrupted: interrupted)
+        // A line run follows a metalink a URL answers with; the service's queue does not yet (its store adds
+        // each download itself).
         self.manager = DownloadManager(downloader: downloader, concurrency: concurrency,
-                                       observer: { tally.take($0) })
+                                       observer: { tally.take($0) }, followsMetalinks: true)
         self.reporter = reporter
         self.interrupted = interrupted
         self.tally = tally

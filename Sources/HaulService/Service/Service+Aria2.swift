@@ -37,8 +37,9 @@ extension Service {
         let p = Parameters(params)
         switch method {
         case "aria2.addUri": return await addUri(p, paths: paths)
-        case "aria2.addTorrent", "aria2.addMetalink":
-            return .failure(.aria2("haul downloads HTTP and HTTPS URLs; torrents and metalinks are not supported"))
+        case "aria2.addMetalink": return await addMetalink(p, paths: paths)
+        case "aria2.addTorrent":
+            return .failure(.aria2("haul downloads HTTP and HTTPS URLs and metalinks; torrents are not supported"))
         case "aria2.remove", "aria2.forceRemove": return await stop(p, as: .cancelled)
         case "aria2.pause", "aria2.forcePause": return await stop(p, as: .paused)
         case "aria2.pauseAll", "aria2.forcePauseAll":
