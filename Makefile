@@ -5,8 +5,10 @@ SWIFT ?= swift
 # libsqlite3-dev is the SQLite that GRDB (the service's store) links; openssl makes the tests' certificate
 # authorities, tinyproxy is the proxy the --proxy tests go through and nginx the HTTPS server with HTTP/2.
 # pkg-config gives the build libchafa's and GLib's include directories (Package.swift). libxml2-dev is the
-# metalink parser's (Sources/CXML2, loaded when a metalink is first read).
-APT_PACKAGES := libcurl4-openssl-dev libssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev libxml2-dev pkg-config strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light
+# metalink parser's (Sources/CXML2, loaded when a metalink is first read). vsftpd is the FTP and FTPS server,
+# openssh-server's sshd the SFTP and SCP server the ftp:// and sftp:// tests download from; openssh-client's
+# ssh-keygen makes their host and client keys.
+APT_PACKAGES := libcurl4-openssl-dev libssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev libxml2-dev pkg-config strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light vsftpd openssh-server openssh-client
 # The real aria2 clients the aria2 JSON-RPC tests drive (from PyPI, pinned), in a venv of their own.
 VENV := .build-venv
 PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7

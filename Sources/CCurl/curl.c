@@ -113,6 +113,11 @@ CURLcode haul_easy_setopt_xferinfo(CURL *h, haul_xferinfo_callback f) {
     return curl.curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
 }
 
+CURLcode haul_easy_setopt_sshkey(CURL *h, curl_sshkeycallback f) {
+    need();
+    return curl.curl_easy_setopt(h, CURLOPT_SSH_KEYFUNCTION, f);
+}
+
 CURLcode haul_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { need(); return curl.curl_easy_getinfo(h, i, v); }
 CURLcode haul_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { need(); return curl.curl_easy_getinfo(h, i, v); }
 CURLcode haul_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { need(); return curl.curl_easy_getinfo(h, i, v); }

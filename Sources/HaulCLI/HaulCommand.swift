@@ -168,7 +168,7 @@ struct HaulCommand: ParsableCommand {
     var http2 = false
 
     @Option(name: [.customShort("u"), .customLong("user")], help: ArgumentHelp(
-        "Login for HTTP Basic authentication; without :PASSWORD it is asked for on the terminal, unechoed.",
+        "Login for HTTP Basic authentication, FTP and SSH; without :PASSWORD it is asked for on the terminal, unechoed.",
         valueName: "user[:password]"))
     var user: String?
 
@@ -177,6 +177,14 @@ struct HaulCommand: ParsableCommand {
 
     @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Look logins up in FILE (implies --netrc).", valueName: "file"))
     var netrcFile: String?
+
+    @Flag(name: .customLong("ssl-reqd"), help: "Require TLS on ftp:// (AUTH TLS), or fail; ftps:// is TLS from the start.")
+    var sslRequired = false
+
+    @Option(name: .customLong("ssh-host-key"), help: ArgumentHelp(
+        "Accept exactly this SSH host key for sftp:// and scp:// (as ssh-keygen -l prints it), in place of ~/.ssh/known_hosts.",
+        valueName: "SHA256:base64"))
+    var sshHostKey: String?
 
     @Option(name: .customLong("load-cookies"), help: ArgumentHelp("Send cookies from FILE (Netscape cookies.txt, as browsers export it).", valueName: "file"))
     var loadCookies: String?
@@ -296,6 +304,9 @@ struct HaulCommand: ParsableCommand {
            !["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) {
             throw ValidationError("--proxy \(URLRedaction.masked(proxy)): the scheme must be http, https, socks4, socks4a, socks5 or socks5h")
         }
+        if let sshHostKey, let problem = SSHFingerprint.problem(with: sshHostKey) {
+            throw ValidationError("--ssh-host-key '\(sshHostKey)' \(problem)")
+        }
         if let user, user.isEmpty || user.hasPrefix(":") { throw ValidationError("--user needs a USER name") }
         if urls.isEmpty && inputFile == nil && metalink.isEmpty && !demo && server == nil && !attach {
             throw ValidationError("no URL given")
@@ -373,6 +384,8 @@ struct HaulCommand: ParsableCommand {
         options.password = password
         options.netrc = netrc || netrcFile != nil
         options.netrcFile = netrcFile.map(FilePath.absolute)
+        options.sslRequired = sslRequired
+        options.sshHostKey = sshHostKey
         options.cookieFile = loadCookies.map(FilePath.absolute)
         options.cookieJar = saveCookies.map(FilePath.absolute)
         options.maxReceiveRate = maxDownloadLimit.flatMap(RateLimit.parse)

@@ -31,11 +31,13 @@ package struct TransferOptions: Sendable, Equatable, Codable {
         var netrcFile: String?
         var cookieFile: String?
         var cookieJar: String?
+        var sslRequired = false
+        var sshHostKey: String?
 
         private enum CodingKeys: String, CodingKey {
             case connectTimeout, stallTimeout, maxRedirects, insecure, userAgent, maxReceiveRate, proxy, noProxy,
                 caCertificates, caDirectory, interface, ipVersion, httpVersion, user, password, netrc, netrcFile,
-                cookieFile, cookieJar
+                cookieFile, cookieJar, sslRequired, sshHostKey
         }
 
         /// Options missing from a stored or sent job (an older haul's) take their defaults.
@@ -61,6 +63,8 @@ package struct TransferOptions: Sendable, Equatable, Codable {
             netrcFile = try container.decodeIfPresent(String.self, forKey: .netrcFile)
             cookieFile = try container.decodeIfPresent(String.self, forKey: .cookieFile)
             cookieJar = try container.decodeIfPresent(String.self, forKey: .cookieJar)
+            sslRequired = try container.decodeIfPresent(Bool.self, forKey: .sslRequired) ?? false
+            sshHostKey = try container.decodeIfPresent(String.self, forKey: .sshHostKey)
         }
     }
 
@@ -168,6 +172,19 @@ package struct TransferOptions: Sendable, Equatable, Codable {
     package var cookieJar: String? {
         get { box.values.cookieJar }
         set { values.cookieJar = newValue }
+    }
+
+    /// `ftp://` must upgrade to TLS (AUTH TLS) for its login and its data, or fail (`--ssl-reqd`, as curl's).
+    /// `ftps://` is TLS from the first byte whatever this says.
+    package var sslRequired: Bool {
+        get { box.values.sslRequired }
+        set { values.sslRequired = newValue }
+    }
+    /// The one SSH host key (`SHA256:BASE64`, as `ssh-keygen -l` prints it) that an `sftp://` or `scp://`
+    /// server may have, in place of `~/.ssh/known_hosts`'s say (`--ssh-host-key`). Nothing accepts any key.
+    package var sshHostKey: String? {
+        get { box.values.sshHostKey }
+        set { values.sshHostKey = newValue }
     }
 
     package enum IPVersion: String, Sendable, Codable { case v4, v6 }

@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ("ftp://example.com/x", "haul: x: unsupported URL scheme \"ftp\" (ftp://example.com/x)\n"),
+        ("gopher://example.com/x", "haul: x: unsupported URL scheme \"gopher\" (gopher://example.com/x)\n"),
         ("http://", "haul: index.html: URL has no host (http://)\n"),
     ])
     func aBadURLIsAUsageError(url: String, message: String) async throws {

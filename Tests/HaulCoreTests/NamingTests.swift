@@ -253,13 +253,15 @@ import Testing
 }
 
 @Suite struct URLCheckTests {
-    @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/", "http://h:65535/", "http://h:1"])
+    @Test(arguments: ["http://example.com/x", "https://h:8080/a?b", "HTTP://H/", "http://h:65535/", "http://h:1",
+                      "ftp://h/x", "FTPS://u:p@h:990/a/b", "sftp://u@h:2222/~/x", "scp://h/etc/x"])
     func accepted(url: String) {
         #expect(URLCheck.problem(with: url) == nil)
     }
 
     @Test(arguments: [
-        ("ftp://h/x", "unsupported URL scheme \"ftp\""), ("not a url", "URL contains spaces or control characters"),
+        ("gopher://h/x", "unsupported URL scheme \"gopher\""), ("file:///etc/passwd", "unsupported URL scheme \"file\""),
+        ("sftp:///x", "URL has no host"), ("not a url", "URL contains spaces or control characters"),
         ("http://", "URL has no host"), ("", "empty URL"), ("example.com/x", "not a valid URL"),
         // libcurl refuses these as "URL using bad/illegal format", which from a redirect is the server's
         // fault (exit 7); given by the user, they are the user's to fix (exit 2), said so before a connection.

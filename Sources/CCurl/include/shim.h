@@ -30,6 +30,9 @@ CURLcode haul_easy_setopt_data_callback(CURL *h, CURLoption o, haul_data_callbac
 typedef int (*haul_xferinfo_callback)(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
 CURLcode haul_easy_setopt_xferinfo(CURL *h, haul_xferinfo_callback f);
 
+// The SSH host key callback (CURLOPT_SSH_KEYFUNCTION), typed.
+CURLcode haul_easy_setopt_sshkey(CURL *h, curl_sshkeycallback f);
+
 CURLcode haul_easy_getinfo_long(CURL *h, CURLINFO i, long *v);
 CURLcode haul_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v);
 CURLcode haul_easy_getinfo_string(CURL *h, CURLINFO i, char **v);
@@ -53,6 +56,10 @@ static inline int haul_openssl_load_config(void) {
 
 // CURLAUTH_* are macros of unsigned long casts, which Swift does not import.
 static inline long haul_curlauth_basic(void) { return (long)CURLAUTH_BASIC; }
+
+// CURLSSH_AUTH_* are macros too: every method libssh2 offers (public key, the agent, password,
+// keyboard-interactive), tried in libcurl's order.
+static inline long haul_curlssh_auth_any(void) { return (long)CURLSSH_AUTH_ANY; }
 
 // The write callback's "pause me" answer is a macro.
 static inline size_t haul_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }

@@ -69,7 +69,9 @@ enum ResponseCheck {
         if wrong {
             throw HaulError(.protocol, "the server answered \(answered) to a request for \(wanted)")
         }
-        if let knownTotal, let stated = range.total, stated != knownTotal {
+        // A head haul made for FTP or SFTP claims nothing: a new size there is a new version of the file,
+        // which its ETag (size and time) says, and the caller starts over (`otherVersion`).
+        if let knownTotal, let stated = range.total, stated != knownTotal, !head.synthesized {
             throw HaulError(.protocol, "the server says the file has \(stated) bytes, not \(knownTotal) as before, "
                             + "yet claims it is unchanged")
         }

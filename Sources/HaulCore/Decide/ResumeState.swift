@@ -8,6 +8,8 @@ package struct ResumeState: Codable, Equatable, Sendable {
     var version = ResumeState.formatVersion
     /// The URL, its password masked (`URLRedaction`): a secret is never written to disk.
     var url: String
+    /// The server's validators. Over FTP and SFTP, which have none, the file's size and modification time
+    /// stand for them, as the head haul makes for such a transfer carries them (`ResponseHead.remoteFile`).
     var etag: String?
     var lastModified: String?
     /// The whole file's size, when the server said it.

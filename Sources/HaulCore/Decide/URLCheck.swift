@@ -1,9 +1,13 @@
 import FoundationEssentials
 import Glibc
 
-/// Refuses what is not an http(s) URL before any connection is made.
+/// Refuses what is not a URL haul can download before any connection is made.
 package enum URLCheck {
-    /// nil when `text` is a usable http or https URL; otherwise the reason, for a usage error.
+    /// HTTP's, and FTP's, FTPS's (TLS from the start), SFTP's and SCP's through libcurl.
+    static let supportedSchemes: Set<String> = ["http", "https", "ftp", "ftps", "sftp", "scp"]
+
+    /// nil when `text` is a usable http, https, ftp, ftps, sftp or scp URL; otherwise the reason, for a usage
+    /// error.
     package static func problem(with text: String) -> String? {
         // Most URLs are plain ASCII with nothing to decode: taken at a glance (a few hundred instructions,
         // where `URLComponents` took 6,000 for each download).
@@ -21,7 +25,7 @@ package enum URLCheck {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             return "not a valid URL"
         }
-        guard scheme == "http" || scheme == "https" else { return "unsupported URL scheme \"\(scheme)\"" }
+        guard supportedSchemes.contains(scheme) else { return "unsupported URL scheme \"\(scheme)\"" }
         // As written (`encodedHost`): `host` would decode an IDNA name through ICU for every download only
         // to see that it is not empty.
         guard let host = components.encodedHost, !host.isEmpty else { return "URL has no host" }

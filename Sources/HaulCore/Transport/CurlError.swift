@@ -73,12 +73,25 @@ extension HaulError {
 
     static func category(of code: CURLcode) -> FailureCategory {
         switch code {
-        // haul checks every URL it is given before a request (`URLCheck`: http or https, a host), so these
-        // come from what a server sent: a redirect to another scheme (`file:`, `ftp:`) or to a malformed
-        // `Location`, or an answer that is not HTTP ("Received HTTP/0.9 when not allowed", which is also
-        // what stray bytes left on a reused connection read as).
+        // haul checks every URL it is given before a request (`URLCheck`: a scheme it speaks, a host), so
+        // these come from what a server sent: a redirect to another scheme (`file:`, `ftp:`, `sftp:`:
+        // redirects stay on HTTP) or to a malformed `Location`, or an answer that is not HTTP ("Received
+        // HTTP/0.9 when not allowed", which is also what stray bytes left on a reused connection read as).
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
             .protocol
+        // What an HTTP server says with 404 and 403: FTP's 550 (no such file), SFTP's "no such file", a
+        // directory the login may not enter.
+        case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED:
+            .server
+        // An FTP or SSH server's answers that make no sense to libcurl, or an offset it refused (an SSH
+        // server that is not one fails its banner: CURLE_SSH).
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_FTP_WEIRD_PASS_REPLY, CURLE_FTP_WEIRD_PASV_REPLY,
+            CURLE_FTP_WEIRD_227_FORMAT, CURLE_FTP_CANT_GET_HOST, CURLE_FTP_COULDNT_SET_TYPE,
+            CURLE_FTP_COULDNT_RETR_FILE, CURLE_FTP_PORT_FAILED, CURLE_FTP_COULDNT_USE_REST,
+            CURLE_BAD_DOWNLOAD_RESUME, CURLE_FTP_PRET_FAILED, CURLE_FTP_BAD_FILE_LIST, CURLE_SSH:
+            .protocol
+        case CURLE_FTP_ACCEPT_FAILED, CURLE_FTP_ACCEPT_TIMEOUT:
+            .network
         case CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,
             CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING,
             CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_PROXY:
@@ -91,7 +104,7 @@ extension HaulError {
             .tls
         case CURLE_LOGIN_DENIED, CURLE_AUTH_ERROR:
             .authentication
-        case CURLE_WEIRD_SERVER_REPLY, CURLE_RANGE_ERROR, CURLE_BAD_CONTENT_ENCODING,
+        case CURLE_RANGE_ERROR, CURLE_BAD_CONTENT_ENCODING,
             CURLE_TOO_MANY_REDIRECTS:
             .protocol
         case CURLE_WRITE_ERROR:

@@ -35,9 +35,19 @@ final class CurlHandle {
     /// A HEAD that only opens a connection ahead of need (`CurlDriver.start(_:clock:openingAhead:)`): no body,
     /// no share of a cap.
     let ahead: Bool
+    /// FTP, SFTP or SCP; nil over HTTP. Such a transfer has no HTTP head: haul makes one (`remoteFileHead`).
+    let remote: HTTPRequest.RemoteFileProtocol?
+    /// Bytes still to deliver of a bounded range over FTP or SFTP, asked for to the file's end so that
+    /// libcurl says the file's size (`setRemoteFileRange`); nil when the transfer is not cut short.
+    var rangeLeft: Int64?
+    /// The transfer was ended at the end of its range: the write error libcurl then reports is a success.
+    var cutAtRangeEnd = false
+    /// Why the SSH host key was refused (`hostKeyCallback`), for the one-line error.
+    var hostKeyRefusal: HaulError?
 
     init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?, ahead: Bool) {
         self.core = core
+        remote = core.request.remoteFileProtocol
         self.easy = easy
         self.observer = observer
         self.ahead = ahead
@@ -62,14 +72,21 @@ final class CurlHandle {
 
     func headerLine(_ line: UnsafeRawBufferPointer) {
         noteActivity()
-        core.headerLine(line)
+        // An FTP server's replies come here too: they are no HTTP header, and haul makes that head itself.
+        if remote == nil { core.headerLine(line) }
     }
 
     /// The write callback: the return value goes back to curl.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if let rangeLeft { return receive(bytes, upTo: rangeLeft) }
+        return receiveWhole(bytes)
+    }
+
+    /// `receive` for a chunk with no range end in it.
+    func receiveWhole(_ bytes: UnsafeRawBufferPointer) -> Int {
         let now = TransferInstant.now
         noteActivity(at: now)
-        deliverHeadIfPending()
+        deliverHeadIfPending(bodyless: false)
         if !bytes.isEmpty, case .wait(let until)? = pacer?.admit(bytes.count, at: now) {
             pacedUntil = until
             everPaused = true
@@ -101,10 +118,14 @@ final class CurlHandle {
     }
 
     /// Hands the head to its waiter at the first body byte, or at the end of a bodiless answer.
-    func deliverHeadIfPending() {
+    func deliverHeadIfPending(bodyless: Bool = true) {
         guard !headSeen else { return }
         headSeen = true
         guard core.isHeadPending else { return }
+        if remote != nil {
+            core.headArrived(remoteFileHead(bodyless: bodyless))
+            return
+        }
         var status = 0
         haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var urlPointer: UnsafeMutablePointer<CChar>?
@@ -127,7 +148,7 @@ extension CurlHandle {
 
     /// A String passed where C takes a pointer is first copied into a new array (two allocations a file
     /// for the URL and the user agent alone); through `withCString` a native string is passed in place.
-    private func setString(_ option: CURLoption, _ value: String) {
+    func setString(_ option: CURLoption, _ value: String) {
         _ = value.withCString { haul_easy_setopt_string(easy, option, $0) }
     }
 
@@ -137,8 +158,11 @@ extension CurlHandle {
         let request = core.request
         let options = request.options
         setString(CURLOPT_URL, request.url)
-        haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        // Redirects stay on HTTP: a web server's answer never sends haul to an FTP or SSH server (with the
+        // user's credentials or known hosts), whatever it says.
+        haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,ftp,ftps,sftp,scp")
         haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        if let remote { setRemoteFileOptions(remote, userData: me) }
         haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
@@ -212,7 +236,11 @@ extension CurlHandle {
             if body.isEmpty { haul_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "") }
         }
         if let socket = request.unixSocketPath { setString(CURLOPT_UNIX_SOCKET_PATH, socket) }
-        if let range = request.curlRange { setString(CURLOPT_RANGE, range) }
+        if remote != nil {
+            setRemoteFileRange()
+        } else if let range = request.curlRange {
+            setString(CURLOPT_RANGE, range)
+        }
 
         var headers = request.headers
         if let validator = request.ifRange { headers.append("If-Range: \(validator)") }

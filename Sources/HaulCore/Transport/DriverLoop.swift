@@ -177,9 +177,16 @@ final class DriverLoop {
                 let seconds = ByteFormat.fixed(limit, limit < 10 && limit != limit.rounded() ? 1 : 0)
                 error = HaulError.stalled(seconds: seconds)
             } else if code != CURLE_OK {
-                var osErrno = 0
-                _ = haul_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
-                error = HaulError(curlCode: code, detail: String(cString: handle.errorBuffer), osErrno: Int32(osErrno))
+                switch handle.remote == nil ? .asCurlSays : handle.remoteEnding(code) {
+                case .success:
+                    break
+                case .failure(let failure):
+                    error = failure
+                case .asCurlSays:
+                    var osErrno = 0
+                    _ = haul_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
+                    error = HaulError(curlCode: code, detail: String(cString: handle.errorBuffer), osErrno: Int32(osErrno))
+                }
             }
             close(handle, error: error)
         }

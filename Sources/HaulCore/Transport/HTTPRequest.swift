@@ -23,8 +23,37 @@ package struct HTTPRequest: Sendable, Equatable {
     var ownConnection = false
     package var options = TransferOptions()
 
-    /// Over TLS (`https://`, the scheme in any case); haul asks for `http://` and `https://` only.
+    /// Over TLS (`https://`, the scheme in any case).
     var isHTTPS: Bool { url.prefix(6).lowercased() == "https:" }
+
+    /// The protocols haul speaks besides HTTP, each through libcurl (`URLCheck` takes no other scheme).
+    enum RemoteFileProtocol: Sendable, Equatable {
+        /// `ftp://` and `ftps://` (TLS from the start; `--ssl-reqd` asks `ftp://` to upgrade).
+        case ftp
+        /// `sftp://`: SSH's file transfer protocol, which can seek (ranges, resume).
+        case sftp
+        /// `scp://`: a copy of the whole file, no offset.
+        case scp
+
+        var overSSH: Bool { self != .ftp }
+    }
+
+    /// The protocol of a URL that is not HTTP's, nil for `http://` and `https://`.
+    var remoteFileProtocol: RemoteFileProtocol? {
+        Self.remoteFileProtocol(of: url)
+    }
+
+    static func remoteFileProtocol(of url: String) -> RemoteFileProtocol? {
+        // The common case at a glance, with no string made: a scheme that starts with `h` is HTTP's.
+        guard let first = url.utf8.first, first | 0x20 != UInt8(ascii: "h"),
+            let colon = url.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        switch url[..<colon].lowercased() {
+        case "ftp", "ftps": return .ftp
+        case "sftp": return .sftp
+        case "scp": return .scp
+        default: return nil
+        }
+    }
 
     private var rangeStart: Int64?
     private var rangeEnd: Int64?

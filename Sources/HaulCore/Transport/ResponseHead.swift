@@ -5,6 +5,9 @@ package struct ResponseHead: Sendable, Equatable {
     let headers: [(name: String, value: String)]
     /// The URL that answered, after redirects.
     var effectiveURL: String
+    /// Made by haul from what libcurl learnt of a file over FTP or SFTP (`ResponseHead.remoteFile`), not
+    /// sent by a server: no server vouches in it that the file is unchanged (see `ResponseCheck.placement`).
+    let synthesized: Bool
     /// `Content-Length` read once (`contentLength`, `framingProblem`): a download asks three times.
     private let announcedLength: AnnouncedLength
 
@@ -40,7 +43,9 @@ package struct ResponseHead: Sendable, Equatable {
         }
     }
 
-    package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
+    package init(status: Int, headers: [(name: String, value: String)], effectiveURL: String,
+                 synthesized: Bool = false) {
+        self.synthesized = synthesized
         self.status = status
         self.headers = headers
         self.effectiveURL = effectiveURL

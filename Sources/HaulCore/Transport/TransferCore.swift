@@ -60,9 +60,18 @@ final class TransferCore: Sendable {
 
     /// The head is complete: the first body byte came, or the transfer ended without a body.
     func headArrived(status: Int, effectiveURL: String) {
+        headArrived { ResponseHead(status: status, headers: $0.lines, effectiveURL: effectiveURL) }
+    }
+
+    /// The same for a head haul made (`ResponseHead.remoteFile`): FTP, SFTP and SCP send none.
+    func headArrived(_ made: ResponseHead) {
+        headArrived { _ in made }
+    }
+
+    private func headArrived(_ make: (ResponseHead.Builder) -> ResponseHead) {
         let now = TransferInstant.now
         let waiter = state.withLockedValue { state -> (TransferStateMachine.HeadWaiter, ResponseHead)? in
-            let head = ResponseHead(status: status, headers: state.headBuilder.lines, effectiveURL: effectiveURL)
+            let head = make(state.headBuilder)
             state.machine.bodyStarts(at: head.status == 206 ? head.contentRange?.first ?? 0 : 0)
             return state.machine.headArrived(head, now: now).map { ($0, head) }
         }
