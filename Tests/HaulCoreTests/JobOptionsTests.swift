@@ -62,8 +62,8 @@ import Testing
         #expect(JobOptions.urls(ofLine: "http://a/x") == ["http://a/x"])
         let sources = try JobOptions.sources(["http://a/x", "https://user:pw@b/x"])
         #expect(sources == [DownloadSource(url: "http://a/x"), DownloadSource(url: "https://user:pw@b/x")])
-        #expect(throws: JobOptions.Problem("mirror 'ftp://user:***@b/x': unsupported URL scheme \"ftp\"")) {
-            try JobOptions.sources(["http://a/x", "ftp://user:pw@b/x"])
+        #expect(throws: JobOptions.Problem("mirror 'rsync://user:***@b/x': unsupported URL scheme \"rsync\"")) {
+            try JobOptions.sources(["http://a/x", "rsync://user:pw@b/x"])
         }
         #expect(throws: JobOptions.Problem("mirror 'http://b/x?y': URL contains spaces or control characters")) {
             try JobOptions.sources(["http://a/x", "http://b/x\ny"])

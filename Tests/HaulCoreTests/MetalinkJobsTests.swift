@@ -22,7 +22,7 @@ import Testing
             "file 'sub//empty-part.bin': has an empty directory part",
             "file 'dir/../../up.bin': goes up out of the folder (..)",
             "file 'bell?.bin': contains control characters",
-            "file 'ftp-only.bin': no http or https source",
+            "file 'rsync-only.bin': no source of a scheme haul fetches",
         ])
     }
 
@@ -39,9 +39,9 @@ import Testing
         #expect(job.checksum?.algorithm == .sha256)
         #expect(job.pieces?.hashes.count == 4)
         // Priority 2 first; of the two at 3, France (preferred) before Germany; then 5 (Sweden, preferred but
-        // later by priority); the one without a priority last.
+        // later by priority, after the FTP mirror at 4); the one without a priority last.
         #expect(job.sources.map(\.url).map { $0.split(separator: "/")[1] } == ["127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083",
-                                                                                  "127.0.0.1:8084", "127.0.0.1:8080"])
+                                                                                  "127.0.0.1:2121", "127.0.0.1:8084", "127.0.0.1:8080"])
         #expect(job.url == job.sources[0].url)
     }
 

@@ -8,7 +8,7 @@ import Testing
         let headers = [
             "Date: Mon, 07 Dec 2026 12:00:00 GMT",
             "Link: <http://127.0.0.1:8081/a.iso>; rel=duplicate; pri=2; geo=de",
-            "link: <http://127.0.0.1:8082/a.iso>; rel=\"duplicate\"; pri=1; geo=FR, <ftp://127.0.0.1/a.iso>; rel=duplicate; pri=1",
+            "link: <http://127.0.0.1:8082/a.iso>; rel=\"duplicate\"; pri=1; geo=FR, <rsync://127.0.0.1/a.iso>; rel=duplicate; pri=1",
             "Link: <http://127.0.0.1:8080/a.iso.meta4>; rel=describedby; type=\"application/metalink4+xml\"",
             "Link: <http://127.0.0.1:8083/a,b.iso>; rel=\"duplicate x\"",
             "Digest: MD5=ZajifYh5KDgxtmS9i38K1A==, SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",

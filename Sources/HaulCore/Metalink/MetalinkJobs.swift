@@ -42,7 +42,7 @@ package enum MetalinkJobs {
             }
             let sources = ordered(file.urls, locations: locations)
             guard !sources.isEmpty else {
-                planned.refused.append("file '\(printable(name))': no http or https source")
+                planned.refused.append("file '\(printable(name))': no source of a scheme haul fetches")
                 continue
             }
             var job = template

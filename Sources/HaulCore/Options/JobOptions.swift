@@ -133,7 +133,7 @@ package struct JobOptions: Sendable, Equatable {
 
     /// The addresses of one download given together (an input file's line, aria2's `addUri`): the first is
     /// the download's URL, checked when it starts as any URL is; the others are its mirrors, each checked
-    /// now (`URLCheck`: http or https, a host, no blank or control character), so that a mistyped mirror
+    /// now (`URLCheck`: a scheme haul fetches, a host, no blank or control character), so that a mistyped mirror
     /// is said before anything starts rather than lost among the sources.
     package static func sources(_ urls: [String]) throws(Problem) -> [DownloadSource] {
         for mirror in urls.dropFirst() {
