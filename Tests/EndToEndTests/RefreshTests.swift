@@ -232,6 +232,12 @@ import TestSupport
             #expect(exit.status == 8, "\(exit)")
             #expect(exit.stderr.contains("server answered 403 Forbidden; --refresh-with did not help: 'true' printed no address"),
                     "\(exit.stderr)")
+            // The same from the config file's key.
+            try "refresh-with = \"true\"\n".write(toFile: dir.file("config.toml"), atomically: true, encoding: .utf8)
+            let configured = try await HaulProcess.run(["--config", dir.file("config.toml"), "--plain", "-o", "out2", expired],
+                                                       in: dir.path)
+            #expect(configured.status == 8, "\(configured)")
+            #expect(configured.stderr.contains("--refresh-with did not help: 'true' printed no address"), "\(configured.stderr)")
         }
     }
 }
