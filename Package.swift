@@ -309,6 +309,9 @@ let package = Package(
             name: "HaulServiceTests",
             dependencies: [
                 "HaulService", "HaulServiceClient", "HaulCore", "TestSupport",
+                // The sample server's own types (its signed links, `ChangeUriTests`): imported, so named here, or a
+                // change of their layout leaves these tests compiled against the old one.
+                "SampleServer",
                 // The tests reach under the store: a damaged schema, a size limit on the writer connection.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // A stand-in for a service of an earlier version on the control socket.

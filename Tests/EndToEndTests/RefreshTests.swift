@@ -55,6 +55,22 @@ import TestSupport
         }.filter { $0 > 0 }
     }
 
+    /// Whether the server holds a body at its `n`th hold before `ended` (haul's process) does: a haul that ends
+    /// first (it failed) never reaches the hold, which would otherwise be waited for forever.
+    static func held(_ server: SampleServer, _ n: Int, before ended: Task<HaulProcess.Exit, Never>) async -> Bool {
+        let (signals, signal) = AsyncStream.makeStream(of: Bool.self)
+        Task {
+            await server.waitUntilHeld(n)
+            signal.yield(true)
+        }
+        Task {
+            _ = await ended.value
+            signal.yield(false)
+        }
+        for await first in signals { return first }
+        return false
+    }
+
     @Test func anExpiredLinkIsRefreshedAndTheDownloadContinuesFromItsBytes() async throws {
         let home = ServiceHome()
         let dir = TempDirectory()
@@ -150,12 +166,16 @@ import TestSupport
             let page = "https://example.org/watch?v=1"
             let haul = try HaulProcess(["--plain", "-o", "out", "--referer", page, "--refresh-with", "\(script) {referer} {origin}",
                                         first], in: dir.path)
+            let ended = Task { await haul.wait() }
             for hold in 1...2 {
-                await server.waitUntilHeld(hold)
+                guard await Self.held(server, hold, before: ended) else {
+                    Issue.record("haul ended before the body held at \(hold): \(await ended.value)")
+                    return
+                }
                 clock.advance(by: 120)
                 server.release()
             }
-            let exit = await haul.wait()
+            let exit = await ended.value
             #expect(exit.status == 0, "\(exit)")
             #expect(try FileDigest.hex(of: dir.file("out/medium.bin")) == expectedSHA256(of: GeneratedFile(name: "medium.bin", size: Self.size)))
             #expect(Self.resumedAt(log) == [Self.dropAt, 2 * Self.dropAt], "\(log.snapshot)")
@@ -170,6 +190,37 @@ import TestSupport
         }
     }
 
+    /// Links good for one request (one-time tokens): each new address passes the check and is then used up, so
+    /// the download never gets a byte further. After three new addresses in a row that brought nothing, it fails
+    /// with its own error and why; the command ran three times, not forever.
+    @Test func refreshesThatBringNothingStopAfterThree() async throws {
+        let dir = TempDirectory()
+        let clock = ServerClock()
+        let log = LockedLines()
+        var configuration = Self.configuration(clock, log)
+        configuration.signedLinkUses = 1
+        try await withSampleServer(configuration) { server in
+            server.setFaults(Self.expiringFaults(drops: 1))
+            server.release()  // the hold at 4 MiB lets the body go on at once
+            let told = dir.file("told.txt")
+            let script = dir.file("fresh-link")
+            try """
+                #!/bin/sh
+                echo "$HAUL_URL" >> '\(told)'
+                exec curl -sf '\(server.baseURL)/sign/medium.bin'
+                """.write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            let exit = try await HaulProcess.run(["--plain", "-o", "out", "--refresh-with", script,
+                                                  Self.link(server, "medium.bin", clock)], in: dir.path)
+            #expect(exit.status == 8, "\(exit)")
+            #expect(exit.stderr.contains(
+                "server answered 403 Forbidden; --refresh-with did not help: 3 new addresses in a row brought no byte"),
+                    "\(exit.stderr)")
+            #expect(try String(contentsOfFile: told, encoding: .utf8).split(separator: "\n").count == 3)
+            #expect(FileManager.default.fileExists(atPath: dir.file("out/medium.bin.part")), "the bytes stay for later")
+        }
+    }
+
     /// A command that prints nothing: the download fails with its own error and the reason the refresh did not help.
     @Test func aRefreshCommandThatGivesNothingFailsTheDownload() async throws {
         let dir = TempDirectory()
@@ -181,6 +232,12 @@ import TestSupport
             #expect(exit.status == 8, "\(exit)")
             #expect(exit.stderr.contains("server answered 403 Forbidden; --refresh-with did not help: 'true' printed no address"),
                     "\(exit.stderr)")
+            // The same from the config file's key.
+            try "refresh-with = \"true\"\n".write(toFile: dir.file("config.toml"), atomically: true, encoding: .utf8)
+            let configured = try await HaulProcess.run(["--config", dir.file("config.toml"), "--plain", "-o", "out2", expired],
+                                                       in: dir.path)
+            #expect(configured.status == 8, "\(configured)")
+            #expect(configured.stderr.contains("--refresh-with did not help: 'true' printed no address"), "\(configured.stderr)")
         }
     }
 }

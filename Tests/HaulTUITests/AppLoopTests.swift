@@ -108,6 +108,30 @@ import TestSupport
         }
     }
 
+    /// `u` on a paused download: the address typed is checked against its bytes, and the footer says what came
+    /// of it (another file refused; the same file at another address continues from the part).
+    @Test func uGivesAPausedDownloadANewAddressAndSaysWhatCameOfIt() async throws {
+        try await withSampleServer(rate: Self.slowRate) { server in
+            let app = start(server: nil, urls: [server.downloadURL("medium.bin")], view: .downloads)
+            try await waitFor(app.screen, "a download") { Self.row($0, "medium.bin")?.contains("downloading") == true }
+            app.screen.type(.character("p"))
+            try await waitFor(app.screen, "the pause") { Self.row($0, "medium.bin")?.contains("paused") == true }
+            await app.manager.waitUntilStopped([1])
+            app.screen.type(.character("u"))
+            try await waitFor(app.screen, "the prompt") { $0.contains { $0.contains("New address for download 1") } }
+            for c in server.downloadURL("large.bin") { app.screen.type(.character(c)) }
+            app.screen.type(.enter)
+            try await waitFor(app.screen, "the refusal") { $0.contains { $0.contains("serves another file: 209715200 bytes, not 20971520") } }
+            #expect(await app.manager.states.map(\.state) == [.paused])
+            app.screen.type(.character("u"))
+            for c in server.baseURL + server.signedPath("medium.bin", expires: Int64.max / 2) { app.screen.type(.character(c)) }
+            app.screen.type(.enter)
+            try await waitFor(app.screen, "the notice") { $0.contains { $0.contains("Download 1 continues from ") } }
+            app.screen.type(.character("q"), .character("y"))
+            _ = try await app.exit.value
+        }
+    }
+
     @Test func anInterruptQuitsPausing() async throws {
         try await withSampleServer(rate: Self.slowRate) { server in
             let app = start(server: nil, urls: [server.downloadURL("medium.bin")], view: .downloads)

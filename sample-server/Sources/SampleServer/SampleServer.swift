@@ -63,7 +63,7 @@ public final class SampleServer: Sendable {
         router.head("/files/download", use: download.respond)
         // Links that expire (`SignedLinks`): a fresh one from /sign/NAME, the file through it until it expires.
         let signed = SignedLinks(download: download, log: log, now: configuration.now,
-                                 lifetime: configuration.signedLinkLifetime)
+                                 lifetime: configuration.signedLinkLifetime, uses: configuration.signedLinkUses)
         router.get("/sign/**", use: signed.sign)
         router.get("/signed/**", use: signed.serve)
         router.head("/signed/**", use: signed.serve)

@@ -32,6 +32,8 @@ public struct SampleServerConfiguration: Sendable {
     public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     /// How long a link from `/sign/NAME` lasts, in seconds of `now`.
     public var signedLinkLifetime: Int64 = 60
+    /// How many requests one signed link serves (nil: any number until it expires).
+    public var signedLinkUses: Int?
 
     /// Creates a configuration; the defaults serve ``GeneratedFile/standardSet`` and the JPEGs on 127.0.0.1:8080.
     public init(
