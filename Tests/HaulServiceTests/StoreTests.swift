@@ -34,6 +34,22 @@ import HaulServiceClient
         #expect(try store.count() == 1)
     }
 
+    /// A download given a new address while stopped (`haul refresh`, aria2's `changeUri`) or new options
+    /// (`changeOption`) keeps them across a restart: the store's job is replaced (its secrets withheld as on
+    /// insert), and a store opened anew reads it.
+    @Test func aReplacedJobIsWhatARestartReads() throws {
+        let directory = TempDirectory()
+        var job = F.job("v.mp4")
+        let id = try Store(directory: directory.path).insert(job, file: "v.mp4", added: F.time(0))
+        job.originURL = job.url
+        job.sources = [DownloadSource(url: "https://cdn.example/v.mp4?sig=new"), DownloadSource(url: "https://m.example/v.mp4")]
+        let store = try Store(directory: directory.path)
+        try store.replaceJob(of: id, with: job)
+        let reopened = try #require(try Store(directory: directory.path).find(id))
+        #expect(try reopened.job == job && reopened.url == "https://cdn.example/v.mp4?sig=new")
+        #expect(!reopened.secretsWithheld)
+    }
+
     @Test func stateChangesRecordWhenRunsStartAndEnd() throws {
         let directory = TempDirectory()
         let store = try Store(directory: directory.path)

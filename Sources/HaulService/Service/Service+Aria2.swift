@@ -226,6 +226,7 @@ extension Service {
             case .success(let (deleted, added)):
                 if let job = await manager.job(of: entry.id) {
                     roster.modify(entry.id) { $0.url = URLRedaction.masked(job.url) }
+                    if let problem = keep(job, of: entry.id) { return .failure(.aria2(problem.error)) }
                 }
                 await settled()
                 return .success([.int(Int64(deleted)), .int(Int64(added))])
@@ -358,6 +359,7 @@ extension Service {
                     row.directory = job.outputDirectory
                     if row.path == nil { row.name = job.plannedName }
                 }
+                if let problem = keep(job, of: entry.id) { return .failure(.aria2(problem.error)) }
             }
             return .success("OK")
         }

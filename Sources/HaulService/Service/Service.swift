@@ -405,3 +405,17 @@ actor Service {
         await manager.setOverallReceiveLimit(limit)
     }
 }
+
+extension Service {
+    /// Stores the job of a download that changed while not running, so that a restarted service continues it
+    /// as it is now (a refreshed address: the old one has expired). A failure to store it is the answer's.
+    func keep(_ job: DownloadJob, of id: DownloadID) -> Wire.RefreshFailure? {
+        do throws(StoreError) {
+            try store.replaceJob(of: id, with: job)
+            return nil
+        } catch {
+            return Wire.RefreshFailure(error: "cannot store the download's new address: \(error.message)",
+                                       exitCode: FailureCategory.fileIO.exitCode)
+        }
+    }
+}

@@ -157,6 +157,19 @@ final class Store: Sendable {
         }
     }
 
+    /// Stores `job` as the job of download `id` (without its secrets, as `insert` does): what a change made to a
+    /// download that is not running (a new address from `haul refresh` or aria2's `changeUri`, options from
+    /// `changeOption`) must keep across a restart of the service.
+    func replaceJob(of id: DownloadID, with job: DownloadJob) throws(StoreError) {
+        let withheld = WithheldJob(job)
+        var encoder = WithheldJob.Encoder()
+        let json = try encoder.encode(withheld)
+        try write { db in
+            try db.cachedStatement(sql: "UPDATE download SET url = ?, job = ?, secretsWithheld = ? WHERE id = ?")
+                .execute(arguments: [withheld.job.url, json, withheld.secretsWithheld, id])
+        }
+    }
+
     /// Writes `events`, which happened at `time`, in one transaction: all of them or, on an error,
     /// none. Progress is written as it comes; `StoreWriter` is what keeps it to once a second.
     func apply(_ events: [ManagerEvent], at time: Date) throws(StoreError) {
