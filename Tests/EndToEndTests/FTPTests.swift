@@ -44,11 +44,12 @@ struct FTPTests {
                 "\(explicit.commands)")
     }
 
-    /// A first run held to 256 KiB/s is interrupted once its state is on disk; the second continues from there
+    /// A first run held to 256 KiB/s (a minute for 16 MiB: a loaded machine interrupts it long before) is
+    /// interrupted once its state is on disk; the second continues from there
     /// with REST, and the file is whole.
     @Test func anInterruptedDownloadContinuesWithREST() async throws {
         let dir = TempDirectory()
-        let bytes = testBytes(4 << 20, seed: 2)
+        let bytes = testBytes(16 << 20, seed: 2)
         let server = try Vsftpd()
         defer { server.stop() }
         try server.serve("data.bin", bytes)
@@ -66,9 +67,9 @@ struct FTPTests {
         let dir = TempDirectory()
         let server = try Vsftpd()
         defer { server.stop() }
-        try server.serve("data.bin", testBytes(4 << 20, seed: 3))
+        try server.serve("data.bin", testBytes(16 << 20, seed: 3))
         try await interrupt(["--plain", "--limit-rate", "256K", server.url("data.bin")], in: dir, part: "data.bin.part")
-        let changed = testBytes(4 << 20, seed: 4)
+        let changed = testBytes(16 << 20, seed: 4)
         try server.serve("data.bin", changed)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -86_400)],
                                               ofItemAtPath: server.root + "/data.bin")

@@ -32,7 +32,7 @@ struct SFTPTests {
         let dir = TempDirectory()
         let server = try await Sshd.start()
         defer { server.stop() }
-        let bytes = testBytes(4 << 20, seed: 12)
+        let bytes = testBytes(16 << 20, seed: 12)
         try server.serve("data.bin", bytes)
         let served = server.root + "/data.bin"
         let modified = try #require(try FileManager.default.attributesOfItem(atPath: served)[.modificationDate] as? Date)
