@@ -35,6 +35,12 @@ package struct SourceSpread: Equatable {
         self.perServer = Swift.max(1, perServer)
     }
 
+    /// A source found once the download began (the `Link: rel=duplicate` headers of its first answer): it
+    /// comes last, waiting, its first answer still to be checked against the file.
+    mutating func append(url: String) {
+        sources.append(Source(url: url, server: Self.server(of: url)))
+    }
+
     /// The host of `url` (lower case, without user information or port): what the per-server cap counts by, as
     /// aria2's `--max-connection-per-server` does (two mirrors on one machine share it, whatever their ports).
     package static func server(of url: String) -> String {

@@ -1,7 +1,7 @@
 extension Downloader {
     /// `.request`: sends `asked` over a new transfer and tells the machine the answer's head.
     func send<C: Clock<Duration>>(_ asked: DownloadStateMachine.Request, _ execution: inout Execution,
-                                  clock: C) async throws(HaulError) -> Step {
+                                  clock: C, events: (DownloadEvent) -> Void) async throws(HaulError) -> Step {
         let job = execution.job
         let modifiedSince = execution.modifiedSince
         var request = HTTPRequest(url: primaryURL(execution), options: job.transfer)
@@ -31,6 +31,7 @@ extension Downloader {
         }
         // Of the last answer that was not an error: a JPEG's keeps a preview when cancelled.
         if (200..<300).contains(head.status) { execution.claim.contentType = head[.contentType] }
+        readLinks(head, &execution, events: events)
         return .next(try execution.machine.headArrived(head))
     }
 

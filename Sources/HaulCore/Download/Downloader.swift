@@ -166,7 +166,8 @@ package struct Downloader: Sendable {
     /// two things done once (the connections opened ahead, the slot handed over); and, fixed for the
     /// download, how its requests are made.
     struct Execution {
-        let job: DownloadJob
+        /// The job, with the sources and the checksum its first answer's `Link` and `Digest` headers added.
+        var job: DownloadJob
         let ownConnection: Bool
         /// -N: the existing file's mtime, asked about with If-Modified-Since.
         let modifiedSince: String?
@@ -181,6 +182,8 @@ package struct Downloader: Sendable {
         var transferEnded: (@Sendable () async -> Bool)?
         /// A download from several sources: which one the attempt asks, and what each has done (nil for one).
         var sources: SourcePool? = nil
+        /// Whether the run's first answer was read for RFC 6249's duplicates and digest (once a run).
+        var linksRead = false
     }
 
     /// Carries out one action of the machine and reports to it what came of it. Throws what ends the attempt
@@ -192,7 +195,7 @@ package struct Downloader: Sendable {
         let job = execution.job
         switch action {
         case .request(let asked):
-            return try await send(asked, &execution, clock: clock)
+            return try await send(asked, &execution, clock: clock, events: events)
 
         case .restart(let why, let request):
             events(.fact(why))

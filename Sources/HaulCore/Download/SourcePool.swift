@@ -23,10 +23,11 @@ final class SourcePool: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
-    let count: Int
+
+    /// How many sources there are, dropped and failed ones included (more once `add(urls:)` ran).
+    var count: Int { state.withLockedValue { $0.spread.sources.count } }
 
     init(urls: [String], perServer: Int) {
-        count = urls.count
         var spread = SourceSpread(urls: urls, perServer: perServer)
         // The first source is what the part is checked against (its state's validators are the first's).
         spread.agreed(0, etag: nil, lastModified: nil)
@@ -37,6 +38,18 @@ final class SourcePool: Sendable {
     static func of(_ job: DownloadJob) -> SourcePool? {
         job.sources.count > 1
             ? SourcePool(urls: job.sources.map(\.url), perServer: job.connectionsPerServer) : nil
+    }
+
+    /// Sources found after the probe (`Link: rel=duplicate`), after those there are: before the segments are
+    /// assigned, which then spread over them as over the job's own.
+    func add(urls: [String]) {
+        state.withLockedValue { state in
+            for url in urls {
+                state.spread.append(url: url)
+                state.meters.append(RateMeter())
+            }
+            state.changed = true
+        }
     }
 
     func url(of source: Int) -> String {
