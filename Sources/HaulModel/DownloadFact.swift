@@ -43,6 +43,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// A download from several sources: the source at `url` (password masked) failed (`reason`); what it had
     /// left goes to the sources still working. A retry asks it again.
     case sourceFailed(url: String, reason: HaulError)
+    /// A metalink's piece `index` (from 0) failed its hash on the whole part and was fetched again from the
+    /// source at `from`; `url` is a source whose bytes for it hashed otherwise (dropped), nil when none did.
+    case pieceRefetched(index: Int, url: String?, from: String)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -62,6 +65,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .refreshed: "refreshed"
         case .sourceDropped: "source-dropped"
         case .sourceFailed: "source-failed"
+        case .pieceRefetched: "piece-refetched"
         }
     }
 }

@@ -245,6 +245,8 @@ package struct Downloader: Sendable {
             // What is left (fsync, rename, the directory's fsync) waits for the disk, not the network. Without
             // a sync the rest is a rename: not worth the hop.
             if job.sync, let ended = execution.transferEnded { _ = await ended() }
+            // A metalink's pieces, before the sync and the whole-file checksum: a bad one is fetched again.
+            try await checkPieces(&execution, clock: clock, events: events)
             try makeWhole(&execution.claim, job: job)
             if let beforeNaming { await beforeNaming() }
             return .end(.success(try name(&execution.claim, job: job, received: received, events: events)))

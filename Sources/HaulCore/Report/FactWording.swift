@@ -40,6 +40,9 @@ extension DownloadFact {
             "\(url) \(reason.phrase); dropped"
         case .sourceFailed(let url, let reason):
             "\(url) failed (\(reason.message)); its part goes to the other sources"
+        case .pieceRefetched(let index, let url, let from):
+            "piece \(index) failed its hash" + (url.map { " (\($0) sent it; dropped)" } ?? "")
+                + "; fetched again from \(from)"
         }
     }
 }
