@@ -318,11 +318,15 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The service's routes and aria2 methods driven in process (the router test client).
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                // Locks the thread sanitizer sees (Synchronization's Mutex is a futex it does not).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["haul", "haul-server", "SampleServer", "HaulCore", "HaulTUI", "HaulService", "HaulServiceClient",
-                           "TestSupport"]),
+                           "TestSupport",
+                           // Locks the thread sanitizer sees (Synchronization's Mutex is a futex it does not).
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
     ],
     swiftLanguageModes: [.v6]
 )

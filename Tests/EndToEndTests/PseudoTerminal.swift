@@ -1,6 +1,6 @@
 import Foundation
 import HaulCore
-import Synchronization
+import NIOConcurrencyHelpers
 import TestSupport
 
 /// The real `haul` binary on a pseudo-terminal of its own, every byte it writes kept: what a terminal
@@ -63,7 +63,7 @@ final class PseudoTerminal: Sendable {
                 let count = buffer.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }  // EIO: every writer has gone
-                output.bytes.withLock { $0 += buffer[..<count] }
+                output.bytes.withLockedValue { $0 += buffer[..<count] }
                 arrived.yield()
             }
             arrived.finish()
@@ -77,14 +77,14 @@ final class PseudoTerminal: Sendable {
     }
 
     /// Everything haul wrote to the terminal so far.
-    var written: [UInt8] { output.bytes.withLock { $0 } }
+    var written: [UInt8] { output.bytes.withLockedValue { $0 } }
 
     /// TIOCGPTN and TIOCSPTLCK (the same on x86-64 and arm64).
     private static let getNumber: UInt = 0x8004_5430
     private static let setLock: UInt = 0x4004_5431
 
     private final class Output: Sendable {
-        let bytes = Mutex<[UInt8]>([])
+        let bytes = NIOLockedValueBox<[UInt8]>([])
     }
 
     /// Types `text` (keys as the terminal sends them: "\u{1b}" is Escape).

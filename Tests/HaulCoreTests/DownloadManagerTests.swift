@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import SampleServer
 import TestSupport
 import Testing
@@ -167,18 +167,18 @@ import Testing
             for taken in [true, false] {
                 let part = dir.file("tiny.bin.part")
                 // What the part held each time the download said its transfer had ended.
-                let sizes = Mutex<[Int64]>([])
+                let sizes = NIOLockedValueBox<[Int64]>([])
                 var job = DownloadJob(url: server.downloadURL("tiny.bin"), outputDirectory: dir.path)
                 job.outputName = "tiny.bin"
                 job.existingFile = .overwrite
                 _ = try await Downloader(driver: driver).download(job, transferEnded: {
                     var info = stat()
                     let size = lstat(part, &info) == 0 ? Int64(info.st_size) : -1
-                    sizes.withLock { $0.append(size) }
+                    sizes.withLockedValue { $0.append(size) }
                     return taken
                 }) { _ in }
                 // First with nothing written yet; when the manager kept the slot, once more with all of it.
-                #expect(sizes.withLock { $0 } == (taken ? [0] : [0, Int64(Self.tiny.size)]))
+                #expect(sizes.withLockedValue { $0 } == (taken ? [0] : [0, Int64(Self.tiny.size)]))
                 #expect(expectedSHA256(of: Self.tiny) == (try FileDigest.hex(of: dir.file("tiny.bin"))))
             }
         }
@@ -192,9 +192,9 @@ import Testing
         try await withSampleServer { server in
             let manager = DownloadManager(concurrency: 1)
             let marker = dir.file("hook-ran")
-            let gateCalls = Mutex<[(mark: Int, hookHadRun: Bool)]>([])
+            let gateCalls = NIOLockedValueBox<[(mark: Int, hookHadRun: Bool)]>([])
             await manager.setNamingGate { mark in
-                gateCalls.withLock { $0.append((mark, FileManager.default.fileExists(atPath: marker))) }
+                gateCalls.withLockedValue { $0.append((mark, FileManager.default.fileExists(atPath: marker))) }
             }
             var job = job(server, "small.bin", in: dir)
             job.onComplete = Hook(command: "touch '\(marker)'", shell: true)
@@ -202,7 +202,7 @@ import Testing
             let events = try await watch(manager) { $0.contains(.state(id: id, .done)) }
             await manager.waitForHooks()
             #expect(FileManager.default.fileExists(atPath: marker))
-            let last = gateCalls.withLock { $0.last }
+            let last = gateCalls.withLockedValue { $0.last }
             #expect(last?.mark == events.count, "the hook waited for every event up to its download's done")
             #expect(last?.hookHadRun == false)
         }
@@ -215,12 +215,12 @@ import Testing
         try await withSampleServer { server in
             let manager = DownloadManager(concurrency: 1)
             let marker = dir.file("hook-ran")
-            let calls = Mutex(0)
+            let calls = NIOLockedValueBox(0)
             let (entered, enteredSink) = AsyncStream<Void>.makeStream()
             let (release, releaseSink) = AsyncStream<Void>.makeStream()
             await manager.setNamingGate { _ in
                 // The first call is the rename's; the second the hook's, held until the test lets it go.
-                guard calls.withLock({ $0 += 1; return $0 }) == 2 else { return }
+                guard calls.withLockedValue({ $0 += 1; return $0 }) == 2 else { return }
                 enteredSink.finish()
                 for await _ in release {}
             }
@@ -330,8 +330,8 @@ import Testing
     @Test func aStopAsTheFirstBytesComeIsTheLastWord() async throws {
         let dir = TempDirectory()
         try await withSampleServer(rate: 1 << 20) { server in
-            let seen = Mutex<[ManagerEvent]>([])
-            let manager = DownloadManager(concurrency: 1) { event in seen.withLock { $0.append(event) } }
+            let seen = NIOLockedValueBox<[ManagerEvent]>([])
+            let manager = DownloadManager(concurrency: 1) { event in seen.withLockedValue { $0.append(event) } }
             let (reached, reachedNow) = AsyncStream.makeStream(of: Void.self)
             let release = DispatchSemaphore(value: 0)
             // However the test ends, the held task goes on (a thread blocked for ever would outlive it).
@@ -348,7 +348,7 @@ import Testing
             release.signal()
             try await within(30, "the cancelled task ended") { await manager.waitUntilIdle() }
             #expect(await manager.state(of: id) == .cancelled)
-            let states = seen.withLock { events in
+            let states = seen.withLockedValue { events in
                 events.compactMap { event -> DownloadState? in
                     if case .state(id, let state) = event { state } else { nil }
                 }

@@ -4,7 +4,7 @@ import HaulServiceClient
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 @testable import HaulService
@@ -156,9 +156,9 @@ import TestSupport
 }
 
 private final class ReceivedJobs: Sendable {
-    private let box = Mutex<[DownloadJob]>([])
-    func set(_ jobs: [DownloadJob]) { box.withLock { $0 = jobs } }
-    var jobs: [DownloadJob] { box.withLock { $0 } }
+    private let box = NIOLockedValueBox<[DownloadJob]>([])
+    func set(_ jobs: [DownloadJob]) { box.withLockedValue { $0 = jobs } }
+    var jobs: [DownloadJob] { box.withLockedValue { $0 } }
 }
 
 /// A JSON body for a test route.

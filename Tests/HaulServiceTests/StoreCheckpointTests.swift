@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import HaulCore
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 @testable import HaulService
@@ -210,11 +210,11 @@ import TestSupport
 
 /// A wall clock a test sets.
 final class WallClock: Sendable {
-    private let time: Mutex<Date>
-    init(_ time: Date) { self.time = Mutex(time) }
+    private let time: NIOLockedValueBox<Date>
+    init(_ time: Date) { self.time = NIOLockedValueBox(time) }
     var now: Date {
-        get { time.withLock { $0 } }
-        set { time.withLock { $0 = newValue } }
+        get { time.withLockedValue { $0 } }
+        set { time.withLockedValue { $0 = newValue } }
     }
 }
 

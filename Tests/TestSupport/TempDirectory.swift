@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A fresh directory under the system temp dir, removed when the value is released.
 public final class TempDirectory: Sendable {
     public let path: String
-    private let removed = Mutex(false)
+    private let removed = NIOLockedValueBox(false)
 
     /// Named after the line that made it (`haul-test-ResumeTests-84-XXXXXX`), so that one left behind says
     /// which test held on to it past its end.
@@ -29,17 +29,17 @@ public final class TempDirectory: Sendable {
     /// writer refilled meanwhile is walked again. One that still cannot go is tried once more at the
     /// process's exit, after the tests' services are stopped (`removeLeftBehind`).
     public func remove() {
-        guard removed.withLock({ done in defer { done = true }; return !done }) else { return }
+        guard removed.withLockedValue({ done in defer { done = true }; return !done }) else { return }
         for _ in 0..<3 {
             if Self.removeTree(path) == 0 { return }
         }
-        Self.leftBehind.withLock { $0.append(path) }
+        Self.leftBehind.withLockedValue { $0.append(path) }
         _ = Self.removeAtExit
     }
 
     // MARK: what a writer left
 
-    private static let leftBehind = Mutex<[String]>([])
+    private static let leftBehind = NIOLockedValueBox<[String]>([])
 
     /// Registers `removeLeftBehind` to run at exit, once.
     private static let removeAtExit: Void = { atexit { TempDirectory.removeLeftBehind() } }()
@@ -47,7 +47,7 @@ public final class TempDirectory: Sendable {
     /// Removes the directories whose removal failed while something still wrote there; says which cannot
     /// go even now (a test whose child process outlives it is then found by its name).
     static func removeLeftBehind() {
-        let paths = leftBehind.withLock { paths in defer { paths = [] }; return paths }
+        let paths = leftBehind.withLockedValue { paths in defer { paths = [] }; return paths }
         for path in paths {
             let failure = removeTree(path)
             if failure != 0 {
