@@ -82,6 +82,8 @@ package struct DownloadRecord: Sendable, Equatable {
         case .fact(let id, let fact):
             guard id == self.id else { return }
             self.fact = fact
+            // A new address (`haul refresh`, `u`, `changeUri`, `--refresh-with`): every face shows the one in use.
+            if case .refreshed(let url, _) = fact { self.url = url }
             if case .retrying(_, _, _, let resumeAt, _) = fact {
                 // What the part keeps, which an attempt that failed before its first progress never showed.
                 completed = Swift.max(completed, resumeAt)

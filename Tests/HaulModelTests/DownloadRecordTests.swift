@@ -41,6 +41,15 @@ import Testing
 
     /// A retry's resume offset is what the part keeps: it raises what the record says, never lowers it, and the
     /// record waits to retry until the next attempt brings bytes.
+    /// A new address given to a stopped download (`haul refresh`, `u`, `changeUri`, `--refresh-with`) is the one
+    /// every face shows from then on, and what a client attaching later is told (the TUI's row kept the old one).
+    @Test func aRefreshedDownloadShowsItsNewAddress() {
+        let record = Self.record([Self.progress(900), .fact(id: 1, .refreshed(url: "http://mirror/a.bin?sig=***", kept: 900))])
+        #expect(record.url == "http://mirror/a.bin?sig=***")
+        #expect(record.replay.first == .added(id: 1, url: "http://mirror/a.bin?sig=***", file: "a.bin"))
+        #expect(Self.record([.fact(id: 2, .refreshed(url: "http://other/", kept: 0))]).url == "http://h/a.bin")
+    }
+
     @Test func aRetrysResumeOffsetRaisesCompleted() {
         var record = Self.record([Self.retrying(resumeAt: 4096)])
         #expect(record.completed == 4096 && record.waitingToRetry)
