@@ -33,11 +33,16 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     case readOnlyFileSystem
     /// The file's digest is not the one expected.
     case checksumMismatch
+    /// The address serves another file than the part holds bytes of (other validators or size): a signed link
+    /// that now answers with an error page, or a file replaced on the server. With `--refresh-with`, a
+    /// download stops on it and asks for a new address instead of starting over.
+    case otherFile
 
     /// Every reason, one of each kind (an HTTP status stands for all of them).
     package static let examples: [FailureReason] = [
         .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
         .connectionLost, .tls, .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
+        .otherFile,
     ]
 
     package var rawValue: String {
@@ -54,6 +59,7 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
         case .permissionDenied: "permission-denied"
         case .readOnlyFileSystem: "read-only-file-system"
         case .checksumMismatch: "checksum-mismatch"
+        case .otherFile: "other-file"
         }
     }
 

@@ -102,4 +102,46 @@ import TestSupport
         // (The check of the new link reads a block the part holds, bytes=0-98303 here; the rest is one request.)
         #expect(requests.last?.status == 206 && requests.last?.range.hasPrefix("bytes=0-") == false, "\(requests)")
     }
+
+    /// An address that serves another file now (the same size, other bytes and a newer time: nginx's ETag
+    /// changes), as a link that expired into another page does: with `--refresh-with`, haul neither starts over
+    /// on the other file nor splices it into the part; the command's address serves the part's file, and the
+    /// download continues from its bytes. Without `--refresh-with` the download starts over (the file that is
+    /// there now), as before.
+    @Test func anAddressThatServesAnotherFileIsRefreshedNotStartedOver() async throws {
+        let dir = TempDirectory()
+        let original = expectedBytes("medium.bin")
+        var replaced = original
+        for index in stride(from: 0, to: replaced.count, by: 4096) { replaced[index] ^= 0xFF }
+        var root = ""
+        let nginx = try await MirrorNginx.start(blocks: ["limit_rate 4m; location /kept/ { alias OTHER/; }"]) { www, other in
+            root = www
+            for folder in [www, other] { try Data(original).write(to: URL(fileURLWithPath: folder + "/medium.bin")) }
+        }
+        defer { nginx.stop() }
+        // Two parts of the original: one for each run below.
+        let other = TempDirectory()
+        for folder in [dir, other] {
+            try await interrupt(["--plain", "-s", "1", nginx.url(0, "medium.bin")], in: folder, part: "medium.bin.part")
+        }
+        // The server's file is replaced: other bytes, the same size, a later time.
+        try Data(replaced).write(to: URL(fileURLWithPath: root + "/medium.bin"))
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
+                                              ofItemAtPath: root + "/medium.bin")
+        let script = dir.file("kept-link")
+        try "#!/bin/sh\necho '\(nginx.url(0, "kept/medium.bin"))'\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+
+        let second = try await HaulProcess.run(["--plain", "-s", "1", "--refresh-with", script, nginx.url(0, "medium.bin")],
+                                               in: dir.path)
+        #expect(second.status == 0, "\(second)")
+        #expect(try FileDigest.hex(of: dir.file("medium.bin")) == expectedSHA256("medium.bin"))
+        #expect(second.stdout.contains("continuing from"), "\(second.stdout)")
+
+        // Without it: the file there now, fetched whole.
+        let fresh = try await HaulProcess.run(["--plain", "-s", "1", nginx.url(0, "medium.bin")], in: other.path)
+        #expect(fresh.status == 0, "\(fresh)")
+        #expect(try FileDigest.hex(of: other.file("medium.bin")) == FileDigest.hex(of: root + "/medium.bin"))
+        #expect(fresh.stdout.contains("starting over") || fresh.stderr.contains("starting over"), "\(fresh)")
+    }
 }

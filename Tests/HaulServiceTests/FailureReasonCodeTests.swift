@@ -33,6 +33,7 @@ import TestSupport
         (.permissionDenied, .fileIO, 17, 3),
         (.readOnlyFileSystem, .fileIO, 17, 3),
         (.checksumMismatch, .checksum, 32, 9),
+        (.otherFile, .server, 22, 8),
     ]
 
     @Test func everyReasonHasItsAria2CodeAndExitCode() {

@@ -142,6 +142,9 @@ struct DownloadStateMachine {
     private let retries: Int
     private let renamableByJob: Bool
     private let retryPolicy: RetryPolicy
+    /// The job has `--refresh-with`: an address that now serves another file than the part's ends the attempt
+    /// (`otherFile`) so that the command finds a new one, where a download without it starts over.
+    private let refreshesOnOtherFile: Bool
 
     private var state: State
 
@@ -153,6 +156,7 @@ struct DownloadStateMachine {
         retries = job.retries
         renamableByJob = job.outputName == nil
         self.retryPolicy = retryPolicy
+        refreshesOnOtherFile = job.refreshWith != nil
         state = .idle(Run(name: name))
     }
 
@@ -365,12 +369,19 @@ struct DownloadStateMachine {
         {
             // The range comes from another version of the file (the server ignored If-Range), or from one it
             // does not name: the part's bytes may be another's, so the file is fetched whole.
+            if refreshesOnOtherFile, named { throw Self.otherFile(head, resume) }
             return .restart(why: .resumeRefused(part: run.partName, reason: named ? .validatorsChanged : .noValidators),
                             startingOver(run, &attempt))
         }
         var body = Body(start: placement.start, end: placement.end, total: placement.total)
         body.continuable = (placement.isRange || head[.acceptRanges]?.lowercased() == "bytes") && named
         if asked.offset > 0 && !placement.isRange {
+            if refreshesOnOtherFile, let resume,
+                Self.refusal(head: head, state: resume) == .validatorsChanged
+                    || (resume.total != nil && placement.total != nil && resume.total != placement.total)
+            {
+                throw Self.otherFile(head, resume)
+            }
             body.refused = .resumeRefused(part: run.partName, reason: Self.refusal(head: head, state: resume))
             attempt.base = 0
         }
@@ -401,6 +412,13 @@ struct DownloadStateMachine {
     }
 
     /// Why the server's answer to a resume request means starting over.
+    /// The failure of an address that serves another file than the part's (with `--refresh-with`), saying how.
+    static func otherFile(_ head: ResponseHead, _ resume: ResumeState) -> HaulError {
+        let how = ResponseCheck.otherVersion(of: head, etag: resume.etag, lastModified: resume.lastModified)
+            ?? "another size than the part's file"
+        return HaulError(.server, "the address serves another file now (\(how))", reason: .otherFile)
+    }
+
     static func refusal(head: ResponseHead, state: ResumeState?) -> ResumeRefusal {
         let changed = (state?.etag != nil && head[.eTag] != nil && head[.eTag] != state?.etag)
             || (state?.etag == nil && state?.lastModified != nil && head[.lastModified] != state?.lastModified)

@@ -7,6 +7,16 @@ extension DownloadManager {
     /// The statuses after which `--refresh-with` asks for a new address: a signed link that expired answers
     /// one of these (401 or 403 for a bad signature, 404 or 410 for a link that is gone).
     static let refreshStatuses: Set<Int> = [401, 403, 404, 410]
+    /// Whether a new address may cure a failure of this reason: a status an expired link answers, or an address
+    /// that serves another file now (an error page with 200, a file replaced).
+    static func refreshCures(_ reason: FailureReason?) -> Bool {
+        switch reason {
+        case .httpStatus(let status)?: refreshStatuses.contains(status)
+        case .otherFile?: true
+        default: false
+        }
+    }
+
     /// `--refresh-with` gives up after this many new addresses in a row that brought no byte.
     static let refreshesWithoutProgress = 3
 
@@ -130,9 +140,7 @@ extension DownloadManager {
     func refreshAutomatically(_ id: DownloadID, _ entry: Entry, _ error: HaulError, path: String?)
         -> (started: Bool, error: HaulError)
     {
-        guard let hook = entry.job.refreshWith, case .httpStatus(let status)? = error.reason,
-              Self.refreshStatuses.contains(status)
-        else { return (false, error) }
+        guard let hook = entry.job.refreshWith, Self.refreshCures(error.reason) else { return (false, error) }
         guard entry.refreshes < Self.refreshesWithoutProgress else {
             return (false, Self.unhelped(error, why: "\(entry.refreshes) new addresses in a row brought no byte"))
         }
