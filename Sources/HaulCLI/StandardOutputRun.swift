@@ -36,7 +36,9 @@ enum StandardOutputRun {
     static func run(_ command: HaulCommand) async -> Int32 {
         // A write to a pipe whose reader has gone fails with EPIPE instead of killing haul.
         signal(SIGPIPE, SIG_IGN)
-        guard let job = command.downloads(extra: []).first else { return FailureCategory.usage.exitCode }
+        guard var job = command.downloads(extra: []).first else { return FailureCategory.usage.exitCode }
+        // `-` names no file: the lines name the download as the server or the URL does.
+        job.outputName = nil
         let clock = ContinuousClock()
         let lines = TextOutput(out: { TextOutput.standard.err($0) }, err: { TextOutput.standard.err($0) })
         let reporter = PlainReporter(output: lines, quiet: command.quiet, clock: MomentClock(clock))
