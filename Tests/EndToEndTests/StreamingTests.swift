@@ -138,6 +138,17 @@ import TestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["list.txt"])
     }
 
+    /// The queue has no standard output to write to: `haul add -O -` is refused before the service is asked.
+    @Test func addRefusesStandardOutput() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        let run = try await SessionTests.haul(["add", "-O", "-", "http://127.0.0.1:9/a"], home, in: dir)
+        #expect(run.status == 2, "\(run)")
+        #expect(run.stderr.split(separator: "\n").count == 1 && run.stderr.contains("-O -"), "\(run)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
     /// `bash -c SCRIPT haul URL` in `directory`: its stdout and stderr.
     static func shell(_ script: String, _ url: String, in directory: String) async throws -> (stdout: String, stderr: String) {
         let process = Process()
