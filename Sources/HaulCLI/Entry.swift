@@ -123,6 +123,8 @@ package enum Entry {
         case .success(let urls): extra = urls
         case .failure(let code): return code
         }
+        // `-O -`: never the queue, nor the full screen: the bytes go to this process's standard output.
+        if command.writesToStandardOutput { return await StandardOutputRun.run(command) }
         let metalinks: (jobs: [DownloadJob], code: Int32)
         switch command.metalinkDownloads(absolute: TUILaunch.wanted(command)) {
         case .success(let jobs, let code): metalinks = (jobs, code)

@@ -32,7 +32,7 @@ struct HaulCommand: ParsableCommand {
     var outputDirectory: String?
 
     @Option(name: [.customShort("O"), .customLong("output")],
-            help: "File name to save as (only with a single URL). With -o a plain name; without, a path (dir/name).")
+            help: "File name to save as (only with a single URL). With -o a plain name; without, a path (dir/name). '-' writes the file to standard output, in order (no .part, no resume).")
     var output: String?
 
     @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments; '-' reads stdin.")
@@ -76,6 +76,9 @@ struct HaulCommand: ParsableCommand {
 
     @Option(name: [.customShort("s"), .customLong("segments")], help: "Connections per file (Range requests), \(Limits.segments).")
     var segments = DownloadJob.defaultSegments
+
+    @Flag(help: "Fetch each file front to back over its -s connections, so that it can be used (played) while it arrives.")
+    var sequential = false
 
     @Option(help: "Browse a SuperStorage-API server (its /files/list) in the full-screen interface.")
     var server: String?
@@ -249,6 +252,7 @@ struct HaulCommand: ParsableCommand {
     func validate() throws {
         // The URLs named, each pattern's series counted (an input file's count as two: more than one).
         let named = try checkSeries() + (inputFile == nil ? 0 : 2)
+        try checkStandardOutput(named: named)
         if output != nil && named > 1 && !outputNamesEach {
             throw ValidationError("--output takes a single URL (or #1, #2... for the values of a numbered series)")
         }
@@ -420,6 +424,7 @@ struct HaulCommand: ParsableCommand {
         template.resume = !noResume
         template.partialPreview = !noPartialPreview
         template.segments = segments
+        template.sequential = sequential
         template.connectionsPerServer = maxConnectionPerServer
         template.checksum = checksum.flatMap { try? Checksum.parse($0).get() }
         template.onComplete = onComplete.map { Hook(command: $0, shell: hookShell) }

@@ -5,7 +5,7 @@ import HaulCore
 
 /// Reads `-i FILE`: one URL per line, blank lines and `#` comments skipped, `-` for stdin. As in aria2's
 /// input files, the indented `key=value` lines under a URL are options of that download alone (`out=`,
-/// `dir=`, `segments=`, `header=`, `checksum=`, `limit-rate=`, `user-agent=`, `referer=`), and the URLs of one
+/// `dir=`, `segments=`, `sequential=`, `header=`, `checksum=`, `limit-rate=`, `user-agent=`, `referer=`), and the URLs of one
 /// line, separated by tabs, are the sources of one download (aria2 lists a download's mirrors so).
 ///
 /// Read with `read(2)` in chunks and split into lines as it goes, so a FIFO (`-i <(command)`) and stdin
@@ -167,7 +167,7 @@ struct InputEntry: Equatable {
 extension JobOptions {
     /// The names an input file takes, as its unknown-option error lists them (`split`,
     /// `max-connection-per-server` and `max-download-limit`, aria2's other spellings, are taken too).
-    static let inputFileNames = "out, dir, segments, header, checksum, limit-rate, user-agent, referer"
+    static let inputFileNames = "out, dir, segments, sequential, header, checksum, limit-rate, user-agent, referer"
 
     /// Takes an input file's `key=value` line (the key in any case), checked now by `JobOptions`: a bad one
     /// stops the run before anything starts. A name it does not take is an error, not skipped.

@@ -54,6 +54,10 @@ enum SessionCommands {
         } catch {
             return CommandLineExit.code(for: error, parsing: HaulCommand.self, prefix: "haul: add: ")
         }
+        if command.writesToStandardOutput {
+            TextOutput.standard.err("haul: add: -O - writes to the standard output of a download run here (haul -O - URL), not to the queue")
+            return FailureCategory.usage.exitCode
+        }
         let urls: [InputEntry]
         switch Entry.inputURLs(command) {
         case .success(let extra): urls = extra

@@ -28,6 +28,9 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     package var segments = DownloadJob.defaultSegments
     /// `--max-connection-per-server`: at most this many of `segments` go to one host.
     package var connectionsPerServer = DownloadJob.defaultConnectionsPerServer
+    /// `--sequential`: the connections of `segments` fetch the file front to back, so that it can be used
+    /// (played, unpacked) while it arrives.
+    package var sequential = false
     /// Retries on transient errors, each resuming where the last attempt stopped.
     package var retries = DownloadJob.defaultRetries
 
@@ -109,6 +112,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
             headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo
+        case sequential
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -142,6 +146,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
+        sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -173,5 +178,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encode(remoteTime, forKey: .remoteTime)
         try container.encode(sync, forKey: .sync)
         try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
+        if sequential { try container.encode(sequential, forKey: .sequential) }
     }
 }

@@ -36,7 +36,7 @@ import TestSupport
     }
 
     @Test(arguments: [
-        ("http://127.0.0.1:1/a.bin\n  bogus=1\n", "haul: -: line 2: unknown option 'bogus' (out, dir, segments, header, checksum, limit-rate, user-agent, referer)"),
+        ("http://127.0.0.1:1/a.bin\n  bogus=1\n", "haul: -: line 2: unknown option 'bogus' (out, dir, segments, sequential, header, checksum, limit-rate, user-agent, referer)"),
         ("  out=x.bin\nhttp://127.0.0.1:1/a.bin\n", "haul: -: line 1: an option (an indented line) before any URL"),
         ("http://127.0.0.1:1/a.bin\n  out=../x.bin\n", "haul: -: line 2: out=../x.bin: is a path, not a file name"),
         ("http://127.0.0.1:1/a.bin\n  out=../\u{301}x\n", "haul: -: line 2: out=../\u{301}x: is a path, not a file name"),

@@ -87,9 +87,32 @@ import Testing
         let inputFile = JobOptions.Name.allCases.filter { $0.isTaken(by: .inputFile) }.map(\.rawValue)
         let aria2 = JobOptions.Name.allCases.filter { $0.isTaken(by: .aria2) }.map(\.rawValue)
         #expect(inputFile == ["out", "dir", "segments", "split", "max-connection-per-server", "header", "checksum",
-                              "limit-rate", "max-download-limit", "user-agent", "referer"])
+                              "limit-rate", "max-download-limit", "user-agent", "referer", "sequential"])
         #expect(aria2 == ["out", "dir", "split", "max-connection-per-server", "header", "checksum",
-                          "max-download-limit", "user-agent", "referer", "all-proxy"])
+                          "max-download-limit", "user-agent", "referer", "all-proxy", "stream-piece-selector"])
+    }
+
+    /// `--sequential` by an input file's `sequential=` and aria2's `stream-piece-selector` (`inorder` is front
+    /// to back; aria2's other selectors are haul's own plan).
+    @Test func sequentialByEitherName() throws {
+        for (name, value, sequential) in [(JobOptions.Name.sequential, "true", true), (.sequential, "no", false),
+                                          (.streamPieceSelector, "inorder", true), (.streamPieceSelector, "geom", false)] {
+            var options = JobOptions()
+            try options.set(name, value)
+            var job = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+            job.sequential = !sequential
+            options.apply(to: &job)
+            #expect(job.sequential == sequential, "\(name.rawValue)=\(value)")
+        }
+        var untouched = DownloadJob(url: "http://h/x", outputDirectory: "/dl")
+        untouched.sequential = true
+        JobOptions().apply(to: &untouched)
+        #expect(untouched.sequential)
+        var options = JobOptions()
+        #expect(throws: JobOptions.Problem("stream-piece-selector=first: default, inorder, random or geom")) {
+            try options.set(.streamPieceSelector, "first")
+        }
+        #expect(throws: JobOptions.Problem("sequential=maybe: true or false")) { try options.set(.sequential, "maybe") }
     }
 
     @Test func anEmptyOrUnprintableValueIsNamedInOneLine() {

@@ -7,9 +7,17 @@ import NIOConcurrencyHelpers
 /// and asks `end(of:)` after each batch, because its end can move: when a worker runs out of work it
 /// steals the back half of the largest range still being fetched (work stealing), so one slow
 /// connection never holds the tail of the download alone.
+///
+/// In order (`--sequential`), the file is fetched front to back so that it can be used while it arrives:
+/// the missing bytes are cut into chunks (`inOrderChunk`) handed out lowest first, and a worker with
+/// nothing to claim, or whose next chunk lies too far ahead of the contiguous prefix (`lookahead`), takes
+/// the back half of the front-most range still being fetched: the prefix then waits on no slow connection.
 final class SegmentPlan: Sendable {
     /// Ranges smaller than this are not split again.
     let minimumSplit: Int64
+    /// In order: how far past the front-most byte still being fetched a worker may begin a chunk before it
+    /// helps with the front instead; nil when the plan is not in order.
+    let lookahead: Int64?
 
     private struct Active {
         var next: Int64
@@ -50,9 +58,24 @@ final class SegmentPlan: Sendable {
     ///     connection starts with a range of its own and stealing is left for the tail.
     ///   - held: a range worker 0 is fetching already (the probe). It counts as part of worker 0's piece, and
     ///     the rest of that piece is worker 0's next range, so all the connections end about together.
+    ///   - inOrder: front to back (`--sequential`): chunks lowest first, steals from the front.
     init(missing: [ByteRange], parts: Int = 1, held: ByteRange? = nil,
-         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit) {
+         minimumSplit: Int64 = SegmentPlan.defaultMinimumSplit, inOrder: Bool = false) {
         self.minimumSplit = minimumSplit
+        let chunk = Self.inOrderChunk(minimumSplit: minimumSplit)
+        // Twice the chunks the connections hold at once: a connection slower than the others is helped
+        // once the rest have run a round ahead of it, not at the first sign of it.
+        lookahead = inOrder ? chunk * Int64(2 * Swift.max(parts, 1)) : nil
+        if inOrder {
+            var state = State(unassigned: [], present: parts)
+            if let held { state.active[0] = Active(next: held.start, end: held.end) }
+            state.unassigned = ByteRange.merged(missing)
+                .flatMap { ByteRange.subtract(held.map { [$0] } ?? [], from: $0) }
+                .flatMap { Self.cut($0, into: chunk) }
+                .sorted { $0.start > $1.start }
+            self.state = NIOLockedValueBox(state)
+            return
+        }
         var pieces = ByteRange.merged(missing + (held.map { [$0] } ?? [])).filter { $0.count > 0 }
         while pieces.count < parts, let largest = pieces.indices.max(by: { pieces[$0].count < pieces[$1].count }),
             pieces[largest].count >= 2 * minimumSplit
@@ -77,17 +100,31 @@ final class SegmentPlan: Sendable {
         self.state = NIOLockedValueBox(state)
     }
 
+    /// The size of the chunks an in-order plan hands out: a few times what is worth a request of its own,
+    /// so that a stalled chunk at the front can still be halved twice.
+    static func inOrderChunk(minimumSplit: Int64) -> Int64 {
+        4 * minimumSplit
+    }
+
+    /// `range` in consecutive pieces of `size` bytes (the last one shorter).
+    private static func cut(_ range: ByteRange, into size: Int64) -> [ByteRange] {
+        stride(from: range.start, to: range.end, by: Int(size)).map { ByteRange($0, Swift.min($0 + size, range.end)) }
+    }
+
     /// The range `worker` will claim next if nobody takes it first: its own, not begun yet (nil when it has
     /// none left). Claims nothing.
     func reservedRange(of worker: Int) -> ByteRange? {
         state.withLockedValue { state in state.retired.contains(worker) ? nil : state.reserved[worker] }
     }
 
-    /// Gives `worker` its next range: a missing one, else the back half of the largest active one.
+    /// Gives `worker` its next range: a missing one, else the back half of the largest active one. In order:
+    /// the lowest missing one, unless it lies more than `lookahead` past the front-most byte being fetched,
+    /// and else the back half of the front-most active range that can be split.
     func claim(for worker: Int) -> ByteRange? {
         state.withLockedValue { state in
             state.active[worker] = nil
             guard !state.retired.contains(worker), !state.failed.contains(worker) else { return nil }
+            if let lookahead { return Self.claimInOrder(for: worker, &state, lookahead: lookahead, minimumSplit: minimumSplit) }
             // Its own range first, then a missing one, then another's not yet begun (that one may have failed).
             if let range = state.reserved.removeValue(forKey: worker) ?? state.unassigned.popLast()
                 ?? state.reserved.keys.min().flatMap({ state.reserved.removeValue(forKey: $0) })
@@ -107,6 +144,29 @@ final class SegmentPlan: Sendable {
             state.active[worker] = Active(next: middle, end: largest.end)
             return ByteRange(middle, largest.end)
         }
+    }
+
+    /// Under the lock: `claim` in order (see there).
+    private static func claimInOrder(for worker: Int, _ state: inout State, lookahead: Int64,
+                                     minimumSplit: Int64) -> ByteRange? {
+        let front = state.active.values.map(\.next).min()
+        // The front-most range still being fetched with enough left to halve; on a tie, the lowest worker.
+        let helped = state.active.filter { $0.value.end - $0.value.next >= 2 * minimumSplit }
+            .min { a, b in a.value.next != b.value.next ? a.value.next < b.value.next : a.key < b.key }
+        // Helping the front pays only when the front lags: the next chunk is too far ahead of it, and the range
+        // helped lies before that chunk.
+        if let next = state.unassigned.last,
+            front.map({ next.start - $0 <= lookahead }) ?? true || (helped.map { $0.value.next >= next.start } ?? true)
+        {
+            state.unassigned.removeLast()
+            state.active[worker] = Active(next: next.start, end: next.end)
+            return next
+        }
+        guard let (victim, range) = helped else { return nil }
+        let middle = range.next + (range.end - range.next) / 2
+        state.active[victim]?.end = middle
+        state.active[worker] = Active(next: middle, end: range.end)
+        return ByteRange(middle, range.end)
     }
 
     /// Sends every worker but `kept` home: each stops at the byte it has reached (its next batch is cut

@@ -147,6 +147,7 @@ extension Downloader {
                                    raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy,
                                    reconnects: job.retries)
         fetch.sources = sources
+        fetch.sequential = job.sequential
         // The segments write at several places at once: into reserved blocks they do not take turns.
         claim.part.reserveAhead(of: total)
         do {

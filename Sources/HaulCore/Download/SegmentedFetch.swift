@@ -35,6 +35,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
     /// A download from several sources: which source each connection asks (`request`'s URL is the primary
     /// one's, the probe's). nil for one source, which runs as it always has.
     var sources: SourcePool? = nil
+    /// `--sequential`: the ranges go out front to back (`SegmentPlan`'s in-order plan).
+    var sequential = false
 
     /// Fetches what `claim.state` lacks: `first`'s range over `first`'s transfer (its head already checked),
     /// the rest over the other connections. Throws `SegmentRefused` when a segment's Range request is
@@ -81,7 +83,8 @@ struct SegmentedFetch<C: Clock<Duration>>: Sendable {
         let assigned = sources?.assign(workers: connections) ?? []
         // Workers with no source (more connections than the sources' servers take) do not run.
         let connections = sources == nil ? self.connections : Swift.max(1, assigned.prefix { $0 != nil }.count)
-        let plan = SegmentPlan(missing: missing(in: claim, held: first?.range), parts: connections, held: first?.range)
+        let plan = SegmentPlan(missing: missing(in: claim, held: first?.range), parts: connections, held: first?.range,
+                               inOrder: sequential)
         let (updates, sink) = AsyncStream.makeStream(of: SegmentUpdate.self)
         let part = claim.part
         async let fetched: Void = fetch(first: first, plan: plan, connections: connections, assigned: assigned,

@@ -26,13 +26,17 @@ package struct JobOptions: Sendable, Equatable {
         case userAgent = "user-agent"
         case referer
         case allProxy = "all-proxy"
+        /// `sequential` and aria2's `stream-piece-selector` set one thing: whether the file is fetched front
+        /// to back.
+        case sequential
+        case streamPieceSelector = "stream-piece-selector"
 
         /// Whether `face` takes this name: `segments` and `limit-rate` are haul's spellings, for input files
         /// only; a proxy is named on aria2's face only (an input file's downloads take the command line's).
         package func isTaken(by face: Face) -> Bool {
             switch self {
-            case .segments, .limitRate: face == .inputFile
-            case .allProxy: face == .aria2
+            case .segments, .limitRate, .sequential: face == .inputFile
+            case .allProxy, .streamPieceSelector: face == .aria2
             default: true
             }
         }
@@ -67,6 +71,8 @@ package struct JobOptions: Sendable, Equatable {
     package var checksum: Checksum?
     /// `limit-rate`, `max-download-limit`: `.some(nil)` ("0") lifts the limit.
     package var rateLimit: Int64??
+    /// `sequential`, `stream-piece-selector`: front to back (true) or as the connections go (false).
+    package var sequential: Bool?
 
     package init() {}
 
@@ -101,6 +107,20 @@ package struct JobOptions: Sendable, Equatable {
             referer = try Self.line(key, value)
         case .allProxy:
             proxy = try Self.line(key, value)
+        case .sequential:
+            switch value.trimmingWhitespace().lowercased() {
+            case "true", "yes", "1": sequential = true
+            case "false", "no", "0": sequential = false
+            default: throw Problem("sequential=\(Self.shown(value)): true or false")
+            }
+        case .streamPieceSelector:
+            // aria2's selectors: `inorder` is front to back; the others spread the connections over the file,
+            // as haul's own plan does.
+            switch value.trimmingWhitespace().lowercased() {
+            case "inorder": sequential = true
+            case "default", "geom", "random": sequential = false
+            default: throw Problem("stream-piece-selector=\(Self.shown(value)): default, inorder, random or geom")
+            }
         }
     }
 
@@ -127,6 +147,7 @@ package struct JobOptions: Sendable, Equatable {
         if let proxy { job.transfer.proxy = proxy }
         if let checksum { job.checksum = checksum }
         if let rateLimit { job.transfer.maxReceiveRate = rateLimit }
+        if let sequential { job.sequential = sequential }
     }
 
     // MARK: sources

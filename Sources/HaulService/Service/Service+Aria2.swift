@@ -313,6 +313,7 @@ extension Service {
                 ("user-agent", .string(job.transfer.userAgent)),
                 ("max-tries", .number(job.retries + 1)),
                 ("continue", .string(job.resume ? "true" : "false")),
+                ("stream-piece-selector", .string(job.sequential ? "inorder" : "default")),
             ]
             if let name = job.outputName { members.append(("out", .string(name))) }
             let headers = job.headers.filter { !WithheldJob.isSecret(header: $0) }
