@@ -56,8 +56,7 @@ enum StoreSchema {
             // with `errorCategory` when one is known. Rows failed before have none: their reason is unknown.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN errorReason TEXT")
         }
-        // Named, not numbered: other work adds migrations of its own at the same time, and two "v5"s would clash.
-        migrator.registerMigration("removedFiles") { db in
+        migrator.registerMigration("v5") { db in
             // `removedFiles`, `removedBytes`: what `rm --files` deleted for the download (its history row says
             // "removed with files"); NULL for the others.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN removedFiles INTEGER; ALTER TABLE download ADD COLUMN removedBytes INTEGER")

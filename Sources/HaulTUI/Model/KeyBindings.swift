@@ -107,7 +107,7 @@ enum KeyBindings {
         KeyBinding(.remove, .downloads, [.character("d"), .delete], "d Delete", "remove a finished row (files stay)",
                    hint: "remove", rank: 8),
         KeyBinding(.removeFiles, .downloads, [.character("D")], "D",
-                   "delete the selected download's files (asks first; stops it)"),
+                   "delete the selected download's files (asks first)"),
         KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG (live while it downloads)"),
         KeyBinding(.open, .downloads, [.character("o")], "o O", "open the finished file / its folder (xdg-open)"),
         KeyBinding(.openFolder, .downloads, [.character("O")], label: nil, help: { _ in "" }),
