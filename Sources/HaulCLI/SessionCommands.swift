@@ -208,7 +208,7 @@ struct Remove: SessionVerb {
             deleted (the others still are); 2 for an unknown id.
             """)
     @OptionGroup var selection: Selection
-    @Flag(help: "Also delete the files haul wrote for them (file, .part, state, journal, preview); stops running ones.")
+    @Flag(help: "Delete the files haul wrote for them instead (file, .part, state, journal, preview), cancelling running ones; the rows stay.")
     var files = false
     @Flag(help: "Print the ids it applied to (with --files: what was deleted, left and not deleted) as JSON.")
     var json = false
