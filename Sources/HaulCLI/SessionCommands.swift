@@ -201,10 +201,36 @@ struct RefreshDownload: SessionVerb {
 
 struct Remove: SessionVerb {
     static let configuration = CommandConfiguration(
-        commandName: "rm", abstract: "Forget finished downloads (their files stay); a queued or running one: exit 2.")
+        commandName: "rm", abstract: "Forget finished downloads (their files stay); a queued or running one: exit 2.",
+        discussion: """
+            With --files, haul deletes what it wrote for those downloads instead: the finished file or its \
+            .part, the part's state and journal, and a partial preview. A running, queued or paused download is \
+            cancelled first. Only files haul made go: a file that was at the name before haul claimed it (or \
+            replaced it since), a symbolic link, and anything outside the output directory are left, each said \
+            on one line; another hard link to the file keeps its bytes. The row stays, saying "removed with \
+            files" (`haul rm` without --files then forgets it). Exit 0; 3 when a file of haul's could not be \
+            deleted (the others still are); 2 for an unknown id.
+            """)
     @OptionGroup var selection: Selection
-    @Flag(help: "Print the ids it applied to as JSON.") var json = false
-    func execute() async throws(HaulError) -> Int32 { try await send("remove", selection, json: json) }
+    @Flag(help: "Delete the files haul wrote for them instead (file, .part, state, journal, preview), cancelling running ones; the rows stay.")
+    var files = false
+    @Flag(help: "Print the ids it applied to (with --files: what was deleted, left and not deleted) as JSON.")
+    var json = false
+
+    func execute() async throws(HaulError) -> Int32 {
+        guard files else { return try await send("remove", selection, json: json) }
+        let client = try await ServiceClient.connect(SessionCommands.directory)
+        switch try await client.removeFiles(selection.wire) {
+        case .success(let removal):
+            if json { TextOutput.standard.out(String(decoding: Wire.encode(removal), as: UTF8.self)) }
+            for left in removal.left { TextOutput.standard.err("haul: rm: \(left.path) \(left.reason); left as it is") }
+            for failed in removal.failed { TextOutput.standard.err("haul: rm: cannot delete \(failed.path): \(failed.reason)") }
+            return removal.failed.isEmpty ? 0 : FailureCategory.fileIO.exitCode
+        case .failure(let failure):
+            TextOutput.standard.err("haul: rm: \(failure.error)")
+            return FailureCategory.usage.exitCode
+        }
+    }
 }
 
 struct List: SessionVerb {
@@ -239,6 +265,7 @@ enum ListTable {
             var name = download.name
             if let sources = download.sources { name += " (\(sources.count) sources)" }
             if let error = download.error { name += " (\(error))" }
+            if download.removedWithFiles == true { name += " (removed with files)" }
             lines.append(pad(String(download.id), idWidth, right: true) + "  " + pad(download.state, 11) + "  "
                          + pad(percent, 4, right: true) + "  " + pad(bytes, 21, right: true) + "  "
                          + pad(speed, 11, right: true) + "  " + name)

@@ -46,6 +46,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// A metalink's piece `index` (from 0) failed its hash on the whole part and was fetched again from the
     /// source at `from`; `url` is a source whose bytes for it hashed otherwise (dropped), nil when none did.
     case pieceRefetched(index: Int, url: String?, from: String)
+    /// `haul rm --files` (the TUI's `D`): the `files` haul wrote for this download, `bytes` in all, were deleted
+    /// (the finished file or its part, its state, journal and preview); what was not haul's was left.
+    case filesRemoved(files: Int, bytes: Int64)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -66,6 +69,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .sourceDropped: "source-dropped"
         case .sourceFailed: "source-failed"
         case .pieceRefetched: "piece-refetched"
+        case .filesRemoved: "files-removed"
         }
     }
 }

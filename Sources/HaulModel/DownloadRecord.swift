@@ -9,8 +9,13 @@ package struct DownloadRecord: Sendable, Equatable {
     package var name: String
     /// Where the file goes (without `.part`), once the server has answered.
     package var path: String?
-    /// The part's identity (`started`), while it downloads.
+    /// The identity (`DEVICE:INODE`, `started`) of the `.part` haul created for it; the finished file keeps it
+    /// (a rename keeps the inode), so it stays after the download is done: it is what tells `rm --files` that
+    /// the file at `path` is the one haul wrote, not one that was there before or put there since.
     package var part: String?
+    /// `rm --files` deleted what haul wrote for it: the history row says "removed with files". A new run
+    /// (retry) writes new files, and the row is an ordinary one again.
+    package var filesRemoved: RemovedFiles?
     package var state: DownloadState = .queued
     /// Bytes of the file on disk (with those there before a resume).
     package var completed: Int64 = 0
@@ -61,8 +66,11 @@ package struct DownloadRecord: Sendable, Equatable {
                 waitingToRetry = false
                 Self.stillSources(&sources)
             }
-            // A new run: the last one's time no longer holds.
-            if state == .queued || state == .connecting { seconds = nil }
+            // A new run: the last one's time no longer holds, and it writes files again.
+            if state == .queued || state == .connecting {
+                seconds = nil
+                filesRemoved = nil
+            }
         case .started(let id, let file, let path, let total, let part):
             guard id == self.id else { return }
             name = file
@@ -84,6 +92,7 @@ package struct DownloadRecord: Sendable, Equatable {
             self.fact = fact
             // A new address (`haul refresh`, `u`, `changeUri`, `--refresh-with`): every face shows the one in use.
             if case .refreshed(let url, _) = fact { self.url = url }
+            if case .filesRemoved(let files, let bytes) = fact { filesRemoved = RemovedFiles(files: files, bytes: bytes) }
             if case .retrying(_, _, _, let resumeAt, _) = fact {
                 // What the part keeps, which an attempt that failed before its first progress never showed.
                 completed = Swift.max(completed, resumeAt)
@@ -97,7 +106,6 @@ package struct DownloadRecord: Sendable, Equatable {
             Self.stillSources(&sources)
             name = result.file
             path = result.path
-            part = nil
             // `bytes` are this run's; a resumed file is bigger than that: its known size, or at least what was on
             // disk already.
             completed = total ?? Swift.max(completed, result.bytes)
@@ -135,6 +143,8 @@ package struct DownloadRecord: Sendable, Equatable {
             events.append(.progress(id: id, DownloadProgress(completed: completed, batchBytes: 0, total: total,
                                                              bytesPerSecond: rate)))
         }
+        // A row removed with its files says so even when its last fact (forgotten by a restart) was another.
+        if let filesRemoved, fact != filesRemoved.fact { events.append(.fact(id: id, filesRemoved.fact)) }
         if let fact { events.append(.fact(id: id, fact)) }
         if let limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
         if !sources.isEmpty { events.append(.sources(id: id, sources)) }
@@ -145,4 +155,17 @@ package struct DownloadRecord: Sendable, Equatable {
         if state != .queued { events.append(.state(id: id, state)) }
         return events
     }
+}
+
+/// What `rm --files` deleted of a download: how many files, how many bytes.
+package struct RemovedFiles: Sendable, Equatable {
+    package var files: Int
+    package var bytes: Int64
+
+    package init(files: Int, bytes: Int64) {
+        self.files = files
+        self.bytes = bytes
+    }
+
+    package var fact: DownloadFact { .filesRemoved(files: files, bytes: bytes) }
 }

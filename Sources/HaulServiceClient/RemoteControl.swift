@@ -31,6 +31,16 @@ package struct RemoteControl: DownloadControl {
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
 
+    /// The service judges what is haul's by its own record of the download, not by what the screen knows.
+    package func removeFiles(_ id: DownloadID, _ known: OwnFiles.Known?) async -> OwnFiles.Outcome? {
+        guard case .success(let removal)? = try? await client.removeFiles(Wire.Selection(ids: [id])) else { return nil }
+        var outcome = OwnFiles.Outcome()
+        outcome.removed = removal.removed.map { ($0.path, $0.bytes) }
+        outcome.left = removal.left.map { ($0.path, $0.reason) }
+        outcome.failed = removal.failed.map { ($0.path, $0.reason) }
+        return outcome
+    }
+
     package func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError> {
         do throws(HaulError) {
             return try await client.refresh(id, to: url).map(\.kept).mapError { HaulError(.usage, $0.error) }

@@ -101,6 +101,14 @@ package struct ServiceClient: Sendable {
         return .failure(try decode(Wire.Failure.self, body))
     }
 
+    /// Deletes what haul wrote for the selected downloads, stopping those that run
+    /// (`POST /v1/downloads/remove-files`); their rows stay, saying "removed with files".
+    package func removeFiles(_ selection: Wire.Selection) async throws(HaulError) -> Result<Wire.FilesRemoval, Wire.Failure> {
+        let (status, body) = try await exchange(.post, "/v1/downloads/remove-files", body: Wire.encode(selection))
+        if status == 200 { return .success(try decode(Wire.FilesRemoval.self, body)) }
+        return .failure(try decode(Wire.Failure.self, body))
+    }
+
     /// Gives a stopped download a new address (`POST /v1/downloads/refresh`); the service checks that it serves
     /// the same file.
     package func refresh(_ id: DownloadID, to url: String) async throws(HaulError) -> Result<Wire.Refreshed, Wire.RefreshFailure> {

@@ -161,6 +161,8 @@ package enum Wire {
         var gid: String?
         /// Each of its sources, when it has more than one (mirrors); nil (left out) for a download from one.
         package var sources: [Source]?
+        /// `rm --files` deleted what haul wrote for it (`true`; `false` otherwise, nil from an older service).
+        package var removedWithFiles: Bool?
 
         /// One source of a download, as `haul ls --json` shows it.
         package struct Source: Codable, Sendable, Equatable {
@@ -198,6 +200,7 @@ package enum Wire {
 
         private enum CodingKeys: String, CodingKey {
             case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid, sources
+            case removedWithFiles
         }
 
         package init(id: DownloadID, url: String, file: String, state: String, completed: Int64, total: Int64?,
@@ -239,6 +242,7 @@ package enum Wire {
             try container.encode(name, forKey: .name)
             try container.encode(gid, forKey: .gid)
             try container.encodeIfPresent(sources, forKey: .sources)
+            try container.encode(removedWithFiles == true, forKey: .removedWithFiles)
         }
     }
 

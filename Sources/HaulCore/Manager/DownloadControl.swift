@@ -15,6 +15,10 @@ package protocol DownloadControl: Sendable {
     func resumeAll() async
     func retry(_ id: DownloadID) async
     func remove(_ id: DownloadID) async
+    /// `rm --files`: stops the download, deletes what haul wrote for it (`known`: what the front end knows of
+    /// it; the service judges by its own record instead), and keeps its row, "removed with files". What
+    /// happened to each file; nil when it could not be asked (an unknown id, the service gone).
+    func removeFiles(_ id: DownloadID, _ known: OwnFiles.Known?) async -> OwnFiles.Outcome?
     /// Gives a paused or failed download a new address that serves the same file; it continues from its bytes
     /// on disk (how many it keeps), or the line that says why not.
     func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError>

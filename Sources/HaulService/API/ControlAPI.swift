@@ -119,6 +119,16 @@ enum ControlAPI {
                 }
             }
         }
+        v1.post("downloads/remove-files") { request, context in
+            let selection: Wire.Selection
+            do { selection = try await request.decode(as: Wire.Selection.self, context: context) } catch {
+                return unreadable(error, expected: "{\"ids\": [...]} or {\"all\": true}")
+            }
+            switch await service.removeFiles(selection) {
+            case .success(let removal): return json(removal)
+            case .failure(let problem): return json(problem, status: .notFound)
+            }
+        }
         v1.post("downloads/refresh") { request, context in
             let body: Wire.Refresh
             do { body = try await request.decode(as: Wire.Refresh.self, context: context) } catch {

@@ -153,12 +153,14 @@ struct Roster: Sendable {
     static func download(_ entry: Entry, at now: Moment) -> Wire.Download {
         var failure: HaulError?
         if case .failed(let error) = entry.state { failure = error }
-        return Wire.Download(
+        var download = Wire.Download(
             id: entry.id, url: entry.url, file: entry.path ?? FilePath.join(entry.directory, entry.name),
             state: entry.state.name, completed: entry.completed, total: entry.total,
             speed: entry.record.speed(at: now), error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
             fact: entry.fact, name: entry.name, gid: entry.gid, sources: sources(of: entry))
+        download.removedWithFiles = entry.filesRemoved != nil
+        return download
     }
 
     /// The masked addresses of `job`'s sources, when it has more than one (`Entry.sources`).

@@ -198,8 +198,12 @@ final class Store: Sendable {
                         try db.cachedStatement(sql: "DELETE FROM download WHERE id = ?").execute(arguments: [id])
                         continue
                     case .fact(_, let fact):
-                        // Told to the front ends, not kept; a retry's resume offset is (`DownloadRecord`).
-                        guard case .retrying = fact else { continue }
+                        // Told to the front ends, not kept; a retry's resume offset is (`DownloadRecord`), and so
+                        // is what `rm --files` deleted.
+                        switch fact {
+                        case .retrying, .filesRemoved: break
+                        default: continue
+                        }
                     case .sources:
                         // What each source brought in this run: the roster's, shown live, not kept. A download's
                         // sources themselves are its job's.
@@ -280,11 +284,12 @@ final class Store: Sendable {
             }
             try db.cachedStatement(sql: """
                 UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?, errorReason = ?, file = ?, path = ?,
-                    part = ?, completed = ?, total = ?, started = ?, finished = ?, seconds = ?
+                    part = ?, completed = ?, total = ?, started = ?, finished = ?, seconds = ?, removedFiles = ?,
+                    removedBytes = ?
                 WHERE id = ?
                 """).execute(arguments: [record.state.storedName, category, message, reason, record.name, record.path,
                                          record.part, record.completed, record.total, started, finished, record.seconds,
-                                         record.id])
+                                         record.filesRemoved?.files, record.filesRemoved?.bytes, record.id])
         }
     }
 

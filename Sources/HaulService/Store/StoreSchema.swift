@@ -56,6 +56,11 @@ enum StoreSchema {
             // with `errorCategory` when one is known. Rows failed before have none: their reason is unknown.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN errorReason TEXT")
         }
+        migrator.registerMigration("v5") { db in
+            // `removedFiles`, `removedBytes`: what `rm --files` deleted for the download (its history row says
+            // "removed with files"); NULL for the others.
+            try db.execute(sql: "ALTER TABLE download ADD COLUMN removedFiles INTEGER; ALTER TABLE download ADD COLUMN removedBytes INTEGER")
+        }
         return migrator
     }()
 

@@ -86,6 +86,10 @@ struct StoreWriter: Sendable {
             case .progress(let id, let progress):
                 pending[id] = progress
                 latest[id] = progress
+            case .fact(let id, .filesRemoved):
+                // The one fact the row keeps (its history says "removed with files").
+                flushPending(id)
+                batch.append(event)
             case .added, .fact, .sources:
                 // Nothing to write: `Store.insert` stored the download; facts and sources' tallies are not kept.
                 break

@@ -61,6 +61,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let finished = Column("finished")
         static let seconds = Column("seconds")
         static let gid = Column("gid")
+        static let removedFiles = Column("removedFiles")
+        static let removedBytes = Column("removedBytes")
     }
 
     init(row: Row) throws {
@@ -81,6 +83,9 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         record.completed = try row.decode(forColumn: C.completed)
         record.total = try row.decode(forColumn: C.total)
         record.seconds = try row.decode(forColumn: C.seconds)
+        if let files: Int = try row.decode(forColumn: C.removedFiles) {
+            record.filesRemoved = RemovedFiles(files: files, bytes: try row.decode(Int64?.self, forColumn: C.removedBytes) ?? 0)
+        }
         jobJSON = try row.decode(forColumn: C.job)
         secretsWithheld = try row.decode(forColumn: C.secretsWithheld)
         added = Date(unixMilliseconds: try row.decode(forColumn: C.added))

@@ -59,6 +59,12 @@ extension AppLoop {
             case .resumeAll: await manager.resumeAll()
             case .retry(let id): await manager.retry(id)
             case .remove(let id): await manager.remove(id)
+            case .removeFiles(let id, let known):
+                let sink = self.sink
+                group.addTask {
+                    let outcome = await manager.removeFiles(id, known)
+                    sink.yield(.message(.notice(FilesRemovedLine.text(outcome))))
+                }
             case .refresh(let id, let url):
                 // The check asks the new address for a block: the loop goes on meanwhile.
                 let sink = self.sink

@@ -20,6 +20,8 @@ struct AppState: Sendable, Equatable {
         /// default) or pause.
         case confirmDetach
         case details(DownloadID)
+        /// `D`: deleting this download's files waits for `y`.
+        case confirmRemoveFiles(DownloadID)
         /// `v`: the picture at this path, drawn by the picture widget.
         case picture(path: String)
     }

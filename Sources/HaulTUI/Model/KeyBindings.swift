@@ -5,7 +5,7 @@ enum Command: Sendable, Equatable {
     case help, switchView, add, cancelAll, raiseLimit, lowerLimit, quit
     case up, down, pageUp, pageDown, first, last
     // Downloads view
-    case details, cancel, pause, pauseAll, retry, refresh, remove, open, openFolder, picture
+    case details, cancel, pause, pauseAll, retry, refresh, remove, removeFiles, open, openFolder, picture
     // Files view
     case download, downloadInParts, reload
 }
@@ -106,6 +106,8 @@ enum KeyBindings {
                    "new address for a paused or failed download"),
         KeyBinding(.remove, .downloads, [.character("d"), .delete], "d Delete", "remove a finished row (files stay)",
                    hint: "remove", rank: 8),
+        KeyBinding(.removeFiles, .downloads, [.character("D")], "D",
+                   "delete the selected download's files (asks first)"),
         KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG (live while it downloads)"),
         KeyBinding(.open, .downloads, [.character("o")], "o O", "open the finished file / its folder (xdg-open)"),
         KeyBinding(.openFolder, .downloads, [.character("O")], label: nil, help: { _ in "" }),

@@ -47,7 +47,7 @@ func perform(_ command: Command, in state: inout AppState) -> [Effect] {
         case .downloads: moveSelection(&state.selection, count: state.rows.count, by: command, page: page)
         case .files: moveSelection(&state.files.selection, count: state.files.entries.count, by: command, page: page)
         }
-    case .details, .cancel, .pause, .pauseAll, .retry, .refresh, .remove, .open, .openFolder, .picture:
+    case .details, .cancel, .pause, .pauseAll, .retry, .refresh, .remove, .removeFiles, .open, .openFolder, .picture:
         return performOnSelectedDownload(command, in: &state)
     case .download, .downloadInParts:
         guard let server = state.files.server, let file = state.files.selected else {
@@ -132,6 +132,8 @@ func performOnSelectedDownload(_ command: Command, in state: inout AppState) -> 
         case .done, .failed, .cancelled: return [.remove(row.id)]
         default: state.message = "Only a finished download can be removed (cancel it first)"
         }
+    case .removeFiles:
+        state.overlay = .confirmRemoveFiles(row.id)
     case .open, .openFolder:
         guard row.state == .done, let path = row.path else {
             state.message = "Only a finished download can be opened"
@@ -219,6 +221,13 @@ func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> 
         default:
             state.overlay = nil
         }
+    case .confirmRemoveFiles(let id):
+        // Only `y` deletes: any other key keeps the files (a stray key must not cost them).
+        state.overlay = nil
+        if key == .interrupt { return quit(&state, pausing: state.pausesOnInterrupt) }
+        guard key == .character("y") || key == .character("Y"), let row = state.rows.first(where: { $0.id == id })
+        else { return [] }
+        return [.removeFiles(id, row.record.path.map { OwnFiles.Known(path: $0, part: row.record.part) })]
     case .confirmDetach:
         switch key {
         case .enter, .character("b"), .character("y"), .character("q"), .interrupt:

@@ -26,6 +26,7 @@ func render(_ state: AppState, size: Size) -> Grid {
             PromptOverlay.draw(text, title: "New address for download \(id)", glyphs: glyphs, into: &canvas)
         case .confirmQuit?: ConfirmQuitOverlay.draw(state, glyphs: glyphs, into: &canvas)
         case .confirmDetach?: ConfirmDetachOverlay.draw(state, glyphs: glyphs, into: &canvas)
+        case .confirmRemoveFiles(let id)?: ConfirmRemoveFilesOverlay.draw(state, id, glyphs: glyphs, into: &canvas)
         case .details(let id)?: DetailsOverlay.draw(id, state, glyphs: glyphs, into: &canvas)
         case .picture(let path)?: PictureOverlay.draw(path: path, picture: state.picture, glyphs: glyphs, into: &canvas)
         case nil: break

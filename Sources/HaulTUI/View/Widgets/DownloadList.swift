@@ -145,6 +145,7 @@ enum DownloadList {
         default: break
         }
         if let retry = row.retrying, !row.state.isFinished { return "retry \(retry.attempt) of \(retry.of): \(retry.reason)" }
+        if row.record.filesRemoved != nil, row.state.isFinished { return "removed with files" }
         switch row.state {
         case .queued: return "queued"
         case .connecting: return "connecting"

@@ -36,6 +36,7 @@ enum Footer {
         case .prompt: return [("Enter", "download"), ("Esc", "cancel")]
         case .refreshPrompt: return [("Enter", "continue from it"), ("Esc", "cancel")]
         case .confirmQuit: return [("y", "quit, pausing downloads"), ("n", "stay")]
+        case .confirmRemoveFiles: return [("y", "delete them"), ("n", "keep")]
         case .confirmDetach: return [("Enter", "keep going in the background"), ("p", "pause them"), ("Esc", "stay")]
         case .details, .picture: return [("Esc", "close")]
         case nil: break
