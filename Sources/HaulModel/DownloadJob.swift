@@ -62,6 +62,11 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// root before the download starts must not lead it elsewhere). nil: the path is opened as it is.
     package var confinedTo: String?
 
+    /// The download whose answer was a metalink that listed this file (aria2's `following`; that one's
+    /// `followedBy` lists this one). Kept with the job, so that a restarted service still links them, and so
+    /// that a file from a metalink is never followed as a metalink again, whatever its server answers.
+    package var followedFrom: DownloadID?
+
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.sources = [DownloadSource(url: url)]
         self.outputDirectory = outputDirectory
@@ -108,7 +113,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
-            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo
+            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
+            followedFrom
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -142,6 +148,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
+        followedFrom = try container.decodeIfPresent(DownloadID.self, forKey: .followedFrom)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -173,5 +180,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encode(remoteTime, forKey: .remoteTime)
         try container.encode(sync, forKey: .sync)
         try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
+        try container.encodeIfPresent(followedFrom, forKey: .followedFrom)
     }
 }
