@@ -123,8 +123,10 @@ package enum Entry {
         case .success(let urls): extra = urls
         case .failure(let code): return code
         }
+        let listed: [InputEntry]
+        (extra, listed) = HaulCommand.separatingMetalinks(extra)
         let metalinks: (jobs: [DownloadJob], code: Int32)
-        switch command.metalinkDownloads(absolute: TUILaunch.wanted(command)) {
+        switch command.metalinkDownloads(absolute: TUILaunch.wanted(command), listed: listed) {
         case .success(let jobs, let code): metalinks = (jobs, code)
         case .failure(let code): return code
         }
