@@ -125,8 +125,10 @@ package enum Entry {
         }
         // `-O -`: never the queue, nor the full screen: the bytes go to this process's standard output.
         if command.writesToStandardOutput { return await StandardOutputRun.run(command) }
+        let listed: [InputEntry]
+        (extra, listed) = HaulCommand.separatingMetalinks(extra)
         let metalinks: (jobs: [DownloadJob], code: Int32)
-        switch command.metalinkDownloads(absolute: TUILaunch.wanted(command)) {
+        switch command.metalinkDownloads(absolute: TUILaunch.wanted(command), listed: listed) {
         case .success(let jobs, let code): metalinks = (jobs, code)
         case .failure(let code): return code
         }

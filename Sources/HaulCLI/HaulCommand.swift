@@ -35,7 +35,7 @@ struct HaulCommand: ParsableCommand {
             help: "File name to save as (only with a single URL). With -o a plain name; without, a path (dir/name). '-' writes the file to standard output, in order (no .part, no resume).")
     var output: String?
 
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments; '-' reads stdin.")
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: "Read URLs from FILE, one per line, '#' comments; '-' reads stdin. A line naming a local .meta4/.metalink file is that metalink.")
     var inputFile: String?
 
     @Option(name: .customLong("mirror"), help: ArgumentHelp(
@@ -51,7 +51,7 @@ struct HaulCommand: ParsableCommand {
     @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Take [ ] { } in URLs as they are: no numbered series.")
     var globoff = false
     @Option(name: [.customShort("M"), .customLong("metalink")], help: ArgumentHelp(
-        "Download the files a metalink (RFC 5854 .meta4, or 3.0) describes, from its sources, checking its hashes (repeatable; a FILE.meta4 or FILE.metalink argument is one too).",
+        "Download the files a metalink (RFC 5854 .meta4, or 3.0) describes, from its sources, checking its hashes (repeatable; a FILE.meta4 or FILE.metalink argument is one too). A URL answering a metalink is followed, in the service's queue too.",
         valueName: "file"))
     var metalink: [String] = []
 

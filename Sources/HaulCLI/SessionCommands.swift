@@ -59,12 +59,13 @@ enum SessionCommands {
             return FailureCategory.usage.exitCode
         }
         let urls: [InputEntry]
+        let listed: [InputEntry]
         switch Entry.inputURLs(command) {
-        case .success(let extra): urls = extra
+        case .success(let extra): (urls, listed) = HaulCommand.separatingMetalinks(extra)
         case .failure(let code): return code
         }
         let metalinks: (jobs: [DownloadJob], code: Int32)
-        switch command.metalinkDownloads(absolute: true) {
+        switch command.metalinkDownloads(absolute: true, listed: listed) {
         case .success(let jobs, let code): metalinks = (jobs, code)
         case .failure(let code): return code
         }

@@ -65,6 +65,11 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// root before the download starts must not lead it elsewhere). nil: the path is opened as it is.
     package var confinedTo: String?
 
+    /// The download whose answer was a metalink that listed this file (aria2's `following`; that one's
+    /// `followedBy` lists this one). Kept with the job, so that a restarted service still links them, and so
+    /// that a file from a metalink is never followed as a metalink again, whatever its server answers.
+    package var followedFrom: DownloadID?
+
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.sources = [DownloadSource(url: url)]
         self.outputDirectory = outputDirectory
@@ -111,7 +116,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
-            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo
+            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
+            followedFrom
         case sequential
     }
 
@@ -147,6 +153,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
         sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
+        followedFrom = try container.decodeIfPresent(DownloadID.self, forKey: .followedFrom)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -179,5 +186,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encode(sync, forKey: .sync)
         try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
         if sequential { try container.encode(sequential, forKey: .sequential) }
+        try container.encodeIfPresent(followedFrom, forKey: .followedFrom)
     }
 }

@@ -43,6 +43,7 @@ struct InProcessService: Sendable {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let recorder = Recorder(writer: StoreWriter(store: store, clock: ContinuousClock()))
         await service.holdNamesUntilStored()
+        await service.followMetalinks()
         let harness = InProcessService(service: service, applications: applications, secret: secret, output: output)
         let result: Result<T, any Error>
         do {

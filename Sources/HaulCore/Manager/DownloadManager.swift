@@ -38,10 +38,12 @@ package actor DownloadManager {
     /// Downloads whose part is being checked against a new address, or whose `--refresh-with` command runs:
     /// none of them starts meanwhile, and the queue is not idle while one is.
     var refreshing: Set<DownloadID> = []
-    /// Whether a metalink a server answers with is followed (`followMetalink`), and the downloads made so: one
-    /// of those is not followed again, whatever it answers.
+    /// Whether a metalink a server answers with is followed (`followMetalink`); in the service, what stores
+    /// and queues its files (`followMetalinks(through:)`), and the metalink downloads whose files it is adding
+    /// (the queue is not idle while one is).
     let followsMetalinks: Bool
-    var fromMetalinks: Set<DownloadID> = []
+    var metalinkAdopter: MetalinkAdopter?
+    var adopting: Set<DownloadID> = []
     /// Called by a download's task when its first bytes have come, before it says `.downloading`: for tests
     /// that put a user's stop right there (`setBeforeDownloadingState`).
     var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
@@ -108,7 +110,9 @@ package actor DownloadManager {
         aggregateExitCode(order.compactMap { entries[$0]?.state.exitCode })
     }
 
-    var isIdle: Bool { running.isEmpty && waitingHead == waiting.count && refreshing.isEmpty }
+    var isIdle: Bool {
+        running.isEmpty && waitingHead == waiting.count && refreshing.isEmpty && adopting.isEmpty
+    }
 
     // MARK: the queue
 
@@ -289,13 +293,7 @@ package actor DownloadManager {
         switch result {
         case .success(let value):
             entry.file = value.file
-            if let error = followMetalink(id, entry.job, value) {
-                setState(id, .failed(error))
-            } else {
-                continuation.yield(.finished(id: id, value, seconds: seconds))
-                setState(id, .done)
-                runCompletionHook(id, entry, value, after: storedGate())
-            }
+            if !followMetalink(id, entry, value, seconds: seconds) { succeeded(id, entry, value, seconds: seconds) }
         case .failure(let error):
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
@@ -308,6 +306,13 @@ package actor DownloadManager {
         }
         entry.stopIntent = nil
         startWaiting()
+    }
+
+    /// The download's file is there: it is done, and its `--on-complete` hook runs.
+    func succeeded(_ id: DownloadID, _ entry: Entry, _ result: DownloadResult, seconds: Double) {
+        continuation.yield(.finished(id: id, result, seconds: seconds))
+        setState(id, .done)
+        runCompletionHook(id, entry, result, after: storedGate())
     }
 
     /// The download has failed, or been cancelled, and nothing will try it again by itself: its state says so,

@@ -16,6 +16,13 @@ package enum MetalinkJobs {
         package var refused: [String]
         /// What was left out of the document, one line each (a torrent, a source of another scheme).
         package var notes: [String] = []
+
+        /// The files refused in one line: the first, and how many more; nil when none was.
+        package var refusal: HaulError? {
+            guard let first = refused.first else { return nil }
+            let others = refused.count > 1 ? " (and \(refused.count - 1) more)" : ""
+            return HaulError(.protocol, first + others)
+        }
     }
 
     /// The jobs of `metalink`, each made from `template` (its options and output directory). `documentName` is

@@ -6,8 +6,9 @@ import HaulServiceClient
 /// describes, answered with their GIDs in the document's order. The document is read as any metalink is
 /// (`Metalink.parse`: no DTD, no entity, bounded), and the files go where `addUri`'s would (`dir` checked
 /// against the allowed roots); a multi-file metalink's go into one folder, `metalink/`, as the call gives the
-/// document no name. A file whose name would leave that folder is left out; the call fails only when no file
-/// is left.
+/// document no name. A file that is refused (a name that would leave that folder, no source of a scheme haul
+/// fetches) is left out, in one line of the service's log each, and the call answers the GIDs of the others,
+/// as aria2 does; when no file is left, it fails naming why.
 extension Service {
     func addMetalink(_ p: Parameters, paths: Aria2Paths) async -> Outcome {
         guard let text = p[0]?.string else { return .failure(.aria2("addMetalink needs the metalink, base64-encoded")) }
@@ -37,7 +38,10 @@ extension Service {
         case .success(let plan): planned = plan
         case .failure(let error): return .failure(.aria2(error.message))
         }
-        guard !planned.jobs.isEmpty else { return .failure(.aria2(planned.refused.first ?? "metalink: no file to download")) }
+        for line in planned.notes + planned.refused { ServiceRunner.log("haul service: addMetalink: \(line)") }
+        guard !planned.jobs.isEmpty else {
+            return .failure(.aria2(planned.refusal?.message ?? "metalink: no file to download"))
+        }
         let added: [Wire.Added]
         do {
             added = try await add(planned.jobs, paused: options.pause ?? false)

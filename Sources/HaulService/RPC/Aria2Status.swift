@@ -72,8 +72,11 @@ enum Aria2Status {
 
     /// The keys `tellStatus` answers with, in aria2's order; `keys` (when given) picks some. `completed`
     /// gives the byte ranges on disk (asked only when `bitfield` is wanted and the download is not done).
-    static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?,
-                       at now: Moment, completed ranges: () -> [ByteRange] = { [] }) -> JSON {
+    /// `links`: the GIDs of the downloads its metalink was followed by, and of the one whose metalink it
+    /// came from (aria2's `followedBy` and `following`, each only when there is one).
+    static func status(of entry: Roster.Entry, job: DownloadJob?, keys: Set<String>?, at now: Moment,
+                       links: (followedBy: [String], following: String?) = ([], nil),
+                       completed ranges: () -> [ByteRange] = { [] }) -> JSON {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: @autoclosure () -> JSON) {
             if keys == nil || keys!.contains(key) { members.append((key, value())) }
@@ -112,6 +115,8 @@ enum Aria2Status {
         default:
             break
         }
+        if !links.followedBy.isEmpty { put("followedBy", .array(links.followedBy.map { .string($0) })) }
+        if let following = links.following { put("following", .string(following)) }
         return .object(members)
     }
 

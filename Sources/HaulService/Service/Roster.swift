@@ -23,6 +23,10 @@ struct Roster: Sendable {
         /// not told yet stays out of snapshots: a client attaching in that gap would otherwise get it both
         /// in its snapshot and live. (Downloads restored from the store are announced.)
         var announced = true
+        /// The metalink download whose answer listed this one's file (its job's `followedFrom`), and the
+        /// downloads made of this one's metalink: aria2's `following` and `followedBy`.
+        var following: DownloadID?
+        var followedBy: [DownloadID] = []
 
         init(_ record: DownloadRecord, directory: String, added: Date, gid: String, announced: Bool = true) {
             self.record = record
@@ -93,6 +97,9 @@ struct Roster: Sendable {
             }
         }
         entries[entry.id] = entry
+        if let metalink = entry.following, entries[metalink]?.followedBy.contains(entry.id) == false {
+            entries[metalink]?.followedBy.append(entry.id)
+        }
     }
 
     func contains(_ id: DownloadID) -> Bool { entries[id] != nil }

@@ -175,8 +175,13 @@ extension Service {
     }
 
     private func status(_ entry: Roster.Entry, keys: Set<String>?) async -> JSON {
-        Aria2Status.status(of: entry, job: await manager.job(of: entry.id), keys: keys, at: clock.moment,
-                           completed: { Aria2Status.completedRanges(of: entry) })
+        let job = await manager.job(of: entry.id)
+        // Read after the wait: a metalink's files may have been added meanwhile.
+        let now = roster[entry.id] ?? entry
+        let links = (followedBy: now.followedBy.compactMap { roster[$0]?.gid },
+                     following: now.following.flatMap { roster[$0]?.gid })
+        return Aria2Status.status(of: entry, job: job, keys: keys, at: clock.moment, links: links,
+                                  completed: { Aria2Status.completedRanges(of: entry) })
     }
 
     private func stop(_ p: Parameters, as outcome: DownloadState) async -> Outcome {

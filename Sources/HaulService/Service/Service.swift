@@ -52,9 +52,9 @@ actor Service {
 
     /// Resumed once, when the service should end.
     private var endWaiters: [CheckedContinuation<EndReason, Never>] = []
-    private var endReason: EndReason?
+    private(set) var endReason: EndReason?
     /// Ids whose download the service itself paused to stop: stored as queued, so the next service continues them.
-    private var pausedToStop: [DownloadID] = []
+    var pausedToStop: [DownloadID] = []
 
     /// What the service times its records with (when a rate was measured), waits on (the idle exit) and dates
     /// what it stores with (`ServiceClock`).
@@ -140,6 +140,7 @@ actor Service {
         // Its own limit, as stored with the job: attached screens show it after a restart too.
         entry.limit = job?.transfer.maxReceiveRate
         entry.sources = job.map(Roster.sourceURLs(of:)) ?? []
+        entry.following = job?.followedFrom
         return entry
     }
 
@@ -280,12 +281,17 @@ actor Service {
     // MARK: commands
 
     /// Stores each job, then queues it under the id the store gave it. `gids`: the GIDs an aria2 client
-    /// chose (unique, checked by the caller), else random ones; `paused`: added paused.
-    func add(_ jobs: [DownloadJob], gids given: [String]? = nil, paused: Bool = false) async throws(StoreError)
-        -> [Wire.Added]
+    /// chose (unique, checked by the caller), else random ones; `paused`: added paused; `metalink`: the
+    /// metalink download whose files these are (a client's job never claims one itself).
+    func add(_ jobs: [DownloadJob], gids given: [String]? = nil, paused: Bool = false,
+             followedFrom metalink: DownloadID? = nil) async throws(StoreError) -> [Wire.Added]
     {
         let now = clock.date()
-        let named = jobs.map { (job: $0, file: $0.plannedName) }
+        let named = jobs.map { job in
+            var job = job
+            job.followedFrom = metalink
+            return (job: job, file: job.plannedName)
+        }
         var gids = given ?? []
         // Unique among themselves through a set: a search of the list for each was half a million string
         // comparisons for a 1000-line list (4 ms, on the way to the first download).
@@ -305,6 +311,7 @@ actor Service {
             var entry = Roster.Entry(record, directory: job.outputDirectory, added: now, gid: gids[index],
                                      announced: false)
             entry.sources = Roster.sourceURLs(of: job)
+            entry.following = metalink
             roster.insert(entry)
             added.append(Wire.Added(id: id, file: file))
         }

@@ -99,6 +99,7 @@ package enum ServiceRunner {
         if applications.rpc == nil { rpcRunningSink.finish() }
         let recorder = Recorder(writer: StoreWriter(store: store, clock: clock.moments, now: clock.date))
         await service.holdNamesUntilStored()
+        await service.followMetalinks()
 
         let continued: [DownloadID]
         do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
