@@ -273,7 +273,7 @@ final class Store: Sendable {
             var category: String?
             var message: String?
             var reason: String?
-            if case .failed(let error) = record.state {
+            if let error = record.state.error {
                 category = error.category.rawValue
                 message = error.message
                 reason = error.reason?.rawValue
