@@ -12,7 +12,7 @@ import Testing
     final class Disk: Sendable {
         let available: NIOLockedValueBox<Int64>
         init(_ bytes: Int64) { available = NIOLockedValueBox(bytes) }
-        var room: Room { Room { [available] _ in Room.Space(device: 7, available: available.withLockedValue { $0 }) } }
+        var room: Room { Room { [available] _, _ in available.withLockedValue { $0 } } }
     }
 
     func job(_ server: SampleServer, _ name: String, in dir: TempDirectory) -> DownloadJob {
@@ -33,27 +33,29 @@ import Testing
     }
 
     @Test func runningDownloadsHoldWhatTheyStillNeed() throws {
+        let dir = TempDirectory()
+        let directory = try OutputDirectory(dir.path)
         let room = Disk(20 << 20).room
         let first = room.ticket()
-        try first.take(needed: 15 << 20, total: 15 << 20, directory: "/d")
+        try first.take(needed: 15 << 20, total: 15 << 20, directory: directory)
         let second = room.ticket()
-        #expect(throws: HaulError.self) { try second.take(needed: 10 << 20, total: 10 << 20, directory: "/d") }
+        #expect(throws: HaulError.self) { try second.take(needed: 10 << 20, total: 10 << 20, directory: directory) }
         do {
-            try second.take(needed: 10 << 20, total: 10 << 20, directory: "/d")
+            try second.take(needed: 10 << 20, total: 10 << 20, directory: directory)
         } catch {
             #expect(error.category == .fileIO && error.reason == .noRoom(needed: 10 << 20))
-            #expect(error.message == "not enough free space: needs 10.0 MiB, 20.0 MiB free in /d"
+            #expect(error.message == "not enough free space: needs 10.0 MiB, 20.0 MiB free in \(dir.path)"
                         + " (15.0 MiB of it still needed by running downloads)")
         }
         // The first has 10 MiB on disk: it still needs 5, and the second fits beside it.
         first.progress(completed: 10 << 20)
-        try second.take(needed: 10 << 20, total: 10 << 20, directory: "/d")
+        try second.take(needed: 10 << 20, total: 10 << 20, directory: directory)
         // A third fits once the others end.
         let third = room.ticket()
-        #expect(throws: HaulError.self) { try third.take(needed: 10 << 20, total: 10 << 20, directory: "/d") }
+        #expect(throws: HaulError.self) { try third.take(needed: 10 << 20, total: 10 << 20, directory: directory) }
         first.release()
         second.release()
-        try third.take(needed: 10 << 20, total: 10 << 20, directory: "/d")
+        try third.take(needed: 10 << 20, total: 10 << 20, directory: directory)
     }
 
     /// Without a watch (a plain run): exit 3 before the first byte, and no part left.

@@ -33,6 +33,7 @@ import TestSupport
         (.permissionDenied, .fileIO, 17, 3),
         (.readOnlyFileSystem, .fileIO, 17, 3),
         (.checksumMismatch, .checksum, 32, 9),
+        (.noRoom(needed: 1), .fileIO, 9, 3),
     ]
 
     @Test func everyReasonHasItsAria2CodeAndExitCode() {

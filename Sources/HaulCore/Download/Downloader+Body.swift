@@ -31,7 +31,7 @@ extension Downloader {
         if let total = body.total {
             // What is on disk already (a resume's recorded ranges) needs no more room.
             let kept = body.fresh == nil ? Swift.min(total, claim.state?.completedBytes ?? body.start) : 0
-            try room.take(needed: total - kept, total: total, directory: claim.directory.path)
+            try room.take(needed: total - kept, total: total, directory: claim.directory)
         }
         if let why = body.refused { events(.fact(why)) }
         if let fresh = body.fresh {

@@ -22,9 +22,10 @@ package final class Room: Sendable {
         }
     }
 
-    /// Reads the space of the file system `directory` is on; nil when it cannot be read (then nothing is
-    /// checked: a download is never held back for a question the system does not answer).
-    package typealias Probe = @Sendable (_ directory: String) -> Space?
+    /// Reads the bytes free on the file system `directory` is on (through `descriptor`, the directory held
+    /// open, when there is one); nil when it cannot be read (then nothing is checked: a download is never held
+    /// back for a question the system does not answer).
+    package typealias Probe = @Sendable (_ directory: String, _ descriptor: Int32?) -> Int64?
 
     /// What a download whose size is unknown (and that filled the disk) waits for before it is tried again:
     /// room for this much more, beyond what the running downloads still need.
@@ -49,20 +50,25 @@ package final class Room: Sendable {
         self.probe = probe
     }
 
-    /// `statvfs` of the directory and `stat`'s device.
-    package static let statfs: Probe = { directory in
+    /// `fstatvfs` of the directory's descriptor, or `statvfs` of its path.
+    package static let statfs: Probe = { directory, descriptor in
         var info = statvfs()
-        var status = stat()
-        guard statvfs(directory, &info) == 0, stat(directory, &status) == 0 else { return nil }
+        let read = if let descriptor { fstatvfs(descriptor, &info) } else { statvfs(directory, &info) }
+        guard read == 0 else { return nil }
         let bytes = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
-        let available = bytes.overflow ? Int64.max : Int64(clamping: bytes.partialValue)
-        return Space(device: UInt64(status.st_dev), available: available)
+        return bytes.overflow ? Int64.max : Int64(clamping: bytes.partialValue)
     }
 
     /// The space of `directory`'s file system, less what running downloads there still need (nil when it
-    /// cannot be read); `except` leaves out one download's own hold.
-    package func free(in directory: String, except ticket: Ticket? = nil) -> (space: Space, held: Int64)? {
-        guard let space = probe(directory) else { return nil }
+    /// cannot be read); `except` leaves out one download's own hold. A download's check gives the directory
+    /// it holds open (`descriptor`, and its `device`, known from its `fstat`): nothing is looked up by path.
+    package func free(in directory: String, descriptor: Int32? = nil, device known: UInt64? = nil,
+                      except ticket: Ticket? = nil) -> (space: Space, held: Int64)? {
+        guard let available = probe(directory, descriptor) else { return nil }
+        var device = known ?? 0
+        var status = stat()
+        if known == nil, stat(directory, &status) == 0 { device = UInt64(status.st_dev) }
+        let space = Space(device: device, available: available)
         let held = holds.withLockedValue { holds in
             holds.byID.reduce(into: Int64(0)) { sum, hold in
                 if hold.value.device == space.device, hold.key != ticket?.id { sum += hold.value.still }
@@ -82,8 +88,10 @@ package final class Room: Sendable {
     /// Checks that `needed` more bytes of a file of `total` fit `directory`'s file system beside what the other
     /// running downloads still need, and holds them for `ticket` when they do; when they do not, the error
     /// says so in one line (category `fileIO`, reason `noRoom`), and nothing is held.
-    fileprivate func take(_ ticket: Ticket, needed: Int64, total: Int64, directory: String) throws(HaulError) {
-        guard needed > 0, let free = free(in: directory, except: ticket) else { return }
+    fileprivate func take(_ ticket: Ticket, needed: Int64, total: Int64,
+                          directory: OutputDirectory) throws(HaulError) {
+        guard needed > 0, let free = free(in: directory.path, descriptor: directory.descriptor,
+                                          device: directory.identity.device, except: ticket) else { return }
         let (space, held) = free
         let room = space.available - held
         guard needed > room else {
@@ -91,7 +99,7 @@ package final class Room: Sendable {
                                                                completed: total - needed) }
             return
         }
-        throw HaulError(.fileIO, Self.refusal(directory: directory, needed: needed, space: space, held: held),
+        throw HaulError(.fileIO, Self.refusal(directory: directory.path, needed: needed, space: space, held: held),
                         reason: .noRoom(needed: needed))
     }
 
@@ -123,7 +131,7 @@ package final class Room: Sendable {
         }
 
         /// See `Room.take`.
-        func take(needed: Int64, total: Int64, directory: String) throws(HaulError) {
+        func take(needed: Int64, total: Int64, directory: OutputDirectory) throws(HaulError) {
             try room.take(self, needed: needed, total: total, directory: directory)
         }
 

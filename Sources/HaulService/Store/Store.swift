@@ -301,11 +301,11 @@ final class Store: Sendable {
         try read { db in try StoredDownload.fetchAll(db, sql: "SELECT * FROM download ORDER BY id") }
     }
 
-    /// The downloads a stopped service left queued, connecting or downloading, oldest first: the ones the
-    /// next service re-enqueues.
+    /// The downloads a stopped service left queued, connecting, downloading or waiting for room, oldest first:
+    /// the ones the next service re-enqueues.
     func unfinished() throws(StoreError) -> [StoredDownload] {
         try read { db in
-            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?) ORDER BY id",
+            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?, ?) ORDER BY id",
                                         arguments: StatementArguments(DownloadState.unfinishedNames))
         }
     }
