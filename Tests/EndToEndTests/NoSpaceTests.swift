@@ -93,4 +93,44 @@ private let canMount: Bool = {
             }
         }
     }
+
+    /// A disk that fills while a download runs (here, another program fills it while the server holds the
+    /// body): the service pauses it as "no space", its part and state kept, and continues it from there once
+    /// there is room and a download ends. Before, it failed.
+    @Test func aDiskThatFillsPausesTheServicesDownloadResumable() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await Self.server { server in
+            var faults = SampleServerFaults()
+            faults.holdAt = [4 << 20]
+            server.setFaults(faults)
+            try await Self.withSmallDisk("24m", in: dir) { small in
+                let add = try await SessionTests.haul(["add", "-o", "small", server.downloadURL("medium.bin")], home,
+                                                      in: dir)
+                #expect(add.status == 0, "\(add.stderr)")
+                await server.waitUntilHeld()
+                // Bytes on disk before the disk fills, so that there is something to continue.
+                try await SessionTests.waitFor("bytes written", home) { ($0[1]?.completed ?? 0) >= 2 << 20 }
+                _ = Self.shell(["/bin/dd", "if=/dev/zero", "of=" + small + "/filler", "bs=1M"])
+                server.release()
+                try await SessionTests.waitFor("no space", home) { $0[1]?.state.isWaitingForRoom == true }
+                let left = try FileManager.default.contentsOfDirectory(atPath: small)
+                #expect(left.contains("medium.bin.part") && left.contains("medium.bin.part.json"), "\(left)")
+                let listed = try await SessionTests.list(home, in: dir)
+                #expect(listed.first?["state"] as? String == "no space")
+
+                try FileManager.default.removeItem(atPath: small + "/filler")
+                server.setFaults(SampleServerFaults())
+                server.resetStats()
+                let other = try await SessionTests.haul(["add", "-o", ".", server.downloadURL("small.bin")], home, in: dir)
+                #expect(other.status == 0, "\(other.stderr)")
+                try await SessionTests.waitFor("both done", home) { $0[1]?.state == .done && $0[2]?.state == .done }
+                #expect(try FileDigest.hex(of: small + "/medium.bin") == expectedSHA256("medium.bin"))
+                // medium.bin's rest and small.bin (1 MiB): less than both whole.
+                let after = try await SessionTests.list(home, in: dir)
+                #expect(server.stats.bodyBytesSent < (21 << 20), "continued, not started over: \(after)")
+                _ = try await SessionTests.haul(["service", "stop"], home, in: dir)
+            }
+        }
+    }
 }
