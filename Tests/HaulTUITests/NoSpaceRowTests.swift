@@ -3,7 +3,7 @@ import Testing
 @testable import HaulTUI
 
 /// A download waiting for room (issue 75) on the screen: its row says so with the reason, it counts as in
-/// the queue (pausable, cancellable).
+/// the queue (pausable, cancellable), and `r` has the room looked at again at once.
 @Suite struct NoSpaceRowTests {
     static let why = HaulError(.fileIO, "not enough free space: needs 47.7 MiB, 20.0 MiB free in /d",
                                reason: .noRoom(needed: 50_000_000))
@@ -16,5 +16,11 @@ import Testing
         let text = render(Fixtures.state(size, rows: [row]), size: size).lines
         #expect(text.contains { $0.contains("big.bin") && $0.contains(" no space: not enough free space: needs") },
                 "\(text)")
+    }
+
+    @Test func retryLooksForRoomAgain() {
+        var state = Fixtures.state(Size(columns: 120, rows: 10), rows: [Fixtures.row(4, "big.bin", .noSpace(Self.why))])
+        #expect(update(&state, .key(.character("r"))).contains(.retry(4)))
+        #expect(update(&state, .key(.character("p"))).contains(.pause(4)))
     }
 }
