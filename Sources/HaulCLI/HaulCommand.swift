@@ -21,7 +21,8 @@ struct HaulCommand: ParsableCommand {
             still need) is not started: exit 3 with nothing written; in the queue it waits as "no space" \
             until there is room.
             Exit codes: 0 all done, 1 other, 2 usage, 3 local file I/O (disk full, no room), 4 network, 5 TLS, \
-            6 authentication, 7 protocol, 8 server error answer, 9 checksum mismatch, 10 cancelled, 129 stopped by SIGHUP, \
+            6 authentication, 7 protocol, 8 server error answer, 9 checksum mismatch, 10 cancelled, \
+            129 stopped by SIGHUP, \
             130 interrupted (SIGINT), 143 stopped by SIGTERM.
             """,
         version: HaulVersion.string)

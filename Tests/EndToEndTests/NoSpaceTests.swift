@@ -72,7 +72,8 @@ private let canMount: Bool = {
         let dir = TempDirectory()
         try await Self.server { server in
             try await Self.withSmallDisk("20m", in: dir) { small in
-                let add = try await SessionTests.haul(["add", "-o", "small", server.downloadURL("big.bin")], home, in: dir)
+                let add = try await SessionTests.haul(["add", "-o", "small", server.downloadURL("big.bin")], home,
+                                                      in: dir)
                 #expect(add.status == 0, "\(add.stderr)")
                 try await SessionTests.waitFor("no space", home) { $0[1]?.state.isWaitingForRoom == true }
                 let listed = try await SessionTests.list(home, in: dir)
@@ -85,7 +86,8 @@ private let canMount: Bool = {
 
                 // Room comes (the disk grows), and a download that ends makes the queue look again.
                 #expect(Self.shell(["/usr/bin/mount", "-o", "remount,size=80m", small]) == 0)
-                let other = try await SessionTests.haul(["add", "-o", ".", server.downloadURL("small.bin")], home, in: dir)
+                let other = try await SessionTests.haul(["add", "-o", ".", server.downloadURL("small.bin")], home,
+                                                        in: dir)
                 #expect(other.status == 0, "\(other.stderr)")
                 try await SessionTests.waitFor("both done", home) { $0[1]?.state == .done && $0[2]?.state == .done }
                 #expect(try FileDigest.hex(of: small + "/big.bin") == expectedSHA256(of: Self.big))
@@ -122,7 +124,8 @@ private let canMount: Bool = {
                 try FileManager.default.removeItem(atPath: small + "/filler")
                 server.setFaults(SampleServerFaults())
                 server.resetStats()
-                let other = try await SessionTests.haul(["add", "-o", ".", server.downloadURL("small.bin")], home, in: dir)
+                let other = try await SessionTests.haul(["add", "-o", ".", server.downloadURL("small.bin")], home,
+                                                        in: dir)
                 #expect(other.status == 0, "\(other.stderr)")
                 try await SessionTests.waitFor("both done", home) { $0[1]?.state == .done && $0[2]?.state == .done }
                 #expect(try FileDigest.hex(of: small + "/medium.bin") == expectedSHA256("medium.bin"))

@@ -118,7 +118,9 @@ import Testing
             } }
             disk.available.withLockedValue { $0 = 1 << 30 }
             let small = await manager.add(job(server, "small.bin", in: dir))
-            _ = try await watch(manager) { $0.contains(.state(id: small, .done)) && $0.contains(.state(id: big, .done)) }
+            _ = try await watch(manager) { seen in
+                seen.contains(.state(id: small, .done)) && seen.contains(.state(id: big, .done))
+            }
         }
     }
 }

@@ -96,8 +96,8 @@ extension DownloadManager {
         }
     }
 
-    /// Forgets a finished download, or one waiting for room (its files stay). One cancelled or paused a moment ago says so before its
-    /// task has ended (the part's last checkpoint, the preview): it is forgotten once the task has ended, not
+    /// Forgets a finished download, or one waiting for room (its files stay). One cancelled or paused a moment
+    /// ago says so before its task has ended (the part's last checkpoint, the preview): it is forgotten once the task has ended, not
     /// left in the list (the TUI's `d` right after `c`, `haul rm` right after `haul cancel`).
     package func remove(_ id: DownloadID) async {
         if entries[id]?.state.isFinished == true, let task = running[id] { await task.value }
