@@ -17,8 +17,12 @@ struct HaulCommand: ParsableCommand {
             (each with --help); haul alone attaches the full-screen interface to the queue.
             Settings come from $XDG_CONFIG_HOME/haul/config.toml (~/.config/haul/config.toml) when it exists: \
             its keys are the long option names (jobs = 8, output-dir = "~/Downloads"); the command line wins.
-            Exit codes: 0 all done, 1 other, 2 usage, 3 local file I/O, 4 network, 5 TLS, 6 authentication, \
-            7 protocol, 8 server error answer, 9 checksum mismatch, 10 cancelled, 129 stopped by SIGHUP, \
+            A file whose size is known and that does not fit the free space (less what running downloads \
+            still need) is not started: exit 3 with nothing written; in the queue it waits as "no space" \
+            until there is room.
+            Exit codes: 0 all done, 1 other, 2 usage, 3 local file I/O (disk full, no room), 4 network, 5 TLS, \
+            6 authentication, 7 protocol, 8 server error answer, 9 checksum mismatch, 10 cancelled, \
+            129 stopped by SIGHUP, \
             130 interrupted (SIGINT), 143 stopped by SIGTERM.
             """,
         version: HaulVersion.string)

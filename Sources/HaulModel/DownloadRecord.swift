@@ -60,7 +60,7 @@ package struct DownloadRecord: Sendable, Equatable {
         case .state(let id, let state):
             guard id == self.id else { return }
             self.state = state
-            if state.isFinished || state == .queued || state == .connecting {
+            if state.isFinished || state.isWaitingForRoom || state == .queued || state == .connecting {
                 rate = 0
                 rateAt = nil
                 waitingToRetry = false

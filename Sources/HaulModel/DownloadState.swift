@@ -12,13 +12,31 @@ package enum DownloadState: Sendable, Equatable, Codable {
     case failed(HaulError)
     /// Stopped by the user; `.part` kept, `retry` continues it.
     case cancelled
+    /// Waiting for room: its file does not fit the free space of its file system (less what the running
+    /// downloads still need), or the disk filled while it downloaded. Its `.part` stays; it starts again by
+    /// itself once there is room. The error says why, in one line (category `fileIO`, reason `noRoom` or
+    /// `diskFull`).
+    case noSpace(HaulError)
 
     /// No task runs for it and none will start by itself.
     package var isFinished: Bool {
         switch self {
         case .done, .failed, .cancelled, .paused: true
-        case .queued, .connecting, .downloading: false
+        case .queued, .connecting, .downloading, .noSpace: false
         }
+    }
+
+    /// The error of a failed download, or the reason one waits for room.
+    package var error: HaulError? {
+        switch self {
+        case .failed(let error), .noSpace(let error): error
+        default: nil
+        }
+    }
+
+    /// Waiting for room (`noSpace`).
+    package var isWaitingForRoom: Bool {
+        if case .noSpace = self { true } else { false }
     }
 
     package var isActive: Bool {
@@ -26,7 +44,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
     }
 
     /// The word for it in `haul ls`, `--json` and on the socket: queued, connecting, downloading, paused,
-    /// done, failed, cancelled.
+    /// done, failed, cancelled, no space.
     package var name: String {
         switch self {
         case .queued: "queued"
@@ -36,10 +54,11 @@ package enum DownloadState: Sendable, Equatable, Codable {
         case .done: "done"
         case .failed: "failed"
         case .cancelled: "cancelled"
+        case .noSpace: "no space"
         }
     }
 
-    /// The state a `name` stands for; a failure needs its error.
+    /// The state a `name` stands for; a failure (and a wait for room) needs its error.
     package init?(name: String, error: HaulError? = nil) {
         switch name {
         case "queued": self = .queued
@@ -49,6 +68,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
         case "done": self = .done
         case "failed": self = .failed(error ?? HaulError(.other, "failed"))
         case "cancelled": self = .cancelled
+        case "no space": self = .noSpace(error ?? HaulError(.fileIO, "no space", reason: .diskFull))
         default: return nil
         }
     }
@@ -57,7 +77,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
     package var exitCode: Int32 {
         switch self {
         case .done: 0
-        case .failed(let error): error.category.exitCode
+        case .failed(let error), .noSpace(let error): error.category.exitCode
         case .cancelled, .paused, .queued, .connecting, .downloading: FailureCategory.cancelled.exitCode
         }
     }

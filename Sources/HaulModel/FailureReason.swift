@@ -6,8 +6,8 @@ import Glibc
 /// meaning out of a message. nil on a `HaulError` means no finer reason is known (and on errors stored or
 /// sent by an older haul).
 ///
-/// Stored and sent as a short string (`rawValue`): "http-404", "timed-out", "disk-full"; a string this
-/// version does not know reads as nil.
+/// Stored and sent as a short string (`rawValue`): "http-404", "timed-out", "disk-full", "no-room-52428800"; a
+/// string this version does not know reads as nil.
 package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     /// The server answered this HTTP status.
     case httpStatus(Int)
@@ -27,6 +27,9 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     case tls
     /// No space left on the device (`ENOSPC`).
     case diskFull
+    /// Not started: the file's `needed` bytes (those still to write) do not fit the free space of its file
+    /// system, less what the running downloads there still need. Nothing was written.
+    case noRoom(needed: Int64)
     /// The system refused a file operation (`EACCES`, `EPERM`).
     case permissionDenied
     /// The file system is mounted read-only (`EROFS`).
@@ -41,7 +44,7 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     /// Every reason, one of each kind (an HTTP status stands for all of them).
     package static let examples: [FailureReason] = [
         .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
-        .connectionLost, .tls, .diskFull, .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
+        .connectionLost, .tls, .diskFull, .noRoom(needed: 1), .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
         .otherFile,
     ]
 
@@ -56,6 +59,7 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
         case .connectionLost: "connection-lost"
         case .tls: "tls"
         case .diskFull: "disk-full"
+        case .noRoom(let needed): "no-room-\(needed)"
         case .permissionDenied: "permission-denied"
         case .readOnlyFileSystem: "read-only-file-system"
         case .checksumMismatch: "checksum-mismatch"
@@ -69,7 +73,12 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
             self = .httpStatus(status)
             return
         }
-        // Past the HTTP statuses, one spelling each.
+        if rawValue.hasPrefix("no-room-") {
+            guard let needed = Int64(rawValue.dropFirst(8)), needed > 0 else { return nil }
+            self = .noRoom(needed: needed)
+            return
+        }
+        // Past the HTTP statuses and the room needed, one spelling each.
         guard let reason = Self.examples.first(where: { $0.rawValue == rawValue }) else { return nil }
         self = reason
     }

@@ -92,7 +92,7 @@ extension ManagerEvent: Decodable {
             object.integer("id", Int64(id))
             object.string("url", url)
         case .state(let id, let state):
-            if case .failed(let error) = state { object.raw("error", nested(error)) }
+            if let error = state.error { object.raw("error", nested(error)) }
             object.string("event", "state")
             object.integer("id", Int64(id))
             object.string("state", state.name)

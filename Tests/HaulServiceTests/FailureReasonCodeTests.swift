@@ -34,6 +34,7 @@ import TestSupport
         (.readOnlyFileSystem, .fileIO, 17, 3),
         (.checksumMismatch, .checksum, 32, 9),
         (.otherFile, .server, 22, 8),
+        (.noRoom(needed: 1), .fileIO, 9, 3),
     ]
 
     @Test func everyReasonHasItsAria2CodeAndExitCode() {

@@ -5,7 +5,7 @@ extension Downloader {
         async throws(HaulError) -> DownloadStateMachine.Action
     {
         guard let transfer = execution.transfer else { preconditionFailure("a body to stream with no transfer") }
-        try prepare(body, job: execution.job, claim: &execution.claim, events: events)
+        try prepare(body, job: execution.job, claim: &execution.claim, room: execution.room, events: events)
         // Its validators are in the resume state now, so a request for the rest gets this version or none.
         transfer.refitsToCap = body.continuable && execution.claim.state?.validator != nil
         let inMemory = transfer.hasEndedWell
@@ -23,10 +23,16 @@ extension Downloader {
                                            resume: execution.claim.state)
     }
 
-    /// Before a body's first byte: drops the part's old bytes when it starts the file over, announces the
-    /// file, says what there is to say.
-    func prepare(_ body: DownloadStateMachine.Body, job: DownloadJob, claim: inout Claim,
+    /// Before a body's first byte: checks that the file fits (a size known, and the free space less what the
+    /// running downloads still need: else it throws, having written nothing), drops the part's old bytes when
+    /// it starts the file over, announces the file, says what there is to say.
+    func prepare(_ body: DownloadStateMachine.Body, job: DownloadJob, claim: inout Claim, room: Room.Ticket,
                  events: (DownloadEvent) -> Void) throws(HaulError) {
+        if let total = body.total {
+            // What is on disk already (a resume's recorded ranges) needs no more room.
+            let kept = body.fresh == nil ? Swift.min(total, claim.state?.completedBytes ?? body.start) : 0
+            try room.take(needed: total - kept, total: total, directory: claim.directory)
+        }
         if let why = body.refused { events(.fact(why)) }
         if let fresh = body.fresh {
             if claim.stateOnDisk || claim.journalOnDisk {

@@ -35,6 +35,9 @@ package struct Downloader: Sendable {
     var raceWindow: Duration = .milliseconds(250)
     /// An earlier verdict: every connection brought this much at `notLimited` or faster (see `RaceJudge`).
     var raceEarlyBytes: Int64 = 16 << 20
+    /// The free space of the output file systems and what the running downloads still need of it: a download
+    /// whose size is known and that does not fit fails before its first byte (`Room`).
+    package var room = Room()
 
     package init(driver: CurlDriver? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         givenDriver = driver
@@ -52,22 +55,29 @@ package struct Downloader: Sendable {
     /// - Parameter beforeNaming: awaited once the file is whole (and synced), right before it takes its name:
     ///   the service waits there until its store holds the download's `started` (the part's identity), so
     ///   that a kill after the rename finds the file its own.
+    /// - Parameter ticket: what holds the room the download still needs (`room.ticket()`), kept up to date by
+    ///   its holder from the progress events, and released by it at the end; without one, the download holds
+    ///   none (only its own check is made).
     func download(_ job: DownloadJob, continuing: Bool = false, alone: Bool = false,
+                          ticket: Room.Ticket? = nil,
                           transferEnded: (@Sendable () async -> Bool)? = nil,
                           beforeNaming: (@Sendable () async -> Void)? = nil,
                           events: (DownloadEvent) -> Void)
         async throws(HaulError) -> DownloadResult
     {
         let clock = self.clock
+        let ticket = ticket ?? room.ticket()
+        defer { ticket.release() }
         func go() async throws(HaulError) -> DownloadResult {
             // The clock every real download has, by its concrete type: the generic loop is then compiled for
             // it (no witness calls, no boxed instants, no metadata looked up per file). Any other (a test's
             // manual clock) runs the same loop through the existential.
             if let continuous = clock as? ContinuousClock {
-                return try await run(job, continuing: continuing, alone: alone, clock: continuous,
+                return try await run(job, continuing: continuing, alone: alone, ticket: ticket, clock: continuous,
                                      transferEnded: transferEnded, beforeNaming: beforeNaming, events: events)
             }
-            return try await run(job, continuing: continuing, alone: alone, clock: clock, transferEnded: transferEnded,
+            return try await run(job, continuing: continuing, alone: alone, ticket: ticket, clock: clock,
+                                 transferEnded: transferEnded,
                                  beforeNaming: beforeNaming, events: events)
         }
         // Writes, fsyncs and renames block: never on the cooperative pool, whoever calls. A task that prefers
@@ -81,7 +91,8 @@ package struct Downloader: Sendable {
         }
     }
 
-    private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, alone: Bool, clock: C,
+    private func run<C: Clock<Duration>>(_ job: DownloadJob, continuing: Bool, alone: Bool, ticket: Room.Ticket,
+                                         clock: C,
                                          transferEnded: (@Sendable () async -> Bool)?,
                                          beforeNaming: (@Sendable () async -> Void)?,
                                          events: (DownloadEvent) -> Void)
@@ -117,7 +128,7 @@ package struct Downloader: Sendable {
         var execution = Execution(job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
                                   machine: DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy),
                                   claim: consume claim, openAhead: openAhead, transferEnded: transferEnded,
-                                  sources: SourcePool.of(job))
+                                  room: ticket, sources: SourcePool.of(job))
         defer {
             execution.transfer?.cancel()
             execution.claim.close()
@@ -180,6 +191,8 @@ package struct Downloader: Sendable {
         /// The manager's hand-over of the slot (see `download`): nil once made for a body in memory (`receive`),
         /// so that it is not asked for again before the fsync.
         var transferEnded: (@Sendable () async -> Bool)?
+        /// What holds the room the download still needs, once its size is known (`prepare`).
+        let room: Room.Ticket
         /// A download from several sources: which one the attempt asks, and what each has done (nil for one).
         var sources: SourcePool? = nil
         /// Whether the run's first answer was read for RFC 6249's duplicates and digest (once a run).
@@ -212,7 +225,7 @@ package struct Downloader: Sendable {
         case .segmented(let first, let total):
             guard let transfer = execution.transfer, let end = first.end
             else { preconditionFailure("segments with no first range") }
-            try prepare(first, job: job, claim: &execution.claim, events: events)
+            try prepare(first, job: job, claim: &execution.claim, room: execution.room, events: events)
             if job.segments > 1 { events(.fact(.split(connections: job.segments))) }
             return .next(try await fetchSegmented(job, total: total, first: (transfer, ByteRange(first.start, end)),
                                                   sources: execution.sources,

@@ -17,7 +17,8 @@ import NIOConcurrencyHelpers
 final class OutputDirectory: Sendable {
     /// As the user gave it, for messages and results.
     let path: String
-    private let descriptor: Int32
+    /// Internal for the questions asked of the directory itself (`Room`'s free space), never for a path.
+    let descriptor: Int32
     /// The directory's device and inode: the same directory, whatever path led to it (group commits are
     /// per directory, `DirectorySync`).
     let identity: DirectorySync.Identity

@@ -87,23 +87,26 @@ extension DownloadManager {
         for id in order where entries[id]?.state == .paused { enqueue(id) }
     }
 
-    /// Queues a failed or cancelled download again; it continues from what is on disk.
+    /// Queues a failed or cancelled download again; it continues from what is on disk. One waiting for room
+    /// is looked at again at once (it waits again if it still does not fit).
     package func retry(_ id: DownloadID) {
         switch entries[id]?.state {
-        case .failed, .cancelled: enqueue(id)
+        case .failed, .cancelled, .noSpace: enqueue(id)
         default: break
         }
     }
 
-    /// Forgets a finished download (its files stay). One cancelled or paused a moment ago says so before its
-    /// task has ended (the part's last checkpoint, the preview): it is forgotten once the task has ended, not
+    /// Forgets a finished download, or one waiting for room (its files stay). One cancelled or paused a moment
+    /// ago says so before its task has ended (the part's last checkpoint, the preview): it is forgotten once the task has ended, not
     /// left in the list (the TUI's `d` right after `c`, `haul rm` right after `haul cancel`).
     package func remove(_ id: DownloadID) async {
         if entries[id]?.state.isFinished == true, let task = running[id] { await task.value }
-        guard let entry = entries[id], entry.state.isFinished, running[id] == nil else { return }
+        guard let entry = entries[id], entry.state.isFinished || entry.state.isWaitingForRoom, running[id] == nil
+        else { return }
         entries[id] = nil
         order.removeAll { $0 == id }
         continuation.yield(.removed(id: id))
+        checkRoom()
     }
 
     /// Changes how many downloads run at once; more start at once when raised, and when lowered the

@@ -11,6 +11,9 @@ extension DownloadManager {
         async -> (Result<DownloadResult, HaulError>, String?)
     {
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
+        // The room it still needs, held from its check to its end and lessened as its bytes come.
+        let ticket = downloader.room.ticket()
+        defer { ticket.release() }
         var downloading = false
         var claimed: String?
         // The count of events up to this download's latest `started`: only with a naming gate (the service's).
@@ -23,7 +26,7 @@ extension DownloadManager {
             }
         }
         do {
-            return (.success(try await downloader.download(job, continuing: continuing, alone: alone,
+            return (.success(try await downloader.download(job, continuing: continuing, alone: alone, ticket: ticket,
                                                            transferEnded: transferEnded,
                                                            beforeNaming: beforeNaming) { event in
                 switch event {
@@ -35,6 +38,7 @@ extension DownloadManager {
                         startedMark.withLockedValue { $0 = count }
                     }
                 case .progress(let progress):
+                    ticket.progress(completed: progress.completed)
                     if !downloading {
                         downloading = true
                         beforeDownloading?(id)

@@ -49,6 +49,11 @@ package actor DownloadManager {
     var beforeDownloadingState: (@Sendable (DownloadID) -> Void)?
     var namingGate: (@Sendable (Int) async -> Void)?
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// With a watch, a download that does not fit its file system waits for room (`noSpace`) instead of
+    /// failing; `roomWaiters` are those (in the order they began to wait), `roomTimer` their periodic look.
+    let roomWatch: RoomWatch?
+    var roomWaiters: [DownloadID] = []
+    var roomTimer: Task<Void, Never>?
 
     /// Downloads at once unless told (`--jobs`).
     package static let defaultConcurrency = 4
@@ -64,11 +69,14 @@ package actor DownloadManager {
     ///   each event.
     /// - Parameter followsMetalinks: a download that the server answered as a metalink is replaced by the
     ///   downloads of the files it lists (`followMetalink`), as aria2's `--follow-metalink`.
+    /// - Parameter roomWatch: a download that does not fit waits for room, looked at again as this says
+    ///   (`checkRoom`), rather than failing.
     package init(downloader: Downloader = Downloader(), concurrency: Int = DownloadManager.defaultConcurrency,
                  observer: (@Sendable (ManagerEvent) -> Void)? = nil, batched: Bool = false,
-                 followsMetalinks: Bool = false) {
+                 followsMetalinks: Bool = false, roomWatch: RoomWatch? = nil) {
         self.downloader = downloader
         self.followsMetalinks = followsMetalinks
+        self.roomWatch = roomWatch
         clock = MomentClock(downloader.clock)
         self.concurrency = max(1, concurrency)
         let stream: AsyncStream<ManagerEvent>.Continuation
@@ -79,6 +87,7 @@ package actor DownloadManager {
     }
 
     deinit {
+        roomTimer?.cancel()
         continuation.finish()
     }
 
@@ -161,9 +170,11 @@ package actor DownloadManager {
             } else {
                 setState(id, outcome)
             }
-        } else if entry.state == .queued || (entry.state == .paused && outcome == .cancelled) {
+        } else if entry.state == .queued || entry.state.isWaitingForRoom
+                    || (entry.state == .paused && outcome == .cancelled) {
             // Left in `waiting`; skipped when its turn comes because it is no longer queued. A paused one
             // may be cancelled too (`haul cancel`, aria2's `remove`): its `.part` stays, as a running one's.
+            // One waiting for room leaves `roomWaiters` when next looked at.
             setState(id, outcome)
             resumeIdleWaitersIfIdle()
         }
@@ -298,13 +309,15 @@ package actor DownloadManager {
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
                 waiting.append(id)
-            } else if entry.stopIntent == nil {
+            } else if entry.stopIntent == nil, !waitForRoom(id, entry, error) {
                 // An address that stopped working, and a `--refresh-with` command to find the next one.
                 let refresh = refreshAutomatically(id, entry, error, path: path)
                 if !refresh.started { failedForGood(id, entry, refresh.error, path: path) }
             }
         }
         entry.stopIntent = nil
+        // Its end may have left room for one that waits for it.
+        checkRoom()
         startWaiting()
     }
 

@@ -6,11 +6,11 @@ enum Aria2Status {
     /// The size of aria2's "pieces", for the clients that show `numPieces` (haul keeps ranges, not pieces).
     static let pieceLength: Int64 = 1 << 20
 
-    /// active (connecting, downloading), waiting (queued), paused, error (failed), complete (done),
-    /// removed (cancelled).
+    /// active (connecting, downloading), waiting (queued, and no space: it starts by itself once there is
+    /// room), paused, error (failed), complete (done), removed (cancelled).
     static func name(of state: DownloadState) -> String {
         switch state {
-        case .queued: "waiting"
+        case .queued, .noSpace: "waiting"
         case .connecting, .downloading: "active"
         case .paused: "paused"
         case .done: "complete"
@@ -25,7 +25,7 @@ enum Aria2Status {
     static func list(of state: DownloadState) -> List {
         switch state {
         case .connecting, .downloading: .active
-        case .queued, .paused: .waiting
+        case .queued, .paused, .noSpace: .waiting
         case .done, .failed, .cancelled: .stopped
         }
     }
@@ -39,7 +39,7 @@ enum Aria2Status {
         case .cancelled: "aria2.onDownloadStop"
         case .done: "aria2.onDownloadComplete"
         case .failed: "aria2.onDownloadError"
-        case .queued: nil
+        case .queued, .noSpace: nil
         }
     }
 
@@ -63,7 +63,11 @@ enum Aria2Status {
         case .protocol: return 22
         case .authentication: return 24
         case .checksum: return 32
-        case .fileIO: return error.reason == .diskFull ? 9 : 17
+        case .fileIO:
+            switch error.reason {
+            case .diskFull, .noRoom: return 9
+            default: return 17
+            }
         case .usage: return 28
         case .cancelled, .interrupted, .terminated, .hangUp: return 31
         case .tls, .other: return 1
@@ -109,6 +113,9 @@ enum Aria2Status {
         case .failed(let error):
             put("errorCode", .number(errorCode(error)))
             put("errorMessage", .string(error.message))
+        case .noSpace(let why):
+            // Waiting, not failed: no code, but the reason a front end can show.
+            put("errorMessage", .string(why.message))
         case .cancelled:
             put("errorCode", "31")
             put("errorMessage", "removed by the user")

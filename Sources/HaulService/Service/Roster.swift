@@ -87,7 +87,7 @@ struct Roster: Sendable {
     mutating func insert(_ entry: Entry) {
         active += Self.activeCount(entry.state) - Self.activeCount(entries[entry.id]?.state)
         ids[entry.gid] = entry.id
-        if entry.state == .queued || entry.state == .paused { wait(entry.id) }
+        if entry.state == .queued || entry.state == .paused || entry.state.isWaitingForRoom { wait(entry.id) }
         if entries[entry.id] == nil {
             // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
             if let last = order.last, last > entry.id {
@@ -117,7 +117,7 @@ struct Roster: Sendable {
             guard let before = entries[id]?.state else { return }
             active += Self.activeCount(state) - Self.activeCount(before)
             entries[id]?.record.apply(event, at: now)
-            if state == .queued || state == .paused {
+            if state == .queued || state == .paused || state.isWaitingForRoom {
                 wait(id)
             } else {
                 stopWaiting(id)
@@ -158,8 +158,7 @@ struct Roster: Sendable {
     }
 
     static func download(_ entry: Entry, at now: Moment) -> Wire.Download {
-        var failure: HaulError?
-        if case .failed(let error) = entry.state { failure = error }
+        let failure = entry.state.error
         var download = Wire.Download(
             id: entry.id, url: entry.url, file: entry.path ?? FilePath.join(entry.directory, entry.name),
             state: entry.state.name, completed: entry.completed, total: entry.total,

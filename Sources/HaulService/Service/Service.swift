@@ -64,7 +64,9 @@ actor Service {
         self.configuration = configuration
         self.store = store
         self.clock = clock
-        manager = DownloadManager(concurrency: configuration.concurrency, batched: true)
+        // A download that does not fit waits for room, looked at again on the service's clock.
+        manager = DownloadManager(concurrency: configuration.concurrency, batched: true,
+                                  roomWatch: DownloadManager.RoomWatch(clock: clock.moments))
         aria2Globals.concurrency = configuration.concurrency
     }
 

@@ -277,7 +277,7 @@ final class Store: Sendable {
             var category: String?
             var message: String?
             var reason: String?
-            if case .failed(let error) = record.state {
+            if let error = record.state.error {
                 category = error.category.rawValue
                 message = error.message
                 reason = error.reason?.rawValue
@@ -306,11 +306,11 @@ final class Store: Sendable {
         try read { db in try StoredDownload.fetchAll(db, sql: "SELECT * FROM download ORDER BY id") }
     }
 
-    /// The downloads a stopped service left queued, connecting or downloading, oldest first: the ones the
-    /// next service re-enqueues.
+    /// The downloads a stopped service left queued, connecting, downloading or waiting for room, oldest first:
+    /// the ones the next service re-enqueues.
     func unfinished() throws(StoreError) -> [StoredDownload] {
         try read { db in
-            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?) ORDER BY id",
+            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?, ?) ORDER BY id",
                                         arguments: StatementArguments(DownloadState.unfinishedNames))
         }
     }

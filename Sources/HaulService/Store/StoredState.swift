@@ -6,8 +6,9 @@ extension DownloadState {
     /// The `state` column is `name`: the words of `haul ls --json`.
     var storedName: String { name }
 
-    /// The states a service re-enqueues when it starts: the ones a stopped service left mid-way.
-    static let unfinishedNames = ["queued", "connecting", "downloading"]
+    /// The states a service re-enqueues when it starts: the ones a stopped service left mid-way, and those
+    /// that waited for room (the queue checks the room again).
+    static let unfinishedNames = ["queued", "connecting", "downloading", "no space"]
 
     /// The state a row holds. Category, message and reason of a failure are stored (not its HTTP status or
     /// Retry-After, though an HTTP status is the reason); an unknown category reads as `.other`, an unknown
@@ -22,7 +23,7 @@ extension DownloadState {
     var endsRun: Bool {
         switch self {
         case .done, .failed, .cancelled: true
-        case .queued, .connecting, .downloading, .paused: false
+        case .queued, .connecting, .downloading, .paused, .noSpace: false
         }
     }
 }

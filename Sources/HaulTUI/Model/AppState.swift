@@ -196,7 +196,7 @@ struct DownloadRow: Sendable, Equatable {
     var isRunning: Bool {
         if case .some = pendingStop { return false }
         switch record.state {
-        case .queued, .connecting, .downloading: return true
+        case .queued, .connecting, .downloading, .noSpace: return true
         case .paused, .done, .failed, .cancelled: return false
         }
     }

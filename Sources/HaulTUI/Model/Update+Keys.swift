@@ -119,7 +119,8 @@ func performOnSelectedDownload(_ command: Command, in state: inout AppState) -> 
         return state.rows.contains { $0.state == .paused } ? [.resumeAll] : []
     case .retry:
         switch row.state {
-        case .failed, .cancelled: return [.retry(row.id)]
+        // One waiting for room checks the room again at once.
+        case .failed, .cancelled, .noSpace: return [.retry(row.id)]
         default: state.message = "Only a failed or cancelled download can be retried"
         }
     case .refresh:

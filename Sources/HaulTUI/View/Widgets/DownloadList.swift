@@ -154,6 +154,7 @@ enum DownloadList {
         case .done: return "done"
         case .failed(let error): return "failed: \(error.message)"
         case .cancelled: return row.previewPath != nil ? "cancelled, partial preview saved" : "cancelled"
+        case .noSpace(let why): return "no space: \(why.message)"
         }
     }
 
@@ -166,7 +167,7 @@ enum DownloadList {
         switch row.state {
         case .failed: return colors ? Style(foreground: .red, bold: true) : .bold
         case .done: return colors ? Style(foreground: .green) : .plain
-        case .cancelled, .paused: return colors ? Style(foreground: stateColor(row)) : .dim
+        case .cancelled, .paused, .noSpace: return colors ? Style(foreground: stateColor(row)) : .dim
         default: return .plain
         }
     }
@@ -175,7 +176,7 @@ enum DownloadList {
         switch row.state {
         case .done: .green
         case .failed: .red
-        case .paused: .yellow
+        case .paused, .noSpace: .yellow
         case .cancelled: .magenta
         case .queued, .connecting, .downloading: nil
         }
