@@ -61,6 +61,9 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// `dir`, checked against the allowed roots when the download was added: a link swapped in below the
     /// root before the download starts must not lead it elsewhere). nil: the path is opened as it is.
     package var confinedTo: String?
+    /// `--start-at`: the download waits as `scheduled` until this wall-clock time (seconds since 1970, UTC),
+    /// resolved from the user's HH:MM where it was added; nil: it may start at once.
+    package var startAfter: Double?
 
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.sources = [DownloadSource(url: url)]
@@ -108,7 +111,8 @@ package struct DownloadJob: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
-            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo
+            headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
+            startAfter
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -142,6 +146,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         remoteTime = try container.decodeIfPresent(Bool.self, forKey: .remoteTime) ?? true
         sync = try container.decodeIfPresent(Bool.self, forKey: .sync) ?? true
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
+        startAfter = try container.decodeIfPresent(Double.self, forKey: .startAfter)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -173,5 +178,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encode(remoteTime, forKey: .remoteTime)
         try container.encode(sync, forKey: .sync)
         try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
+        try container.encodeIfPresent(startAfter, forKey: .startAfter)
     }
 }

@@ -6,11 +6,11 @@ enum Aria2Status {
     /// The size of aria2's "pieces", for the clients that show `numPieces` (haul keeps ranges, not pieces).
     static let pieceLength: Int64 = 1 << 20
 
-    /// active (connecting, downloading), waiting (queued), paused, error (failed), complete (done),
+    /// active (connecting, downloading), waiting (queued, scheduled), paused, error (failed), complete (done),
     /// removed (cancelled).
     static func name(of state: DownloadState) -> String {
         switch state {
-        case .queued: "waiting"
+        case .queued, .scheduled: "waiting"
         case .connecting, .downloading: "active"
         case .paused: "paused"
         case .done: "complete"
@@ -25,7 +25,7 @@ enum Aria2Status {
     static func list(of state: DownloadState) -> List {
         switch state {
         case .connecting, .downloading: .active
-        case .queued, .paused: .waiting
+        case .queued, .scheduled, .paused: .waiting
         case .done, .failed, .cancelled: .stopped
         }
     }
@@ -39,7 +39,7 @@ enum Aria2Status {
         case .cancelled: "aria2.onDownloadStop"
         case .done: "aria2.onDownloadComplete"
         case .failed: "aria2.onDownloadError"
-        case .queued: nil
+        case .queued, .scheduled: nil
         }
     }
 
