@@ -26,7 +26,9 @@ struct InProcessService: Sendable {
 
     /// Runs `body` against a new service whose control API sees each request's peer as `peer` says, then
     /// stops the service's downloads and its event pipeline and closes its store.
-    static func with<T: Sendable>(peer: PeerIdentity = thisUser, _ body: (InProcessService) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(peer: PeerIdentity = thisUser, clock: ServiceClock = .system,
+                                  configure: (inout Service.Configuration) -> Void = { _ in },
+                                  _ body: (InProcessService) async throws -> T) async throws -> T {
         let state = TempDirectory()
         let output = TempDirectory()
         let directory = StateDirectory(path: state.path)
@@ -36,7 +38,8 @@ struct InProcessService: Sendable {
         configuration.idleExit = nil
         configuration.rpc = RPCConfiguration(host: "127.0.0.1", port: 0, secretFile: directory.rpcSecret,
                                              outputDirectory: output.path)
-        let service = Service(configuration: configuration, store: store)
+        configure(&configuration)
+        let service = Service(configuration: configuration, store: store, clock: clock)
         let quiet = Logger(label: "in-process service", factory: { _ in SwiftLogNoOpLogHandler() })
         let applications = try ServiceApplications.build(service: service, peer: peer, logger: quiet)
         let secret = try String(contentsOfFile: directory.rpcSecret, encoding: .utf8)
@@ -48,7 +51,7 @@ struct InProcessService: Sendable {
         do {
             result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask(executorPreference: IOExecutor.shared) {
-                    await ServiceRunner.recordEvents(of: service, into: recorder)
+                    await ServiceRunner.recordEvents(of: service, into: recorder, committingOn: ContinuousClock())
                 }
                 let result: Result<T, any Error>
                 do { result = .success(try await body(harness)) } catch { result = .failure(error) }

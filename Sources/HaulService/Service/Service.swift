@@ -18,6 +18,14 @@ actor Service {
         var idleExit: Duration? = .seconds(60)
         /// The aria2 JSON-RPC face, when on.
         var rpc: RPCConfiguration?
+        /// `--schedule` and `--limit-schedule`: when the queue runs, and its cap at each time of day.
+        var schedule = QueueSchedule()
+        /// The local time of day of a date, in seconds since midnight (the system's time zone; a test's own).
+        var localSecond: @Sendable (Date) -> Int = Service.localSecond
+        /// `--on-queue-done`: run once each time nothing is left running or waiting.
+        var onQueueDone: Hook?
+        /// Keeps the machine awake while downloads run (logind's lock, where there is logind).
+        var inhibitor: any SleepInhibitor = LogindInhibitor()
     }
 
     let configuration: Configuration
@@ -42,6 +50,8 @@ actor Service {
     private var subscribers: [Int: EventBacklog] = [:]
     private var nextSubscriber = 0
     private var idleTimer: Task<Void, Never>?
+    /// The schedule's timer and what it said, the queue's totals, what runs (`Service+Gates`).
+    var gates = ServiceGates()
     /// Why the service ends.
     enum EndReason: Sendable, Equatable {
         /// `haul service stop`, SIGTERM or SIGINT: pause what runs first.
@@ -52,7 +62,7 @@ actor Service {
 
     /// Resumed once, when the service should end.
     private var endWaiters: [CheckedContinuation<EndReason, Never>] = []
-    private var endReason: EndReason?
+    private(set) var endReason: EndReason?
     /// Ids whose download the service itself paused to stop: stored as queued, so the next service continues them.
     private var pausedToStop: [DownloadID] = []
 
@@ -153,6 +163,8 @@ actor Service {
         guard endReason == nil else { return }
         endReason = reason
         idleTimer?.cancel()
+        gates.timer?.cancel()
+        configuration.inhibitor.release()
         for waiter in endWaiters { waiter.resume(returning: reason) }
         endWaiters = []
     }
@@ -221,6 +233,7 @@ actor Service {
             // held in memory; it may attach again.
             subscribers[key] = nil
         }
+        noteForGates(events)
         if stateChanged { checkIdle() }
     }
 
@@ -309,6 +322,8 @@ actor Service {
             added.append(Wire.Added(id: id, file: file))
         }
         _ = await manager.add(named.map(\.job), ids: ids, paused: paused)
+        // A start time: the timer wakes for it too (and one already past is let go now).
+        if jobs.contains(where: { $0.startAfter != nil }) { await reviewSchedule() }
         checkIdle()
         return added
     }
@@ -375,6 +390,7 @@ actor Service {
         status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
         status.jobs = aria2Globals.concurrency
         status.store = store.writeProblem
+        status.schedule = scheduleStatus
         return status
     }
 
