@@ -147,6 +147,7 @@ enum DownloadList {
         if let retry = row.retrying, !row.state.isFinished { return "retry \(retry.attempt) of \(retry.of): \(retry.reason)" }
         switch row.state {
         case .queued: return "queued"
+        case .scheduled: return "scheduled"
         case .connecting: return "connecting"
         case .downloading: return "downloading"
         case .paused: return "paused"
@@ -176,6 +177,7 @@ enum DownloadList {
         case .failed: .red
         case .paused: .yellow
         case .cancelled: .magenta
+        case .scheduled: .blue
         case .queued, .connecting, .downloading: nil
         }
     }
