@@ -107,7 +107,8 @@ import TestSupport
             #expect(add.status == 0, "\(add.stderr)")
             // Opening the FIFO waits for the hook to open it for writing.
             let text = try await within(60, "the queue-done command") {
-                try String(contentsOfFile: fifo, encoding: .utf8)
+                let reader = try #require(FileHandle(forReadingAtPath: fifo))
+                return String(decoding: try reader.readToEnd() ?? Data(), as: UTF8.self)
             }
             #expect(text == """
                 HAUL_BYTES=\((1 << 20) + (20 << 20))

@@ -89,13 +89,14 @@ struct InProcessService: Sendable {
 
     /// Returns once download `id` is in a state `matching` takes: the roster's now, or one of its events
     /// after (waited for, without polling, on a subscription as a client's).
-    func waitFor(_ id: DownloadID, _ what: String, _ matching: @escaping @Sendable (DownloadState) -> Bool)
+    func waitFor(_ id: DownloadID, _ what: String, within seconds: Double = 10,
+                 _ matching: @escaping @Sendable (DownloadState) -> Bool)
         async throws
     {
         let service = service
         let subscription = await service.subscribe()
         do {
-            try await within(10, "download \(id) to be \(what)") {
+            try await within(seconds, "download \(id) to be \(what)") {
                 if let state = await service.roster[id]?.state, matching(state) { return }
                 while let batch = await subscription.events.next() {
                     for event in batch {

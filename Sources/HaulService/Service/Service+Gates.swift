@@ -13,6 +13,9 @@ struct ServiceGates {
     var nextChange: Date?
     /// The overall cap the schedule set last: `.none` while none of its rate windows held.
     var scheduledLimit: Int64?? = .none
+    /// The cap in force when the schedule's is (`.none` once the user set one of their own, until the next
+    /// change of the schedule).
+    var scheduleCap: Int64?? = .none
     /// Downloads that ended since the queue last ran dry, and the bytes of those done.
     var done = 0
     var failed = 0
@@ -45,6 +48,7 @@ extension Service {
         await manager.setTimeGate(TimeGate(open: verdict.open, now: now))
         if verdict.limit != gates.scheduledLimit {
             gates.scheduledLimit = verdict.limit
+            gates.scheduleCap = verdict.limit
             // Leaving every rate window gives back the cap the user set (`+`/`-`, aria2's global option).
             await manager.setOverallReceiveLimit(verdict.limit ?? aria2Globals.overallLimit)
         }
@@ -66,6 +70,11 @@ extension Service {
             guard (try? await clock.sleep(for: sleep)) != nil else { return }
             await self?.reviewSchedule()
         }
+    }
+
+    /// The overall cap in force: the schedule's, unless the user set one since its last change.
+    var limitInForce: Int64? {
+        (gates.scheduleCap ?? aria2Globals.overallLimit).flatMap { $0 > 0 ? $0 : nil }
     }
 
     /// Where the schedule stands, for `status` (the screen's header): nil without a schedule.

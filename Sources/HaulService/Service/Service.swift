@@ -387,7 +387,7 @@ actor Service {
         if let rpcURL, let rpc = configuration.rpc {
             status.rpc = Wire.Status.RPC(url: rpcURL, secretFile: rpc.secretFile)
         }
-        status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
+        status.limit = limitInForce
         status.jobs = aria2Globals.concurrency
         status.store = store.writeProblem
         status.schedule = scheduleStatus
@@ -418,6 +418,8 @@ actor Service {
     func setOverallLimit(_ bytesPerSecond: Int64?) async {
         let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         aria2Globals.overallLimit = limit
+        // It holds until the schedule's next change.
+        gates.scheduleCap = .none
         await manager.setOverallReceiveLimit(limit)
     }
 }
