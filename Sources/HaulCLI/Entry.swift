@@ -135,6 +135,10 @@ package enum Entry {
         if TUILaunch.wanted(command), let code = await TUILaunch.run(command, extraURLs: extra, jobs: metalinks.jobs) {
             return code
         }
+        if command.startAt != nil {
+            TextOutput.standard.err("haul: --start-at waits in the service: use haul add --start-at (or the full screen)")
+            return FailureCategory.usage.exitCode
+        }
         if command.attach {
             TextOutput.standard.err("haul: no URL given (haul alone attaches the full-screen interface to the queue, "
                                     + "which needs a terminal; haul ls lists it)")

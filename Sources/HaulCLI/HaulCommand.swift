@@ -222,6 +222,11 @@ struct HaulCommand: ParsableCommand {
     @Flag(name: .customLong("hook-shell"), help: "Run --on-complete, --on-error and --refresh-with with /bin/sh -c.")
     var hookShell = false
 
+    @Option(name: .customLong("start-at"), help: ArgumentHelp(
+        "Wait as scheduled until this local time (the next time the clock shows it), then start; with the service (haul add, the full screen).",
+        valueName: "HH:MM"))
+    var startAt: String?
+
     @Option(name: .customLong("referer"), help: ArgumentHelp(
         "Send URL as the Referer header; it stays with the download ({referer} in --refresh-with).", valueName: "url"))
     var referer: String?
@@ -304,6 +309,9 @@ struct HaulCommand: ParsableCommand {
             }
         }
         if http1 && http2 { throw ValidationError("--http1.1 and --http2 exclude each other") }
+        if let startAt, TimeWindow.timeOfDay(startAt) == nil {
+            throw ValidationError("--start-at \(startAt): not a time of day such as 23:30")
+        }
         try Self.checkReadable("--cacert", cacert, directory: false)
         try Self.checkReadable("--capath", capath, directory: true)
         try Self.checkReadable("--netrc-file", netrcFile, directory: false)
@@ -441,6 +449,7 @@ struct HaulCommand: ParsableCommand {
         template.timestamping = timestamping
         template.remoteTime = !noRemoteTime
         template.sync = !noSync
+        template.startAfter = startAt.flatMap { TimeWindow.timeOfDay($0) }.map { GateSettings.nextTime(at: $0) }
         return JobMaker(template: template, absolute: absolute,
                         listed: checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:])
     }

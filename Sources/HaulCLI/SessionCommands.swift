@@ -331,6 +331,9 @@ package struct ServiceSettings: ParsableArguments {
         "Where downloads added over the RPC go (default: ~/Downloads).", valueName: "dir"))
     var outputDir: String?
 
+    /// `--schedule`, `--limit-schedule`, `--on-queue-done` (GateSettings).
+    @OptionGroup package var gates: GateSettings
+
     /// Refused with a reason: any local user can read a process's arguments.
     @Option(name: .customLong("rpc-secret"), help: .hidden)
     var rpcSecret: String?
@@ -377,7 +380,7 @@ package struct ServiceSettings: ParsableArguments {
 
     /// The arguments of `haul service run` for these settings, with every path made absolute.
     var arguments: [String] {
-        var list = ["--jobs", String(jobs)]
+        var list = ["--jobs", String(jobs)] + gates.arguments
         if let idleExit { list += ["--idle-exit", String(idleExit)] }
         if let rpcListen {
             list += ["--rpc-listen", rpcListen, "--output-dir", downloadDirectory]

@@ -64,6 +64,9 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// `dir`, checked against the allowed roots when the download was added: a link swapped in below the
     /// root before the download starts must not lead it elsewhere). nil: the path is opened as it is.
     package var confinedTo: String?
+    /// `--start-at`: the download waits as `scheduled` until this wall-clock time (seconds since 1970, UTC),
+    /// resolved from the user's HH:MM where it was added; nil: it may start at once.
+    package var startAfter: Double?
 
     /// The download whose answer was a metalink that listed this file (aria2's `following`; that one's
     /// `followedBy` lists this one). Kept with the job, so that a restarted service still links them, and so
@@ -117,7 +120,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
             headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
-            followedFrom
+            followedFrom, startAfter
         case sequential
     }
 
@@ -154,6 +157,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         confinedTo = try container.decodeIfPresent(String.self, forKey: .confinedTo)
         sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
         followedFrom = try container.decodeIfPresent(DownloadID.self, forKey: .followedFrom)
+        startAfter = try container.decodeIfPresent(Double.self, forKey: .startAfter)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -187,5 +191,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encodeIfPresent(confinedTo, forKey: .confinedTo)
         if sequential { try container.encode(sequential, forKey: .sequential) }
         try container.encodeIfPresent(followedFrom, forKey: .followedFrom)
+        try container.encodeIfPresent(startAfter, forKey: .startAfter)
     }
 }

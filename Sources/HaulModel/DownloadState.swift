@@ -4,6 +4,9 @@ package typealias DownloadID = Int
 /// Where one download stands.
 package enum DownloadState: Sendable, Equatable, Codable {
     case queued
+    /// Waiting for its time: outside the queue's `schedule` windows, or before its `--start-at`. It starts
+    /// by itself when that comes, as a queued one does.
+    case scheduled
     case connecting
     case downloading
     /// Stopped by the user with `.part` kept; `resume` continues it.
@@ -22,7 +25,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
     package var isFinished: Bool {
         switch self {
         case .done, .failed, .cancelled, .paused: true
-        case .queued, .connecting, .downloading, .noSpace: false
+        case .queued, .scheduled, .connecting, .downloading, .noSpace: false
         }
     }
 
@@ -43,11 +46,12 @@ package enum DownloadState: Sendable, Equatable, Codable {
         self == .connecting || self == .downloading
     }
 
-    /// The word for it in `haul ls`, `--json` and on the socket: queued, connecting, downloading, paused,
-    /// done, failed, cancelled, no space.
+    /// The word for it in `haul ls`, `--json` and on the socket: queued, scheduled, connecting, downloading,
+    /// paused, done, failed, cancelled, no space.
     package var name: String {
         switch self {
         case .queued: "queued"
+        case .scheduled: "scheduled"
         case .connecting: "connecting"
         case .downloading: "downloading"
         case .paused: "paused"
@@ -62,6 +66,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
     package init?(name: String, error: HaulError? = nil) {
         switch name {
         case "queued": self = .queued
+        case "scheduled": self = .scheduled
         case "connecting": self = .connecting
         case "downloading": self = .downloading
         case "paused": self = .paused
@@ -78,7 +83,7 @@ package enum DownloadState: Sendable, Equatable, Codable {
         switch self {
         case .done: 0
         case .failed(let error), .noSpace(let error): error.category.exitCode
-        case .cancelled, .paused, .queued, .connecting, .downloading: FailureCategory.cancelled.exitCode
+        case .cancelled, .paused, .queued, .scheduled, .connecting, .downloading: FailureCategory.cancelled.exitCode
         }
     }
 }

@@ -61,6 +61,10 @@ package struct RemoteControl: DownloadControl {
         get async { (try? await client.status())?.limit }
     }
 
+    package var schedule: ScheduleStatus? {
+        get async { (try? await client.status())?.schedule }
+    }
+
     /// The downloads are the service's: nothing of this process to wait for.
     package func waitUntilIdle() async {}
 

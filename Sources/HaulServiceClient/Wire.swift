@@ -263,6 +263,8 @@ package enum Wire {
         package var jobs: Int?
         /// Why the queue cannot be written now (its file read-only), in one line; absent when it can.
         package var store: String?
+        /// Where the queue's schedule stands (`--schedule`, `--limit-schedule`); absent without one.
+        package var schedule: ScheduleStatus?
 
         /// What to give an aria2 front end: the URL, and the file that holds the secret (never the secret).
         package struct RPC: Codable, Sendable, Equatable {
@@ -276,7 +278,7 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case running, pid, socket, downloads, active, attached, version, rpc, limit, jobs, store
+            case running, pid, socket, downloads, active, attached, version, rpc, limit, jobs, store, schedule
         }
 
         /// Every key; `pid` is `null` when no service runs.
@@ -293,6 +295,7 @@ package enum Wire {
             try container.encodeIfPresent(limit, forKey: .limit)
             try container.encodeIfPresent(jobs, forKey: .jobs)
             try container.encodeIfPresent(store, forKey: .store)
+            try container.encodeIfPresent(schedule, forKey: .schedule)
         }
 
         package init(running: Bool, pid: Int32?, socket: String, downloads: Int, active: Int,

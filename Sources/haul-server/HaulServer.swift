@@ -34,6 +34,9 @@ struct Server: ServerParts {
         options.idleExit = settings.idleExit.map { .milliseconds(Int64($0 * 1000)) }
             ?? (options.rpc == nil ? .seconds(60) : nil)
         options.readyDescriptor = readyDescriptor
+        // Checked as the settings were parsed (`GateSettings.validate`).
+        options.schedule = (try? settings.gates.queueSchedule) ?? QueueSchedule()
+        options.onQueueDone = settings.gates.queueDoneHook
         let ready = options
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let (stops, sink) = AsyncStream.makeStream(of: Void.self)

@@ -26,7 +26,9 @@ struct InProcessService: Sendable {
 
     /// Runs `body` against a new service whose control API sees each request's peer as `peer` says, then
     /// stops the service's downloads and its event pipeline and closes its store.
-    static func with<T: Sendable>(peer: PeerIdentity = thisUser, _ body: (InProcessService) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(peer: PeerIdentity = thisUser, clock: ServiceClock = .system,
+                                  configure: (inout Service.Configuration) -> Void = { _ in },
+                                  _ body: (InProcessService) async throws -> T) async throws -> T {
         let state = TempDirectory()
         let output = TempDirectory()
         let directory = StateDirectory(path: state.path)
@@ -36,7 +38,8 @@ struct InProcessService: Sendable {
         configuration.idleExit = nil
         configuration.rpc = RPCConfiguration(host: "127.0.0.1", port: 0, secretFile: directory.rpcSecret,
                                              outputDirectory: output.path)
-        let service = Service(configuration: configuration, store: store)
+        configure(&configuration)
+        let service = Service(configuration: configuration, store: store, clock: clock)
         let quiet = Logger(label: "in-process service", factory: { _ in SwiftLogNoOpLogHandler() })
         let applications = try ServiceApplications.build(service: service, peer: peer, logger: quiet)
         let secret = try String(contentsOfFile: directory.rpcSecret, encoding: .utf8)
@@ -49,7 +52,7 @@ struct InProcessService: Sendable {
         do {
             result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask(executorPreference: IOExecutor.shared) {
-                    await ServiceRunner.recordEvents(of: service, into: recorder)
+                    await ServiceRunner.recordEvents(of: service, into: recorder, committingOn: ContinuousClock())
                 }
                 let result: Result<T, any Error>
                 do { result = .success(try await body(harness)) } catch { result = .failure(error) }
@@ -87,13 +90,14 @@ struct InProcessService: Sendable {
 
     /// Returns once download `id` is in a state `matching` takes: the roster's now, or one of its events
     /// after (waited for, without polling, on a subscription as a client's).
-    func waitFor(_ id: DownloadID, _ what: String, _ matching: @escaping @Sendable (DownloadState) -> Bool)
+    func waitFor(_ id: DownloadID, _ what: String, within seconds: Double = 10,
+                 _ matching: @escaping @Sendable (DownloadState) -> Bool)
         async throws
     {
         let service = service
         let subscription = await service.subscribe()
         do {
-            try await within(10, "download \(id) to be \(what)") {
+            try await within(seconds, "download \(id) to be \(what)") {
                 if let state = await service.roster[id]?.state, matching(state) { return }
                 while let batch = await subscription.events.next() {
                     for event in batch {

@@ -28,6 +28,8 @@ package protocol DownloadControl: Sendable {
     func setOverallLimit(_ bytesPerSecond: Int64?) async
     /// The overall receive cap now.
     var overallLimit: Int64? { get async }
+    /// Where the service's schedule stands; nil without one (and in a process of its own).
+    var schedule: ScheduleStatus? { get async }
     /// Returns when what this front end is responsible for has stopped: every task of an in-process
     /// manager; nothing for a client of the service, whose downloads are the service's.
     func waitUntilIdle() async
@@ -63,4 +65,11 @@ extension DownloadManager: DownloadControl {
     }
 
     package nonisolated var outlivesFrontEnd: Bool { false }
+}
+
+extension DownloadControl {
+    /// A front end's own manager has no schedule: the service keeps it.
+    package var schedule: ScheduleStatus? {
+        get async { nil }
+    }
 }

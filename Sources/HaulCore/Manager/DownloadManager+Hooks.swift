@@ -23,6 +23,14 @@ extension DownloadManager {
             id: id, job: entry.job, path: result.path, bytes: result.bytes, error: nil), after: gate())
     }
 
+    /// Runs the service's `--on-queue-done` command with `environment` (the queue's totals) once `gate`
+    /// returns (the store holding the downloads' ends it counts), as the other hooks wait; counted from now,
+    /// so a stop waits for it.
+    package nonisolated func runQueueDoneHook(_ hook: Hook, environment: [String: String],
+                                              after gate: @escaping @Sendable () async -> Void) {
+        hooks.run(hook, name: "--on-queue-done", environment: environment, after: gate)
+    }
+
     /// What a hook is told, in its environment: nothing secret (the URL's password is masked).
     static func hookEnvironment(id: DownloadID, job: DownloadJob, path: String, bytes: Int64?,
                                 error: HaulError?) -> [String: String] {

@@ -33,8 +33,8 @@ extension DownloadManager {
                 return .failure(HaulError(.usage, "download \(id) is still stopping; try again in a moment"))
             }
         case .done: return .failure(HaulError(.usage, "download \(id) is done; there is nothing to refresh"))
-        case .queued, .noSpace:
-            return .failure(HaulError(.usage, "download \(id) is queued; pause it first"))
+        case .queued, .noSpace, .scheduled:
+            return .failure(HaulError(.usage, "download \(id) is \(entry.state.name); pause it first"))
         case .connecting, .downloading:
             return .failure(HaulError(.usage, "download \(id) is running; pause it first"))
         }

@@ -27,7 +27,7 @@ package actor DownloadManager {
     var running: [DownloadID: Task<Void, Never>] = [:]
     /// Running downloads whose bytes have all come, now writing, syncing and naming their files: they hold no
     /// slot (at most `finishingLimit` of them at once; one past that keeps its slot until it can join them).
-    private var finishing: Set<DownloadID> = []
+    var finishing: Set<DownloadID> = []
     /// Descriptors the running downloads may hold together (`OpenFilesLimit.downloadBudget`), and what the
     /// running ones hold by that count: a download that would take the process past its open-files limit
     /// waits for one to end, as for a slot (past the limit downloads fail with "Too many open files", and the
@@ -54,6 +54,11 @@ package actor DownloadManager {
     let roomWatch: RoomWatch?
     var roomWaiters: [DownloadID] = []
     var roomTimer: Task<Void, Never>?
+    /// The queue's time gate (`setTimeGate`): the schedule's window and the wall-clock time `--start-at` is
+    /// compared with, as the service's clock last said. Open, and past every start time, until told.
+    var timeGate = TimeGate()
+    /// Downloads waiting for their time (`scheduled`), in queue order: `setTimeGate` puts them back in the queue.
+    var held: [DownloadID] = []
 
     /// Downloads at once unless told (`--jobs`).
     package static let defaultConcurrency = 4
@@ -160,7 +165,7 @@ package actor DownloadManager {
                 setState(id, .cancelled)
                 return
             }
-            guard entry.stopIntent == nil || entry.state == .queued else { return }
+            guard entry.stopIntent == nil || entry.state == .queued || entry.state == .scheduled else { return }
             entries[id]?.stopIntent = outcome
             task.cancel()
             // The task says `.downloading` itself, from its own thread: after this, it does not.
@@ -170,9 +175,9 @@ package actor DownloadManager {
             } else {
                 setState(id, outcome)
             }
-        } else if entry.state == .queued || entry.state.isWaitingForRoom
+        } else if entry.state == .queued || entry.state == .scheduled || entry.state.isWaitingForRoom
                     || (entry.state == .paused && outcome == .cancelled) {
-            // Left in `waiting`; skipped when its turn comes because it is no longer queued. A paused one
+            // Left in `waiting` (or `held`); skipped when its turn comes because it is no longer queued. A paused one
             // may be cancelled too (`haul cancel`, aria2's `remove`): its `.part` stays, as a running one's.
             // One waiting for room leaves `roomWaiters` when next looked at.
             setState(id, outcome)
@@ -185,6 +190,11 @@ package actor DownloadManager {
             let id = waiting[waitingHead]
             guard let entry = entries[id], entry.state == .queued, running[id] == nil, !refreshing.contains(id) else {
                 waitingHead += 1
+                continue
+            }
+            if let waitsAs = hold(entry) {
+                waitingHead += 1
+                park(id, as: waitsAs)
                 continue
             }
             // Past the open-files budget: it waits (at the head) for a running one to end.
@@ -309,6 +319,9 @@ package actor DownloadManager {
             if entry.state == .queued {
                 // Resumed or retried while it was still stopping: its turn comes again now.
                 waiting.append(id)
+            } else if entry.state == .scheduled {
+                // Stopped when its window closed: it waits, its bytes kept, for the next to open.
+                parkAgain(id, entry)
             } else if entry.stopIntent == nil, !waitForRoom(id, entry, error) {
                 // An address that stopped working, and a `--refresh-with` command to find the next one.
                 let refresh = refreshAutomatically(id, entry, error, path: path)

@@ -6,11 +6,11 @@ enum Aria2Status {
     /// The size of aria2's "pieces", for the clients that show `numPieces` (haul keeps ranges, not pieces).
     static let pieceLength: Int64 = 1 << 20
 
-    /// active (connecting, downloading), waiting (queued, and no space: it starts by itself once there is
-    /// room), paused, error (failed), complete (done), removed (cancelled).
+    /// active (connecting, downloading), waiting (queued, scheduled, and no space: it starts by itself once
+    /// there is room), paused, error (failed), complete (done), removed (cancelled).
     static func name(of state: DownloadState) -> String {
         switch state {
-        case .queued, .noSpace: "waiting"
+        case .queued, .scheduled, .noSpace: "waiting"
         case .connecting, .downloading: "active"
         case .paused: "paused"
         case .done: "complete"
@@ -25,7 +25,7 @@ enum Aria2Status {
     static func list(of state: DownloadState) -> List {
         switch state {
         case .connecting, .downloading: .active
-        case .queued, .paused, .noSpace: .waiting
+        case .queued, .scheduled, .paused, .noSpace: .waiting
         case .done, .failed, .cancelled: .stopped
         }
     }
@@ -39,7 +39,7 @@ enum Aria2Status {
         case .cancelled: "aria2.onDownloadStop"
         case .done: "aria2.onDownloadComplete"
         case .failed: "aria2.onDownloadError"
-        case .queued, .noSpace: nil
+        case .queued, .scheduled, .noSpace: nil
         }
     }
 

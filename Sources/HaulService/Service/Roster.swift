@@ -87,7 +87,7 @@ struct Roster: Sendable {
     mutating func insert(_ entry: Entry) {
         active += Self.activeCount(entry.state) - Self.activeCount(entries[entry.id]?.state)
         ids[entry.gid] = entry.id
-        if entry.state == .queued || entry.state == .paused || entry.state.isWaitingForRoom { wait(entry.id) }
+        if entry.state == .queued || entry.state == .scheduled || entry.state == .paused || entry.state.isWaitingForRoom { wait(entry.id) }
         if entries[entry.id] == nil {
             // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
             if let last = order.last, last > entry.id {
@@ -117,7 +117,7 @@ struct Roster: Sendable {
             guard let before = entries[id]?.state else { return }
             active += Self.activeCount(state) - Self.activeCount(before)
             entries[id]?.record.apply(event, at: now)
-            if state == .queued || state == .paused || state.isWaitingForRoom {
+            if state == .queued || state == .scheduled || state == .paused || state.isWaitingForRoom {
                 wait(id)
             } else {
                 stopWaiting(id)

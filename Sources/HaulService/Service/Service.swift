@@ -18,6 +18,14 @@ actor Service {
         var idleExit: Duration? = .seconds(60)
         /// The aria2 JSON-RPC face, when on.
         var rpc: RPCConfiguration?
+        /// `--schedule` and `--limit-schedule`: when the queue runs, and its cap at each time of day.
+        var schedule = QueueSchedule()
+        /// The local time of day of a date, in seconds since midnight (the system's time zone; a test's own).
+        var localSecond: @Sendable (Date) -> Int = Service.localSecond
+        /// `--on-queue-done`: run once each time nothing is left running or waiting.
+        var onQueueDone: Hook?
+        /// Keeps the machine awake while downloads run (logind's lock, where there is logind).
+        var inhibitor: any SleepInhibitor = LogindInhibitor()
     }
 
     let configuration: Configuration
@@ -42,6 +50,8 @@ actor Service {
     private var subscribers: [Int: EventBacklog] = [:]
     private var nextSubscriber = 0
     private var idleTimer: Task<Void, Never>?
+    /// The schedule's timer and what it said, the queue's totals, what runs (`Service+Gates`).
+    var gates = ServiceGates()
     /// Why the service ends.
     enum EndReason: Sendable, Equatable {
         /// `haul service stop`, SIGTERM or SIGINT: pause what runs first.
@@ -156,6 +166,8 @@ actor Service {
         guard endReason == nil else { return }
         endReason = reason
         idleTimer?.cancel()
+        gates.timer?.cancel()
+        configuration.inhibitor.release()
         for waiter in endWaiters { waiter.resume(returning: reason) }
         endWaiters = []
     }
@@ -224,6 +236,7 @@ actor Service {
             // held in memory; it may attach again.
             subscribers[key] = nil
         }
+        noteForGates(events)
         if stateChanged { checkIdle() }
     }
 
@@ -318,6 +331,8 @@ actor Service {
             added.append(Wire.Added(id: id, file: file))
         }
         _ = await manager.add(named.map(\.job), ids: ids, paused: paused)
+        // A start time: the timer wakes for it too (and one already past is let go now).
+        if jobs.contains(where: { $0.startAfter != nil }) { await reviewSchedule() }
         checkIdle()
         return added
     }
@@ -381,9 +396,10 @@ actor Service {
         if let rpcURL, let rpc = configuration.rpc {
             status.rpc = Wire.Status.RPC(url: rpcURL, secretFile: rpc.secretFile)
         }
-        status.limit = aria2Globals.overallLimit.flatMap { $0 > 0 ? $0 : nil }
+        status.limit = limitInForce
         status.jobs = aria2Globals.concurrency
         status.store = store.writeProblem
+        status.schedule = scheduleStatus
         return status
     }
 
@@ -411,6 +427,8 @@ actor Service {
     func setOverallLimit(_ bytesPerSecond: Int64?) async {
         let limit = bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
         aria2Globals.overallLimit = limit
+        // It holds until the schedule's next change.
+        gates.scheduleCap = .none
         await manager.setOverallReceiveLimit(limit)
     }
 }

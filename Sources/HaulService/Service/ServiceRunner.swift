@@ -19,6 +19,10 @@ package enum ServiceRunner {
         /// A descriptor to write one byte to (then close) once the socket accepts connections: how the
         /// client that started the service knows it may connect.
         package var readyDescriptor: Int32?
+        /// `--schedule`, `--limit-schedule`: when the queue runs, and its cap at each time of day.
+        package var schedule = QueueSchedule()
+        /// `--on-queue-done`.
+        package var onQueueDone: Hook?
 
         package init(directory: StateDirectory) {
             self.directory = directory
@@ -75,6 +79,8 @@ package enum ServiceRunner {
         configuration.concurrency = options.concurrency
         configuration.idleExit = options.idleExit
         configuration.rpc = options.rpc
+        configuration.schedule = options.schedule
+        configuration.onQueueDone = options.onQueueDone
         let service = Service(configuration: configuration, store: store, clock: clock)
         let socket = directory.socket
         // The socket this service bound: the one it removes as it ends, and no other.
@@ -101,6 +107,8 @@ package enum ServiceRunner {
         await service.holdNamesUntilStored()
         await service.followMetalinks()
 
+        // The schedule and the start times first: a restored download waits for its window.
+        await service.reviewSchedule()
         let continued: [DownloadID]
         do { continued = try await service.restore() } catch { throw HaulError(.fileIO, error.message) }
 
@@ -133,8 +141,16 @@ package enum ServiceRunner {
     /// The store's writes block: run it on the I/O executor's threads (default actors run on the task's
     /// preferred executor), never on the two cooperative ones.
     static func recordEvents(of service: Service, into recorder: Recorder) async {
+        await recordEvents(of: service, into: recorder, committingOn: service.clock)
+    }
+
+    /// The same with the group commit's wait on `clock`: a test that holds the service's clock still (to
+    /// step a schedule) lets its store commit on the system's.
+    static func recordEvents<C: Clock>(of service: Service, into recorder: Recorder, committingOn clock: C) async
+        where C.Duration == Duration
+    {
         guard let batches = service.manager.batches else { preconditionFailure("the service's manager batches its events") }
-        await StoreCommits(backlog: batches, clock: service.clock).run(applying: { events in
+        await StoreCommits(backlog: batches, clock: clock).run(applying: { events in
             await service.apply(events)
         }) { events in
             await recorder.record(events)

@@ -3,8 +3,10 @@ import HaulCore
 /// How a `DownloadState` is spelled in the `state` column (the words of `haul ls --json`); a failure's
 /// category, message and reason go to `errorCategory`, `errorMessage` and `errorReason` beside it.
 extension DownloadState {
-    /// The `state` column is `name`: the words of `haul ls --json`.
-    var storedName: String { name }
+    /// The `state` column is `name`: the words of `haul ls --json`. A download waiting for its time is stored
+    /// as queued: whether it still waits is the next service's to decide, from its schedule and the job's
+    /// start time, and the column's values (and an older haul reading them) stay as they were.
+    var storedName: String { self == .scheduled ? Self.queued.name : name }
 
     /// The states a service re-enqueues when it starts: the ones a stopped service left mid-way, and those
     /// that waited for room (the queue checks the room again).
@@ -23,7 +25,7 @@ extension DownloadState {
     var endsRun: Bool {
         switch self {
         case .done, .failed, .cancelled: true
-        case .queued, .connecting, .downloading, .paused, .noSpace: false
+        case .queued, .scheduled, .connecting, .downloading, .paused, .noSpace: false
         }
     }
 }

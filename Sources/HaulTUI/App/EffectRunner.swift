@@ -103,7 +103,10 @@ extension AppLoop {
         func loadLimit(in group: inout TaskGroup<Void>) {
             let manager = loop.manager
             let sink = self.sink
-            group.addTask { sink.yield(.message(.limitLoaded(await manager.overallLimit))) }
+            group.addTask {
+                sink.yield(.message(.limitLoaded(await manager.overallLimit)))
+                sink.yield(.message(.scheduleLoaded(await manager.schedule)))
+            }
         }
 
         /// After `delay` on the loop's clock, connects to the service again (in place of any link before), and

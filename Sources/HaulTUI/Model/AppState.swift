@@ -81,6 +81,11 @@ struct AppState: Sendable, Equatable {
     var reconnectStep = 0
     /// The overall receive cap (bytes per second) that `+`/`-` change; nil = none.
     var overallLimit: Int64?
+    /// Where the service's schedule stands (the header shows it); nil without one. Asked again when its next
+    /// change comes, counted down in the screen's seconds (`scheduleCountdown`), or every 30 s at most.
+    var schedule: ScheduleStatus?
+    var scheduleCountdown = 0
+    static let scheduleRecheck = 30
     /// A download seen running for `notifyAfterSeconds` of the clock tells the desktop when it is done.
     var notify = true
     /// `v` shows pictures (`--pictures none` turns it off).
@@ -196,7 +201,7 @@ struct DownloadRow: Sendable, Equatable {
     var isRunning: Bool {
         if case .some = pendingStop { return false }
         switch record.state {
-        case .queued, .connecting, .downloading, .noSpace: return true
+        case .queued, .scheduled, .connecting, .downloading, .noSpace: return true
         case .paused, .done, .failed, .cancelled: return false
         }
     }

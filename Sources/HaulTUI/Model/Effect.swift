@@ -37,7 +37,8 @@ enum Effect: Sendable, Equatable {
     /// Connect to the service again after `after` (on the loop's clock), starting it when none runs; then
     /// follow its events from the snapshot on.
     case reconnect(after: Duration)
-    /// Ask the service for its overall cap (after connecting again: it may have restarted without it).
+    /// Ask the service for its overall cap and its schedule (after connecting again: it may have restarted
+    /// without it; when the schedule's next change has come).
     case loadLimit
     /// Leave: restore the terminal; with `pausing`, pause every running download first (they stay resumable).
     case quit(pausing: Bool)

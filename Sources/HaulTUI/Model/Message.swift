@@ -19,6 +19,8 @@ enum Message: Sendable, Equatable {
     case interrupt
     /// The overall cap in force when the screen started (the service's, or `--limit-rate`).
     case limitLoaded(Int64?)
+    /// Where the service's schedule stands, loaded with the cap (`Effect.loadLimit`).
+    case scheduleLoaded(ScheduleStatus?)
     /// A line for the footer (an effect that could not be carried out).
     case notice(String)
     /// What became of the connection to the service (a screen attached to it).

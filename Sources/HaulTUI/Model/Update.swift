@@ -33,7 +33,7 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
         effects = quit(&state, pausing: state.pausesOnInterrupt)
     case .service(let change):
         effects = state.quitting ? [] : apply(change, to: &state)
-    case .limitLoaded, .notice, .filesLoaded, .statusLoaded, .pictureLoaded, .pictureDescribed:
+    case .limitLoaded, .scheduleLoaded, .notice, .filesLoaded, .statusLoaded, .pictureLoaded, .pictureDescribed:
         load(message, into: &state)
         effects = []
     }
@@ -62,6 +62,19 @@ private func press(_ key: Key, in state: inout AppState) -> [Effect] {
 private func tick(_ state: inout AppState) -> [Effect] {
     if state.clockRunning { state.elapsedSeconds += 1 }
     state.now = state.now + .seconds(1)
+    // The schedule's next change has come: the window, the cap and the next change are asked for again.
+    if state.schedule != nil {
+        state.scheduleCountdown -= 1
+        if state.scheduleCountdown <= 0 {
+            state.scheduleCountdown = AppState.scheduleRecheck
+            return [.loadLimit] + tickRest(&state)
+        }
+    }
+    return tickRest(&state)
+}
+
+/// What a second does to the rows and an open picture or details.
+private func tickRest(_ state: inout AppState) -> [Effect] {
     for index in state.rows.indices where state.rows[index].isRunning {
         state.rows[index].secondsWatched += 1
         state.rows[index].bytesPerSecond = state.rows[index].record.speed(at: state.now)
@@ -108,6 +121,10 @@ private func load(_ message: Message, into state: inout AppState) {
     switch message {
     case .limitLoaded(let limit):
         state.overallLimit = limit
+    case .scheduleLoaded(let schedule):
+        state.schedule = schedule
+        // A second past the change, so that the service has made it.
+        state.scheduleCountdown = min(AppState.scheduleRecheck, (schedule?.secondsToNext ?? .max - 1) + 1)
     case .notice(let line):
         state.message = line
     case .filesLoaded(.success(let files)):

@@ -148,6 +148,7 @@ enum DownloadList {
         if row.record.filesRemoved != nil, row.state.isFinished { return "removed with files" }
         switch row.state {
         case .queued: return "queued"
+        case .scheduled: return "scheduled"
         case .connecting: return "connecting"
         case .downloading: return "downloading"
         case .paused: return "paused"
@@ -178,6 +179,7 @@ enum DownloadList {
         case .failed: .red
         case .paused, .noSpace: .yellow
         case .cancelled: .magenta
+        case .scheduled: .blue
         case .queued, .connecting, .downloading: nil
         }
     }

@@ -19,8 +19,11 @@ enum Header {
         // The cap, when there is one, beside the speed it bounds: "1.20 MiB/s ≤ 2.00 MiB/s".
         let speed = ByteFormat.rate(state.totalSpeed) + (state.overallLimit.map { " \(glyphs.atMost) \(ByteFormat.rate(Double($0)))" } ?? "")
         let view = state.view == .downloads ? "Downloads" : "Files"
+        let schedule = state.schedule.map { scheduleText($0, glyphs: glyphs) + "  " } ?? ""
         // Each candidate, most complete first; the first that fits is drawn.
         let candidates: [(left: String, right: String)] = [
+            (" haul \(glyphs.separator) \(view)", "\(schedule)elapsed \(clock)  \(speed)  \(done) "),
+            (" haul", "\(schedule)\(clock)  \(speed)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "elapsed \(clock)  \(speed)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "\(clock)  \(speed)  \(done) "),
             (" haul", "\(clock)  \(speed)  \(done) "),
@@ -41,6 +44,21 @@ enum Header {
 }
 
 extension Header {
+    /// Where the schedule stands: the window open now ("window 01:00-07:00 open") or the next to open
+    /// ("closed till 01:00-07:00"), the cap a rate window sets ("≤ 1.00 MiB/s", "no cap"), and when the next
+    /// change comes ("next 07:00").
+    static func scheduleText(_ schedule: ScheduleStatus, glyphs: Glyphs) -> String {
+        var parts: [String] = []
+        if let window = schedule.window {
+            parts.append(schedule.open ? "window \(window) open" : "closed till \(window)")
+        }
+        if let limit = schedule.limit {
+            parts.append(limit > 0 ? "\(glyphs.atMost) \(ByteFormat.rate(Double(limit)))" : "no cap")
+        }
+        if let next = schedule.nextClock { parts.append("next \(next)") }
+        return parts.joined(separator: ", ")
+    }
+
     /// The line an attached screen shows while the service is away, or while its snapshot comes back.
     static func connectionLine(_ state: AppState, glyphs: Glyphs) -> (short: String, long: String)? {
         switch state.connection {
