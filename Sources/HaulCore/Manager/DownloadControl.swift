@@ -15,6 +15,8 @@ package protocol DownloadControl: Sendable {
     func resumeAll() async
     func retry(_ id: DownloadID) async
     func remove(_ id: DownloadID) async
+    /// Moves a queued or paused download in the waiting queue; the move comes back as a `moved` event.
+    func move(_ id: DownloadID, _ place: QueuePlace) async
     /// Gives a paused or failed download a new address that serves the same file; it continues from its bytes
     /// on disk (how many it keeps), or the line that says why not.
     func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError>
