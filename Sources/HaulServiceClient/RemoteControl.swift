@@ -30,6 +30,7 @@ package struct RemoteControl: DownloadControl {
     package func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
+    package func move(_ id: DownloadID, _ place: QueuePlace) async { _ = try? await client.move(id, to: place) }
 
     package func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError> {
         do throws(HaulError) {

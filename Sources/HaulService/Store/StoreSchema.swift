@@ -56,6 +56,16 @@ enum StoreSchema {
             // with `errorCategory` when one is known. Rows failed before have none: their reason is unknown.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN errorReason TEXT")
         }
+        migrator.registerMigration("v5") { db in
+            // `queueRank`: the order of the waiting queue (queued and paused downloads, the first to start
+            // lowest), as `haul move` and aria2's `changePosition` arrange it; a new download takes the highest
+            // rank, one that stopped running the lowest. Rows stored before wait in the order of their ids.
+            try db.execute(sql: """
+                ALTER TABLE download ADD COLUMN queueRank INTEGER;
+                UPDATE download SET queueRank = id;
+                CREATE INDEX download_queueRank ON download(queueRank);
+                """)
+        }
         return migrator
     }()
 

@@ -97,6 +97,8 @@ struct StoreWriter: Sendable {
                 latest[id] = nil
                 lastWrite[id] = nil
                 batch.append(event)
+            case .moved:
+                batch.append(event)
             }
         }
         for id in pending.keys.sorted() {
