@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func helpOverlay() {
-        var state = Fixtures.mixed(Size(columns: 80, rows: 24))
+        var state = Fixtures.mixed(Size(columns: 80, rows: 27))
         state.overlay = .help
         #expect(lines(state) == [
             " haul │ Downloads                         elapsed 0:42  13.8 MiB/s  1 of 9 done",
@@ -133,8 +133,11 @@ import Testing
             " done.i│   r         retry a failed or cancelled download               │",
             " missin│   u         new address for a paused or failed download        │r answ…",
             " stoppe│   d Delete  remove a finished row (files stay)                 │",
-            " photo-│   v         show the selected JPEG (live while it downloads)   │rtial …",
-            " large.│   o O       open the finished file / its folder (xdg-open)     │",
+            " photo-│   K J T B   move in the queue: up / down / to the top / bottom │rtial …",
+            " large.│   s         sort: queue, added, finished, name, size, %, speed │",
+            "       │   /         filter by name (Enter keeps it, Esc clears it)     │",
+            "       │   v         show the selected JPEG (live while it downloads)   │",
+            "       │   o O       open the finished file / its folder (xdg-open)     │",
             "       │ Files view                                                     │",
             "       │   Enter     download the selected file, 1 connection           │",
             "       │   m         download it in 4 parts at once                     │",

@@ -59,6 +59,7 @@ extension AppLoop {
             case .resumeAll: await manager.resumeAll()
             case .retry(let id): await manager.retry(id)
             case .remove(let id): await manager.remove(id)
+            case .move(let id, let place): await manager.move(id, place)
             case .refresh(let id, let url):
                 // The check asks the new address for a block: the loop goes on meanwhile.
                 let sink = self.sink

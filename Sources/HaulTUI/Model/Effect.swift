@@ -14,6 +14,8 @@ enum Effect: Sendable, Equatable {
     case resumeAll
     case retry(DownloadID)
     case remove(DownloadID)
+    /// `K`/`J`/`T`/`B`: move a waiting download in the queue.
+    case move(DownloadID, QueuePlace)
     /// `u`: give the download this new address (the same file, its bytes kept); the outcome is a notice.
     case refresh(DownloadID, url: String)
     case startClock
@@ -46,7 +48,7 @@ extension Effect {
     /// the service is gone.
     var goesToTheManager: Bool {
         switch self {
-        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .refresh,
+        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .move, .refresh,
             .setLimit, .setOverallLimit:
             true
         case .startClock, .stopClock, .loadFiles, .showPicture, .describePicture, .open, .notify, .reconnect,

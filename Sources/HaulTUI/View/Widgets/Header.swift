@@ -19,8 +19,12 @@ enum Header {
         // The cap, when there is one, beside the speed it bounds: "1.20 MiB/s ≤ 2.00 MiB/s".
         let speed = ByteFormat.rate(state.totalSpeed) + (state.overallLimit.map { " \(glyphs.atMost) \(ByteFormat.rate(Double($0)))" } ?? "")
         let view = state.view == .downloads ? "Downloads" : "Files"
+        let arranged = arrangement(state, glyphs: glyphs)
         // Each candidate, most complete first; the first that fits is drawn.
         let candidates: [(left: String, right: String)] = [
+            (" haul \(glyphs.separator) \(view)\(arranged)", "elapsed \(clock)  \(speed)  \(done) "),
+            (" haul \(glyphs.separator) \(view)\(arranged)", "\(clock)  \(speed)  \(done) "),
+            (" haul\(arranged)", "\(clock)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "elapsed \(clock)  \(speed)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "\(clock)  \(speed)  \(done) "),
             (" haul", "\(clock)  \(speed)  \(done) "),
@@ -41,6 +45,17 @@ enum Header {
 }
 
 extension Header {
+    /// The downloads view's sort and filter when not the plain queue: " │ by name │ /iso (3 of 120)".
+    static func arrangement(_ state: AppState, glyphs: Glyphs) -> String {
+        guard state.view == .downloads else { return "" }
+        var text = ""
+        if state.listing.sort != .queue { text += " \(glyphs.separator) by \(state.listing.sort.label)" }
+        if !state.listing.filter.isEmpty {
+            text += " \(glyphs.separator) /\(state.listing.filter) (\(state.shownIndices.count) of \(state.rows.count))"
+        }
+        return text
+    }
+
     /// The line an attached screen shows while the service is away, or while its snapshot comes back.
     static func connectionLine(_ state: AppState, glyphs: Glyphs) -> (short: String, long: String)? {
         switch state.connection {
