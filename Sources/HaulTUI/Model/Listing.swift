@@ -65,6 +65,13 @@ struct Listing: Sendable, Equatable {
     var stale = false
     /// The download selected when the listing went stale: still selected once it is made again.
     var anchor: DownloadID?
+
+    /// What the user chose, and whether the rows are to be listed again: the lists themselves are made from
+    /// the rows, and a state is the same whether or not they were made yet (a key compared with the state
+    /// before it, which had not listed rows a test set, is no change).
+    static func == (a: Listing, b: Listing) -> Bool {
+        a.sort == b.sort && a.filter == b.filter && a.editing == b.editing && a.stale == b.stale
+    }
 }
 
 extension AppState {
