@@ -276,6 +276,10 @@ let package = Package(
             ],
             path: "sample-server/Sources/sample-server"),
 
+        // bench/tui: the screen's time per key with a long queue (not a test; see bench/README.md). It reads
+        // the screen's internals: in release, build it with `-Xswiftc -enable-testing`.
+        .executableTarget(name: "tui-bench", dependencies: ["HaulTUI", "HaulCore"], path: "bench/tui"),
+
         // Helpers shared by the test targets: temp dirs, a manual clock, the server, the real binary.
         .target(
             name: "TestSupport",

@@ -54,7 +54,7 @@ package enum Entry {
             }
             print(HaulCommand.helpMessage())
             exit(0)
-        case .add?, .ls?, .pause?, .resume?, .cancel?, .retry?, .refresh?, .rm?, .service?:
+        case .add?, .ls?, .pause?, .resume?, .cancel?, .retry?, .refresh?, .rm?, .move?, .service?:
             await runSessionCommandAndExit(arguments, config: config)
         case .attach?, nil:
             // A download's command line, or `haul attach` (below).

@@ -5,7 +5,7 @@ import Glibc
 import HaulCore
 import HaulServiceClient
 
-/// The session verbs: `haul add|ls|pause|resume|cancel|retry|rm|attach|service ...`, each a client of the
+/// The session verbs: `haul add|ls|pause|resume|cancel|retry|rm|move|attach|service ...`, each a client of the
 /// per-user service (started on demand). Exit codes: 0 done, 1 the service could not be reached or
 /// started, 2 usage or an unknown id.
 enum SessionCommands {
@@ -99,7 +99,7 @@ struct Sessions: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
         abstract: "The download queue, kept by a per-user service.",
-        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, RefreshDownload.self, Remove.self,
+        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, RefreshDownload.self, Remove.self, Move.self,
                       ServiceCommand.self])
 }
 
@@ -229,6 +229,44 @@ struct Remove: SessionVerb {
             return removal.failed.isEmpty ? 0 : FailureCategory.fileIO.exitCode
         case .failure(let failure):
             TextOutput.standard.err("haul: rm: \(failure.error)")
+            return FailureCategory.usage.exitCode
+        }
+    }
+}
+
+/// `haul move ID top|up|down|bottom`: the waiting queue's order, which decides what starts next.
+struct Move: SessionVerb {
+    static let configuration = CommandConfiguration(
+        abstract: "Move a queued or paused download in the queue: top, up, down or bottom.",
+        discussion: """
+            Queued downloads start in the queue's order (paused ones keep their place in it); the order is \
+            kept across restarts of the service, and is aria2's changePosition order too. Prints the new \
+            position (1 is next to start). Exit 2 for an unknown id or a download that is not waiting \
+            (running or finished).
+            """)
+    @Argument(help: "The download's id (see haul ls).") var id: String
+    @Argument(help: "top, up, down or bottom.") var place: String
+    @Flag(help: "Print the answer as JSON.") var json = false
+
+    func validate() throws {
+        if Int(id).map({ $0 <= 0 }) ?? true { throw ValidationError("'\(id)' is not a download id") }
+        if QueuePlace(rawValue: place) == nil {
+            throw ValidationError("'\(place)' is not a place in the queue: give top, up, down or bottom")
+        }
+    }
+
+    func execute() async throws(HaulError) -> Int32 {
+        let client = try await ServiceClient.connect(SessionCommands.directory)
+        switch try await client.move(Int(id) ?? 0, to: QueuePlace(rawValue: place) ?? .top) {
+        case .success(let moved):
+            if json {
+                TextOutput.standard.out(String(decoding: Wire.encode(moved), as: UTF8.self))
+            } else {
+                TextOutput.standard.out("\(moved.id) is number \(moved.position + 1) in the queue")
+            }
+            return 0
+        case .failure(let failure):
+            TextOutput.standard.err("haul: move: \(failure.error)")
             return FailureCategory.usage.exitCode
         }
     }

@@ -7,7 +7,7 @@ enum Verb: String, CaseIterable {
     /// Run here, without curl: `VerifyCommand`, `ViewCommand`, and `haul help [VERB...]`.
     case verify, view, help
     /// The queue's verbs, clients of the per-user service (`SessionCommands`), in the order the help lists them.
-    case add, ls, pause, resume, cancel, retry, refresh, rm, attach, service
+    case add, ls, pause, resume, cancel, retry, refresh, rm, move, attach, service
 
     /// The verb `arguments` start with; nil for a download's command line.
     init?(_ arguments: [String]) {
@@ -30,11 +30,11 @@ enum Verb: String, CaseIterable {
     var isSession: Bool {
         switch self {
         case .verify, .view, .help: false
-        case .add, .ls, .pause, .resume, .cancel, .retry, .refresh, .rm, .attach, .service: true
+        case .add, .ls, .pause, .resume, .cancel, .retry, .refresh, .rm, .move, .attach, .service: true
         }
     }
 
-    /// The queue's verbs as the download help names them: "add|ls|pause|resume|cancel|retry|refresh|rm|attach".
+    /// The queue's verbs as the download help names them: "add|ls|pause|resume|cancel|retry|refresh|rm|move|attach".
     static var queueWords: String {
         allCases.filter { $0.isSession && $0 != .service }.map(\.rawValue).joined(separator: "|")
     }

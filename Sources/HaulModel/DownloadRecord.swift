@@ -114,7 +114,7 @@ package struct DownloadRecord: Sendable, Equatable {
             rateAt = nil
             waitingToRetry = false
             self.seconds = seconds
-        case .added, .removed:
+        case .added, .removed, .moved:
             break
         }
     }

@@ -23,7 +23,7 @@ extension ManagerEvent: Decodable {
 
     enum Key: String, CodingKey {
         case event, id, url, file, path, part, total, state, error, completed, batch, rate, fact, sources, bytes, skipped,
-            seconds
+            seconds, position
     }
 
     /// The kind's name on the wire.
@@ -37,6 +37,7 @@ extension ManagerEvent: Decodable {
         case .sources: "sources"
         case .finished: "finished"
         case .removed: "removed"
+        case .moved: "moved"
         }
     }
 
@@ -72,6 +73,8 @@ extension ManagerEvent: Decodable {
             self = .finished(id: id, result, seconds: try read(.seconds) ?? 0)
         case "removed":
             self = .removed(id: id)
+        case "moved":
+            self = .moved(id: id, position: try container.decode(Int.self, forKey: .position))
         default:
             throw UnknownKind(kind: kind)
         }
@@ -129,6 +132,10 @@ extension ManagerEvent: Decodable {
         case .removed(let id):
             object.string("event", "removed")
             object.integer("id", Int64(id))
+        case .moved(let id, let position):
+            object.string("event", "moved")
+            object.integer("id", Int64(id))
+            object.integer("position", Int64(position))
         }
         return object.finish()
     }

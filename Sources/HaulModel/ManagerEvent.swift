@@ -17,12 +17,16 @@ package enum ManagerEvent: Sendable, Equatable {
     case sources(id: DownloadID, [SourceStatus])
     case finished(id: DownloadID, DownloadResult, seconds: Double)
     case removed(id: DownloadID)
+    /// A waiting (queued or paused) download was moved: it now sits at `position` (from 0) of the waiting queue,
+    /// the order in which queued downloads start (`QueueOrder`).
+    case moved(id: DownloadID, position: Int)
 
     /// The download it is about.
     package var downloadID: DownloadID {
         switch self {
         case .added(let id, _, _), .state(let id, _), .started(let id, _, _, _, _), .progress(let id, _),
-            .fact(let id, _), .sources(let id, _), .finished(let id, _, _), .removed(let id):
+            .fact(let id, _), .sources(let id, _), .finished(let id, _, _), .removed(let id),
+            .moved(let id, _):
             id
         }
     }

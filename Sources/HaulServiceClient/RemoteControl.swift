@@ -30,6 +30,7 @@ package struct RemoteControl: DownloadControl {
     package func resumeAll() async { await send("resume", Wire.Selection(all: true)) }
     package func retry(_ id: DownloadID) async { await send("retry", Wire.Selection(ids: [id])) }
     package func remove(_ id: DownloadID) async { await send("remove", Wire.Selection(ids: [id])) }
+    package func move(_ id: DownloadID, _ place: QueuePlace) async { _ = try? await client.move(id, to: place) }
 
     /// The service judges what is haul's by its own record of the download, not by what the screen knows.
     package func removeFiles(_ id: DownloadID, _ known: OwnFiles.Known?) async -> OwnFiles.Outcome? {

@@ -109,6 +109,13 @@ package struct ServiceClient: Sendable {
         return .failure(try decode(Wire.Failure.self, body))
     }
 
+    /// Moves a waiting download in the queue (`POST /v1/downloads/move`): its new position, or why not.
+    package func move(_ id: DownloadID, to place: QueuePlace) async throws(HaulError) -> Result<Wire.Moved, Wire.Failure> {
+        let (status, body) = try await exchange(.post, "/v1/downloads/move", body: Wire.encode(Wire.Move(id: id, to: place)))
+        if status == 200 { return .success(try decode(Wire.Moved.self, body)) }
+        return .failure(try decode(Wire.Failure.self, body))
+    }
+
     /// Gives a stopped download a new address (`POST /v1/downloads/refresh`); the service checks that it serves
     /// the same file.
     package func refresh(_ id: DownloadID, to url: String) async throws(HaulError) -> Result<Wire.Refreshed, Wire.RefreshFailure> {

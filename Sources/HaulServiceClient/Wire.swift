@@ -114,6 +114,28 @@ package enum Wire {
         }
     }
 
+    /// The body of `POST /v1/downloads/move`: a waiting download and where it goes in the queue.
+    package struct Move: Codable, Sendable, Equatable {
+        package var id: DownloadID
+        package var to: QueuePlace
+
+        package init(id: DownloadID, to: QueuePlace) {
+            self.id = id
+            self.to = to
+        }
+    }
+
+    /// The answer to a move: the download and its position in the waiting queue now (from 0).
+    package struct Moved: Codable, Sendable, Equatable {
+        package var id: DownloadID
+        package var position: Int
+
+        package init(id: DownloadID, position: Int) {
+            self.id = id
+            self.position = position
+        }
+    }
+
     /// What a command did: the ids it applied to.
     package struct Applied: Codable, Sendable, Equatable {
         package var ids: [DownloadID]

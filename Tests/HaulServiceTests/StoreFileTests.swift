@@ -90,7 +90,7 @@ import TestSupport
         let store = try Store(directory: directory.path)
         _ = try store.insert(F.job("a"), file: "a", added: F.time(0))
         try store.pool.write { db in
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v6'), ('v7')")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v98'), ('v99')")
             try db.execute(sql: "ALTER TABLE download ADD COLUMN priority INTEGER")
         }
         try store.close()
@@ -98,7 +98,7 @@ import TestSupport
 
         let error = #expect(throws: StoreError.self) { try Store(directory: directory.path) }
         #expect(error?.kind == .newerSchema)
-        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v7; this haul knows v5); not touching it")
+        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v99; this haul knows v6); not touching it")
         #expect(directory.contents("haul.sqlite") == before)
     }
 

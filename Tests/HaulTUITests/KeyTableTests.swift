@@ -42,6 +42,8 @@ import Testing
         for row in rows {
             let cell = row.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
             for token in cell.split(whereSeparator: { " /,()".contains($0) }) { documented.insert(String(token)) }
+            // A slash separates keys, except in the row of the `/` key itself.
+            if cell.trimmingCharacters(in: .whitespaces) == "/" { documented.insert("/") }
         }
         let bound = Set(KeyBindings.all.flatMap(\.keys).map(Self.spelling))
         // Esc closes boxes: the boxes' own keys, not the views'.

@@ -121,20 +121,23 @@ import Testing
     }
 
     @Test func helpOverlay() {
-        var state = Fixtures.mixed(Size(columns: 80, rows: 24))
+        var state = Fixtures.mixed(Size(columns: 80, rows: 27))
         state.overlay = .help
         #expect(lines(state) == [
-            " haul │┌─ Keys ─────────────────────────────────────────────────────────┐9 done",
-            " NAME  │ Downloads view                                                 │",
-            "›medium│   Enter     details of the selected download                   │01 left",
-            " small.│   c         cancel the selected download (.part kept)          │",
-            " huge.b│   p Space P pause / resume the selected download / all         │",
-            " notes.│   r         retry a failed or cancelled download               │",
-            " done.i│   u         new address for a paused or failed download        │",
-            " missin│   d Delete  remove a finished row (files stay)                 │r answ…",
-            " stoppe│   D         delete the selected download's files (asks first)  │",
-            " photo-│   v         show the selected JPEG (live while it downloads)   │rtial …",
-            " large.│   o O       open the finished file / its folder (xdg-open)     │",
+            " haul │ Downloads                         elapsed 0:42  13.8 MiB/s  1 of 9 done",
+            " NAME  ┌─ Keys ─────────────────────────────────────────────────────────┐",
+            "›medium│ Downloads view                                                 │01 left",
+            " small.│   Enter     details of the selected download                   │",
+            " huge.b│   c         cancel the selected download (.part kept)          │",
+            " notes.│   p Space P pause / resume the selected download / all         │",
+            " done.i│   r         retry a failed or cancelled download               │",
+            " missin│   u         new address for a paused or failed download        │r answ…",
+            " stoppe│   d Delete  remove a finished row (files stay)                 │",
+            " photo-│   K J T B   move in the queue: up / down / to the top / bottom │rtial …",
+            " large.│   s         sort: queue, added, finished, name, size, %, speed │",
+            "       │   /         filter by name (Enter keeps it, Esc clears it)     │",
+            "       │   v         show the selected JPEG (live while it downloads)   │",
+            "       │   o O       open the finished file / its folder (xdg-open)     │",
             "       │ Files view                                                     │",
             "       │   Enter     download the selected file, 1 connection           │",
             "       │   m         download it in 4 parts at once                     │",

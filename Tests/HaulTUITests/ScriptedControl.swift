@@ -24,6 +24,7 @@ final class ScriptedControl: DownloadControl {
     func retry(_ id: DownloadID) async {}
     func remove(_ id: DownloadID) async {}
     func removeFiles(_ id: DownloadID, _ known: OwnFiles.Known?) async -> OwnFiles.Outcome? { nil }
+    func move(_ id: DownloadID, _ place: QueuePlace) async {}
     func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError> { .success(0) }
     func setLimit(_ id: DownloadID, _ bytesPerSecond: Int64?) async {}
     func setOverallLimit(_ bytesPerSecond: Int64?) async {}

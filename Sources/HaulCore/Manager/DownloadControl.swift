@@ -19,6 +19,9 @@ package protocol DownloadControl: Sendable {
     /// it; the service judges by its own record instead), and keeps its row, "removed with files". What
     /// happened to each file; nil when it could not be asked (an unknown id, the service gone).
     func removeFiles(_ id: DownloadID, _ known: OwnFiles.Known?) async -> OwnFiles.Outcome?
+
+    /// Moves a queued or paused download in the waiting queue; the move comes back as a `moved` event.
+    func move(_ id: DownloadID, _ place: QueuePlace) async
     /// Gives a paused or failed download a new address that serves the same file; it continues from its bytes
     /// on disk (how many it keeps), or the line that says why not.
     func refresh(_ id: DownloadID, to url: String) async -> Result<Int64, HaulError>

@@ -87,6 +87,14 @@ extension DownloadManager {
         for id in order where entries[id]?.state == .paused { enqueue(id) }
     }
 
+    /// Resumes every paused download, then starts what the slots allow in the order of `queue` (the service's
+    /// waiting queue): the first of it first, not the oldest.
+    package func resumeAll(inQueueOrder queue: [DownloadID]) {
+        for id in order where entries[id]?.state == .paused { enqueue(id, starting: false) }
+        reorderQueue(queue)
+        startWaiting()
+    }
+
     /// Queues a failed or cancelled download again; it continues from what is on disk. One waiting for room
     /// is looked at again at once (it waits again if it still does not fit).
     package func retry(_ id: DownloadID) {
@@ -185,5 +193,27 @@ extension DownloadManager {
     /// Ends the event stream (after the front end has what it needs).
     package func finishEvents() {
         continuation.finish()
+    }
+}
+
+extension DownloadManager {
+    /// A waiting download was moved to `position` of the waiting queue (the service's, which holds paused ones
+    /// too), and `order` is that queue now: the queued ones start in its order, and every front end and the
+    /// store hear of the move (`moved`) in line with the other events.
+    package func move(_ id: DownloadID, to position: Int, order: [DownloadID]) {
+        guard entries[id] != nil else { return }
+        reorderQueue(order)
+        continuation.yield(.moved(id: id, position: position))
+    }
+
+    /// `DownloadControl`'s move, for a screen that drives this manager itself (`--demo`): its waiting queue is
+    /// the queued and paused downloads in the order of `order`, the queued ones as they will start.
+    package func move(_ id: DownloadID, _ place: QueuePlace) async {
+        var waits = QueueOrder()
+        for other in queue { waits.append(other) }
+        for other in order where entries[other]?.state == .paused { waits.append(other) }
+        guard let position = waits.position(of: id, place) else { return }
+        waits.move(id, to: position)
+        move(id, to: position, order: waits.ids)
     }
 }

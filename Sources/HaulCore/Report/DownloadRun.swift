@@ -99,7 +99,7 @@ package struct DownloadRun: Sendable {
                 }
                 state.summary.failed += 1
                 return .failed(id: id, url: url, file: file, error: error)
-            case .added, .removed, .sources:
+            case .added, .removed, .sources, .moved:
                 return nil
             }
         }

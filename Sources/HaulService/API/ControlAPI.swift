@@ -139,6 +139,16 @@ enum ControlAPI {
             case .failure(let failure): return json(failure, status: .conflict)
             }
         }
+        v1.post("downloads/move") { request, context in
+            let body: Wire.Move
+            do { body = try await request.decode(as: Wire.Move.self, context: context) } catch {
+                return unreadable(error, expected: "{\"id\": ID, \"to\": \"top\", \"up\", \"down\" or \"bottom\"}")
+            }
+            switch await service.move(body.id, to: body.to) {
+            case .success(let position): return json(Wire.Moved(id: body.id, position: position))
+            case .failure(let problem): return json(problem, status: problem.unknown == nil ? .conflict : .notFound)
+            }
+        }
         v1.post("downloads/limit") { request, context in
             let body: Wire.DownloadLimit
             do { body = try await request.decode(as: Wire.DownloadLimit.self, context: context) } catch {

@@ -49,8 +49,8 @@ extension Service {
             return .failure(.aria2("cannot store the downloads: \(error.message)"))
         }
         if let position {
-            for (offset, entry) in added.enumerated() { _ = roster.move(entry.id, to: position + offset) }
-            await manager.reorderQueue(roster.waiting)
+            await settled()
+            for (offset, entry) in added.enumerated() { await moveWaiting(entry.id, to: position + offset) }
         }
         return .success(.array(added.compactMap { roster[$0.id]?.gid }.map { .string($0) }))
     }

@@ -47,22 +47,10 @@ struct Roster: Sendable {
     private(set) var order: [DownloadID] = []
     /// Each download's id by its GID.
     private(set) var ids: [String: DownloadID] = [:]
-    /// aria2's waiting list: the queued and paused downloads, in the order a client arranged them
-    /// (`changePosition`), new ones last.
-    private(set) var waiting: [DownloadID] = []
-    /// The ids in `waiting`: asked at every state event, which with thousands queued made each a walk of
-    /// the list.
-    private var waitingIDs: Set<DownloadID> = []
-
-    private mutating func wait(_ id: DownloadID) {
-        if waitingIDs.insert(id).inserted { waiting.append(id) }
-    }
-
-    /// Takes `id` off the waiting list; downloads leave it mostly from its front, where the search ends.
-    private mutating func stopWaiting(_ id: DownloadID) {
-        guard waitingIDs.remove(id) != nil, let index = waiting.firstIndex(of: id) else { return }
-        waiting.remove(at: index)
-    }
+    /// The waiting queue (the queued and paused downloads) in the order queued ones start: aria2's waiting
+    /// list, and what `haul move` and `changePosition` arrange.
+    private(set) var queue = QueueOrder()
+    var waiting: [DownloadID] { queue.ids }
 
     var count: Int { entries.count }
 
@@ -87,7 +75,7 @@ struct Roster: Sendable {
     mutating func insert(_ entry: Entry) {
         active += Self.activeCount(entry.state) - Self.activeCount(entries[entry.id]?.state)
         ids[entry.gid] = entry.id
-        if entry.state == .queued || entry.state == .scheduled || entry.state == .paused || entry.state.isWaitingForRoom { wait(entry.id) }
+        if QueueOrder.waits(entry.state) { queue.append(entry.id) }
         if entries[entry.id] == nil {
             // Ids only grow: appending keeps the order, and restored rows arrive oldest first.
             if let last = order.last, last > entry.id {
@@ -117,17 +105,15 @@ struct Roster: Sendable {
             guard let before = entries[id]?.state else { return }
             active += Self.activeCount(state) - Self.activeCount(before)
             entries[id]?.record.apply(event, at: now)
-            if state == .queued || state == .scheduled || state == .paused || state.isWaitingForRoom {
-                wait(id)
-            } else {
-                stopWaiting(id)
-            }
+            queue.apply(event, before: before)
         case .removed(let id):
             if let gid = entries[id]?.gid { ids[gid] = nil }
             active -= Self.activeCount(entries[id]?.state)
             entries[id] = nil
             order.removeAll { $0 == id }
-            stopWaiting(id)
+            queue.remove(id)
+        case .moved:
+            queue.apply(event, before: nil)
         case .started(let id, _, _, _, _), .progress(let id, _), .fact(let id, _), .sources(let id, _),
             .finished(let id, _, _):
             entries[id]?.record.apply(event, at: now)
@@ -143,13 +129,13 @@ struct Roster: Sendable {
         entries[id] = entry
     }
 
-    /// Moves a waiting download to `position` of the waiting list (clamped); returns where it went.
-    mutating func move(_ id: DownloadID, to position: Int) -> Int? {
-        guard let from = waiting.firstIndex(of: id) else { return nil }
-        waiting.remove(at: from)
-        let to = Swift.min(Swift.max(0, position), waiting.count)
-        waiting.insert(id, at: to)
-        return to
+    /// Restored downloads that wait, in the order they waited in (the store's), replacing the order they were
+    /// inserted in (their ids').
+    mutating func arrangeQueue(_ ids: [DownloadID]) {
+        var arranged = QueueOrder()
+        for id in ids where queue.contains(id) { arranged.append(id) }
+        for id in queue.ids { arranged.append(id) }
+        queue = arranged
     }
 
     /// Every download, oldest first, as `ls` shows it.
@@ -182,6 +168,21 @@ struct Roster: Sendable {
         return entry.sources.map { Wire.Download.Source(SourceStatus(url: $0)) }
     }
 
+    /// The `moved` events that turn the waiting queue a client builds from a snapshot (the waiting downloads in
+    /// the order of their ids) into this one: none for a queue never rearranged.
+    private func queueMoves() -> [ManagerEvent] {
+        let target = queue.ids.filter { entries[$0]?.announced == true }
+        var client = order.filter { queue.contains($0) && entries[$0]?.announced == true }
+        var moves: [ManagerEvent] = []
+        for (index, id) in target.enumerated() where client[index] != id {
+            guard let from = client[index...].firstIndex(of: id) else { continue }
+            client.remove(at: from)
+            client.insert(id, at: index)
+            moves.append(.moved(id: id, position: index))
+        }
+        return moves
+    }
+
     /// The events that bring a new client's picture to what the roster holds.
     func snapshot() -> [ManagerEvent] {
         var events: [ManagerEvent] = []
@@ -190,6 +191,7 @@ struct Roster: Sendable {
             guard let entry = entries[id], entry.announced else { continue }
             events += entry.record.replay
         }
+        events += queueMoves()
         return events
     }
 }

@@ -47,8 +47,7 @@ extension Service {
             return .success("OK")
         case "aria2.unpause": return await unpause(p)
         case "aria2.unpauseAll":
-            await manager.resumeAll()
-            await manager.reorderQueue(roster.waiting)
+            await manager.resumeAll(inQueueOrder: roster.waiting)
             return .success("OK")
         case "aria2.tellStatus":
             return await withDownload(p) { entry in await status(entry, keys: p.keys(at: 1)) }
@@ -140,10 +139,7 @@ extension Service {
             return .failure(.aria2("cannot store the download: \(error.message)"))
         }
         guard let id = added.first?.id, let gid = roster[id]?.gid else { return .failure(.aria2("not added")) }
-        if let position {
-            _ = roster.move(id, to: position)
-            await manager.reorderQueue(roster.waiting)
-        }
+        if let position { await moveWaiting(id, to: position) }
         return .success(.string(gid))
     }
 
@@ -297,8 +293,7 @@ extension Service {
             case "POS_END": target = size - 1 + position
             default: return .failure(.aria2("HOW must be POS_SET, POS_CUR or POS_END"))
             }
-            let moved = roster.move(entry.id, to: Int(Swift.max(0, Swift.min(target, size))))
-            await manager.reorderQueue(roster.waiting)
+            let moved = await moveWaiting(entry.id, to: Int(Swift.max(0, Swift.min(target, size))))
             return .success(.int(Int64(moved ?? current)))
         }
     }

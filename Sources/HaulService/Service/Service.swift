@@ -98,7 +98,11 @@ actor Service {
         var continued: [DownloadID] = []
         var lost: [ManagerEvent] = []
         var foundDone: [(DownloadID, DownloadResult)] = []
-        for found in try store.all() {
+        let rows = try store.all()
+        // Given to the manager once all are read, in the waiting queue's stored order (what ran when the
+        // service stopped first): the first of them start at once.
+        var restoring: [(job: DownloadJob, id: DownloadID, file: String, state: DownloadState, rank: Int64)] = []
+        for found in rows {
             var stored = found
             var state = stored.state
             let job: DownloadJob
@@ -107,8 +111,8 @@ actor Service {
                 roster.insert(entry(for: stored, job: nil, state: state))
                 lost.append(.state(id: stored.id, state))
                 // Known to the manager so that it can be removed; a retry fails at once (no name), writing nothing.
-                await manager.restore(DownloadJob(url: stored.url, outputDirectory: "/", outputName: ""), id: stored.id,
-                                      file: stored.file, state: state)
+                restoring.append((DownloadJob(url: stored.url, outputDirectory: "/", outputName: ""), stored.id,
+                                  stored.file, state, stored.queueRank))
                 continue
             }
             var resumable = job
@@ -136,7 +140,12 @@ actor Service {
             }
             roster.insert(entry(for: stored, job: resumable, state: state.isFinished ? state : .queued))
             if !state.isFinished { continued.append(stored.id) }
-            await manager.restore(resumable, id: stored.id, file: stored.file, state: state)
+            restoring.append((resumable, stored.id, stored.file, state, stored.queueRank))
+        }
+        restoring.sort { ($0.rank, $0.id) < ($1.rank, $1.id) }
+        roster.arrangeQueue(restoring.map(\.id))
+        for download in restoring {
+            await manager.restore(download.job, id: download.id, file: download.file, state: download.state)
         }
         if !lost.isEmpty { try store.apply(lost, at: clock.date()) }
         // Their hooks wait for a stored "done", which the killed service never wrote: they run now, once.
@@ -360,7 +369,13 @@ actor Service {
         case .pause:
             if selection.all == true { await manager.pauseAll() } else { for id in ids { await manager.pause(id) } }
         case .resume:
-            if selection.all == true { await manager.resumeAll() } else { for id in ids { await manager.resume(id) } }
+            // A paused download keeps its place in the waiting queue: it starts in its turn, not after the rest.
+            if selection.all == true {
+                await manager.resumeAll(inQueueOrder: roster.waiting)
+            } else {
+                for id in ids { await manager.resume(id) }
+                await manager.reorderQueue(roster.waiting)
+            }
         case .cancel:
             if selection.all == true { await manager.cancelAll() } else { for id in ids { await manager.cancel(id) } }
         case .retry:

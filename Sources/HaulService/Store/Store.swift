@@ -143,7 +143,8 @@ final class Store: Sendable {
         }
         return try write { db in
             let statement = try db.cachedStatement(sql: """
-                INSERT INTO download (url, job, secretsWithheld, state, file, added, gid) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO download (url, job, secretsWithheld, state, file, added, gid, queueRank)
+                VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(queueRank), 0) + 1 FROM download))
                 """)
             var ids: [DownloadID] = []
             ids.reserveCapacity(rows.count)
@@ -208,6 +209,16 @@ final class Store: Sendable {
                         // What each source brought in this run: the roster's, shown live, not kept. A download's
                         // sources themselves are its job's.
                         continue
+                    case .moved(let id, let position):
+                        // The queue's order is read from the rows' states: what came before is written first.
+                        for id in changed { if let row = rows[id] { try row.write(in: db) } }
+                        for id in changed {
+                            rows[id]?.changed = false
+                            rows[id]?.joinsQueue = nil
+                        }
+                        changed = []
+                        try Self.move(id, to: position, in: db)
+                        continue
                     case .state, .started, .progress, .finished:
                         break
                     }
@@ -254,6 +265,8 @@ final class Store: Sendable {
         var started: Int64?
         var finished: Int64?
         var changed = false
+        /// It came into the waiting queue: first (it stopped running) or last (added again by a retry).
+        var joinsQueue: QueueEnd?
 
         init(_ stored: StoredDownload) {
             record = stored.record
@@ -266,10 +279,16 @@ final class Store: Sendable {
         mutating func apply(_ event: ManagerEvent, at time: Int64) {
             changed = true
             // The store keeps no rate: the moment is never read.
+            let before = record.state
             record.apply(event, at: .origin)
             if case .state(_, let state) = event {
                 if state == .connecting { started = time }
                 finished = state.endsRun ? time : nil
+                if !QueueOrder.waits(state) {
+                    joinsQueue = nil
+                } else if !QueueOrder.waits(before) {
+                    joinsQueue = before.isActive ? .first : .last
+                }
             }
         }
 
@@ -290,6 +309,7 @@ final class Store: Sendable {
                 """).execute(arguments: [record.state.storedName, category, message, reason, record.name, record.path,
                                          record.part, record.completed, record.total, started, finished, record.seconds,
                                          record.filesRemoved?.files, record.filesRemoved?.bytes, record.id])
+            if let joinsQueue { try Store.rank(record.id, joining: joinsQueue, in: db) }
         }
     }
 
@@ -310,7 +330,7 @@ final class Store: Sendable {
     /// the ones the next service re-enqueues.
     func unfinished() throws(StoreError) -> [StoredDownload] {
         try read { db in
-            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?, ?) ORDER BY id",
+            try StoredDownload.fetchAll(db, sql: "SELECT * FROM download WHERE state IN (?, ?, ?, ?) ORDER BY queueRank, id",
                                         arguments: StatementArguments(DownloadState.unfinishedNames))
         }
     }
@@ -327,7 +347,7 @@ final class Store: Sendable {
 
     /// A write transaction. One that fails as read-only is tried once more, on connections opened anew,
     /// when the file can be written again; while it cannot, each write fails with `.readOnly` at once.
-    private func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         var pool = try writablePool()
         do throws(StoreError) {
             return try commit(body, on: pool)

@@ -61,6 +61,16 @@ enum StoreSchema {
             // "removed with files"); NULL for the others.
             try db.execute(sql: "ALTER TABLE download ADD COLUMN removedFiles INTEGER; ALTER TABLE download ADD COLUMN removedBytes INTEGER")
         }
+        migrator.registerMigration("v6") { db in
+            // `queueRank`: the order of the waiting queue (queued and paused downloads, the first to start
+            // lowest), as `haul move` and aria2's `changePosition` arrange it; a new download takes the highest
+            // rank, one that stopped running the lowest. Rows stored before wait in the order of their ids.
+            try db.execute(sql: """
+                ALTER TABLE download ADD COLUMN queueRank INTEGER;
+                UPDATE download SET queueRank = id;
+                CREATE INDEX download_queueRank ON download(queueRank);
+                """)
+        }
         return migrator
     }()
 

@@ -101,6 +101,8 @@ struct StoreWriter: Sendable {
                 latest[id] = nil
                 lastWrite[id] = nil
                 batch.append(event)
+            case .moved:
+                batch.append(event)
             }
         }
         for id in pending.keys.sorted() {

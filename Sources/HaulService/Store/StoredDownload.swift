@@ -25,6 +25,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
     var finished: Date?
     /// Its aria2 GID: 16 lower-case hex digits, unique, for the JSON-RPC face.
     var gid: String
+    /// Its place in the waiting queue, the first to start lowest (`Store+Queue.swift`).
+    var queueRank: Int64
 
     /// The file's name (the `file` column).
     var file: String {
@@ -63,6 +65,8 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let gid = Column("gid")
         static let removedFiles = Column("removedFiles")
         static let removedBytes = Column("removedBytes")
+
+        static let queueRank = Column("queueRank")
     }
 
     init(row: Row) throws {
@@ -92,6 +96,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         started = try row.decode(Int64?.self, forColumn: C.started).map(Date.init(unixMilliseconds:))
         finished = try row.decode(Int64?.self, forColumn: C.finished).map(Date.init(unixMilliseconds:))
         gid = try row.decode(forColumn: C.gid)
+        queueRank = try row.decode(Int64?.self, forColumn: C.queueRank) ?? Int64(id)
     }
 }
 

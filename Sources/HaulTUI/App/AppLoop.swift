@@ -109,6 +109,8 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
         case .message(let message):
             let before = StateChange(state, message)
             for effect in update(&state, message) { await effects.perform(effect, state, in: &group) }
+            // The list is sorted and filtered again once for what the message changed, not at each event.
+            state.refreshListing()
             if before.changed(state) { effects.frames.show(state, userInput: message.isUserInput) }
         case .managerEvents(let events):
             var changed = false
@@ -119,6 +121,7 @@ final class AppLoop<C: Clock>: Sendable where C.Duration == Duration {
                 for effect in update(&state, message) { await effects.perform(effect, state, in: &group) }
                 changed = changed || before?.changed(state) == true
             }
+            state.refreshListing()
             if changed { effects.frames.show(state, userInput: false) }
         case .frame:
             effects.frames.frameDue(state)

@@ -65,6 +65,7 @@ extension AppLoop {
                     let outcome = await manager.removeFiles(id, known)
                     sink.yield(.message(.notice(FilesRemovedLine.text(outcome))))
                 }
+            case .move(let id, let place): await manager.move(id, place)
             case .refresh(let id, let url):
                 // The check asks the new address for a block: the loop goes on meanwhile.
                 let sink = self.sink

@@ -40,8 +40,14 @@ struct AppState: Sendable, Equatable {
     var view: View = .downloads
     /// One row per download, in the order added.
     var rows: [DownloadRow] = []
-    /// Index into `rows` of the selected row (0 when empty).
+    /// The rows shown, in the order shown: sorted (`s`) and filtered (`/`).
+    var listing = Listing()
+    /// The service's waiting queue, kept from its events (`moved` among them) as the service keeps it.
+    var queue = QueueOrder()
+    /// Index into the rows shown (`listing.shown`) of the selected row (0 when empty).
     var selection = 0
+    /// Downloads seen finishing so far: the next one's `finishedSequence`.
+    var finishedCount = 0
     var files = FilesPane()
     /// Time the elapsed clock has counted (it runs while any download is active).
     var elapsedSeconds = 0
@@ -77,6 +83,8 @@ struct AppState: Sendable, Equatable {
     /// While connected again (`.resyncing`): the rows of the service's snapshot so far, which replace `rows`
     /// once it is whole. The rows shown meanwhile stay as they were.
     var resync: [DownloadRow]?
+    /// The waiting queue of that snapshot so far.
+    var resyncQueue = QueueOrder()
     /// Attempts to reach the service since a connection last lasted (`ReconnectBackoff`).
     var reconnectStep = 0
     /// The overall receive cap (bytes per second) that `+`/`-` change; nil = none.
@@ -100,7 +108,8 @@ struct AppState: Sendable, Equatable {
     }
 
     var selectedRow: DownloadRow? {
-        rows.indices.contains(selection) ? rows[selection] : nil
+        let shown = shownIndices
+        return shown.indices.contains(selection) ? rows[shown[selection]] : nil
     }
 
     /// Rows are in the order added, which is the order of their ids (the manager counts them up, and the
@@ -123,6 +132,11 @@ struct AppState: Sendable, Equatable {
         copy.rows = []
         // Not shown until the snapshot is whole (`.live`, a message compared whole).
         copy.resync = nil
+        copy.resyncQueue = QueueOrder()
+        // Made from the rows and the queue: an event that changes them marks the listing stale, which is kept.
+        copy.listing.ordered = []
+        copy.listing.shown = []
+        copy.queue = QueueOrder()
         return copy
     }
 
@@ -164,6 +178,9 @@ struct DownloadRow: Sendable, Equatable {
     var picture: String?
     /// The stop the user asked for and the manager has not confirmed yet.
     var pendingStop: DownloadState?
+    /// When it finished among the downloads this screen saw finish (or finished in its snapshot), counting
+    /// up: the `finished` sort. Nil while unfinished.
+    var finishedSequence: Int?
 
     init(_ record: DownloadRecord) {
         self.record = record

@@ -16,6 +16,9 @@ enum Effect: Sendable, Equatable {
     case remove(DownloadID)
     /// `D`, confirmed: stop the download and delete what haul wrote for it (`known`); the outcome is a notice.
     case removeFiles(DownloadID, OwnFiles.Known?)
+
+    /// `K`/`J`/`T`/`B`: move a waiting download in the queue.
+    case move(DownloadID, QueuePlace)
     /// `u`: give the download this new address (the same file, its bytes kept); the outcome is a notice.
     case refresh(DownloadID, url: String)
     case startClock
@@ -49,7 +52,7 @@ extension Effect {
     /// the service is gone.
     var goesToTheManager: Bool {
         switch self {
-        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .removeFiles, .refresh,
+        case .download, .cancel, .cancelAll, .pause, .resume, .pauseAll, .resumeAll, .retry, .remove, .removeFiles, .move, .refresh,
             .setLimit, .setOverallLimit:
             true
         case .startClock, .stopClock, .loadFiles, .showPicture, .describePicture, .open, .notify, .reconnect,

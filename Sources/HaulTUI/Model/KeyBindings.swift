@@ -6,6 +6,7 @@ enum Command: Sendable, Equatable {
     case up, down, pageUp, pageDown, first, last
     // Downloads view
     case details, cancel, pause, pauseAll, retry, refresh, remove, removeFiles, open, openFolder, picture
+    case moveUp, moveDown, moveTop, moveBottom, sort, filter
     // Files view
     case download, downloadInParts, reload
 }
@@ -108,6 +109,14 @@ enum KeyBindings {
                    hint: "remove", rank: 8),
         KeyBinding(.removeFiles, .downloads, [.character("D")], "D",
                    "delete the selected download's files (asks first)"),
+        KeyBinding(.moveUp, .downloads, [.character("K")], "K J T B",
+                   "move in the queue: up / down / to the top / bottom"),
+        KeyBinding(.moveDown, .downloads, [.character("J")], label: nil, help: { _ in "" }),
+        KeyBinding(.moveTop, .downloads, [.character("T")], label: nil, help: { _ in "" }),
+        KeyBinding(.moveBottom, .downloads, [.character("B")], label: nil, help: { _ in "" }),
+        KeyBinding(.sort, .downloads, [.character("s")], "s",
+                   "sort: queue, added, finished, name, size, %, speed"),
+        KeyBinding(.filter, .downloads, [.character("/")], "/", "filter by name (Enter keeps it, Esc clears it)"),
         KeyBinding(.picture, .downloads, [.character("v")], "v", "show the selected JPEG (live while it downloads)"),
         KeyBinding(.open, .downloads, [.character("o")], "o O", "open the finished file / its folder (xdg-open)"),
         KeyBinding(.openFolder, .downloads, [.character("O")], label: nil, help: { _ in "" }),

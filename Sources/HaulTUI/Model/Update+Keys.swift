@@ -6,6 +6,9 @@ func handle(_ key: Key, in state: inout AppState) -> [Effect] {
     if let overlay = state.overlay {
         return handle(key, in: overlay, state: &state)
     }
+    if state.listing.editing, state.view == .downloads, let effects = editFilter(with: key, in: &state) {
+        return effects
+    }
     if key == .interrupt {
         return quit(&state, pausing: state.pausesOnInterrupt)
     }
@@ -44,11 +47,13 @@ func perform(_ command: Command, in state: inout AppState) -> [Effect] {
     case .up, .down, .pageUp, .pageDown, .first, .last:
         let page = Layout.listHeight(state)
         switch state.view {
-        case .downloads: moveSelection(&state.selection, count: state.rows.count, by: command, page: page)
+        case .downloads: moveSelection(&state.selection, count: state.shownIndices.count, by: command, page: page)
         case .files: moveSelection(&state.files.selection, count: state.files.entries.count, by: command, page: page)
         }
     case .details, .cancel, .pause, .pauseAll, .retry, .refresh, .remove, .removeFiles, .open, .openFolder, .picture:
         return performOnSelectedDownload(command, in: &state)
+    case .moveUp, .moveDown, .moveTop, .moveBottom, .sort, .filter:
+        return arrange(command, in: &state)
     case .download, .downloadInParts:
         guard let server = state.files.server, let file = state.files.selected else {
             state.message = state.files.server == nil ? "No server: start haul with --server URL or --demo" : "No file selected"
@@ -97,7 +102,7 @@ func performOnSelectedDownload(_ command: Command, in state: inout AppState) -> 
         if command != .details { state.message = "No download selected" }
         return []
     }
-    let index = state.selection
+    guard let index = state.index(of: row.id) else { return [] }
     switch command {
     case .details:
         state.overlay = .details(row.id)

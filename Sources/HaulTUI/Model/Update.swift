@@ -47,6 +47,8 @@ func update(_ state: inout AppState, _ message: Message) -> [Effect] {
 /// A key: the footer's message goes, and the key does what the table says in the view or overlay open.
 private func press(_ key: Key, in state: inout AppState) -> [Effect] {
     state.message = nil
+    // A key reads the list as it is shown.
+    state.refreshListing()
     guard state.serviceLost else { return handle(key, in: &state) }
     // Nothing can reach the service now: a key that would ask it for something changes nothing, and
     // says so (what only this screen does, such as moving, the help or `q`, still works).
@@ -62,6 +64,8 @@ private func press(_ key: Key, in state: inout AppState) -> [Effect] {
 private func tick(_ state: inout AppState) -> [Effect] {
     if state.clockRunning { state.elapsedSeconds += 1 }
     state.now = state.now + .seconds(1)
+    // Speeds are taken again as of the new time: sorted by speed, the list is made again.
+    if state.listing.sort == .speed { state.markListingStale() }
     // The schedule's next change has come: the window, the cap and the next change are asked for again.
     if state.schedule != nil {
         state.scheduleCountdown -= 1
@@ -101,9 +105,14 @@ private func receive(_ event: ManagerEvent, in state: inout AppState) -> [Effect
         var gathering = AppState(size: state.size)
         gathering.now = state.now
         gathering.rows = resync
+        gathering.queue = state.resyncQueue
+        gathering.finishedCount = state.finishedCount
         state.resync = nil
+        state.resyncQueue = QueueOrder()
         apply(event, to: &gathering)
         state.resync = gathering.rows
+        state.resyncQueue = gathering.queue
+        state.finishedCount = gathering.finishedCount
         return []
     }
     apply(event, to: &state)
@@ -216,12 +225,16 @@ private func apply(_ change: ServiceMessage, to state: inout AppState) -> [Effec
     case .connected:
         state.connection = .resyncing
         state.resync = []
+        state.resyncQueue = QueueOrder()
         return [.loadLimit]
     case .live:
         guard state.connection == .resyncing else { return [] }
         // What the service holds now replaces what was shown; what only this screen counted stays.
         let watched = Dictionary(state.rows.map { ($0.id, $0.secondsWatched) }, uniquingKeysWith: { first, _ in first })
+        state.markListingStale()
         state.rows = state.resync ?? []
+        state.queue = state.resyncQueue
+        state.resyncQueue = QueueOrder()
         for index in state.rows.indices { state.rows[index].secondsWatched = watched[state.rows[index].id] ?? 0 }
         state.resync = nil
         state.connection = .connected
@@ -239,23 +252,47 @@ private func nextAttempt(_ state: inout AppState) -> Effect {
 // MARK: manager events
 
 private func apply(_ event: ManagerEvent, to state: inout AppState) {
+    let index = state.index(of: event.downloadID)
+    // The waiting queue as the service keeps it (`QueueOrder`), from the same events.
+    switch event {
+    case .added: if index != nil { return }
+    case .moved: break
+    default: if index == nil { return }
+    }
+    state.listingWillChange(for: event)
+    state.queue.apply(event, before: index.map { state.rows[$0].state })
     switch event {
     case .added:
         // Once per id: a screen that attaches while its own URLs are being added can get a download's
         // `added` both in the service's snapshot and live (the service inserts it, then hands it to the
         // manager, which tells it).
-        guard let record = DownloadRecord(event), state.index(of: record.id) == nil else { return }
+        guard let record = DownloadRecord(event) else { return }
         state.rows.append(DownloadRow(record))
     case .removed(let id):
-        guard let index = state.index(of: id) else { return }
+        guard let index else { return }
         state.rows.remove(at: index)
         if case .details(id) = state.overlay { state.overlay = nil }
+        // Right for the list in the order added; a sorted or filtered one finds its selection again when it
+        // is made again (`refreshListing`).
         if index < state.selection || state.selection >= state.rows.count {
             state.selection = max(0, state.selection - 1)
         }
+    case .moved:
+        break
     case .state, .started, .progress, .fact, .sources, .finished:
-        guard let index = state.index(of: event.downloadID) else { return }
+        guard let index else { return }
         apply(event, to: &state.rows[index], at: state.now)
+        if case .state(_, let new) = event {
+            switch new {
+            case .done, .failed, .cancelled:
+                state.rows[index].finishedSequence = state.finishedCount
+                state.finishedCount += 1
+            case .queued, .connecting, .scheduled, .noSpace:
+                state.rows[index].finishedSequence = nil
+            case .downloading, .paused:
+                break
+            }
+        }
     }
 }
 

@@ -46,10 +46,17 @@ enum DownloadList {
             drawEmpty(state, glyphs: glyphs, into: &canvas)
             return
         }
+        // Only the rows on screen are drawn, whatever the length of the list.
+        let shown = state.shownIndices
+        if shown.isEmpty {
+            let line = "No download's name contains \"\(state.listing.filter)\" (Esc clears the filter)."
+            canvas.put(Text.truncated(line, to: canvas.width - 2, ellipsis: glyphs.ellipsis), x: 2, y: 0, style: .dim)
+            return
+        }
         let columns = Columns(width: canvas.width)
-        let offset = Layout.scrollOffset(selection: state.selection, count: state.rows.count, height: canvas.height)
-        for (line, index) in (offset..<min(state.rows.count, offset + canvas.height)).enumerated() {
-            drawRow(state.rows[index], selected: index == state.selection, columns: columns,
+        let offset = Layout.scrollOffset(selection: state.selection, count: shown.count, height: canvas.height)
+        for (line, position) in (offset..<min(shown.count, offset + canvas.height)).enumerated() {
+            drawRow(state.rows[shown[position]], selected: position == state.selection, columns: columns,
                     y: line, colors: state.colors, glyphs: glyphs, into: &canvas)
         }
     }

@@ -13,6 +13,16 @@ enum Footer {
             canvas.put(Text.truncated(text, to: width, ellipsis: glyphs.ellipsis), x: 0, y: y, style: .bold)
             return
         }
+        if state.listing.editing, state.view == .downloads, state.overlay == nil {
+            let keyStyle = state.colors ? Style(foreground: .cyan, bold: true) : Style.bold
+            var x = 1
+            x += canvas.put("/", x: x, y: y, style: keyStyle)
+            let hints = "  Enter keep  Esc clear"
+            let room = max(0, width - x - DisplayWidth.of(hints) - 1)
+            x += canvas.put(Text.suffix(state.listing.filter, columns: room) + "_", x: x, y: y)
+            if x + DisplayWidth.of(hints) <= width { canvas.put(hints, x: x, y: y, style: .dim) }
+            return
+        }
         if let message = state.message {
             let style = state.colors ? Style(foreground: .yellow, bold: true) : Style.bold
             canvas.put(" " + Text.truncated(message, to: width - 1, ellipsis: glyphs.ellipsis), x: 0, y: y, style: style)

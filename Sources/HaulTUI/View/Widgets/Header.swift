@@ -20,10 +20,15 @@ enum Header {
         let speed = ByteFormat.rate(state.totalSpeed) + (state.overallLimit.map { " \(glyphs.atMost) \(ByteFormat.rate(Double($0)))" } ?? "")
         let view = state.view == .downloads ? "Downloads" : "Files"
         let schedule = state.schedule.map { scheduleText($0, glyphs: glyphs) + "  " } ?? ""
+        let arranged = arrangement(state, glyphs: glyphs)
         // Each candidate, most complete first; the first that fits is drawn.
         let candidates: [(left: String, right: String)] = [
-            (" haul \(glyphs.separator) \(view)", "\(schedule)elapsed \(clock)  \(speed)  \(done) "),
+            (" haul \(glyphs.separator) \(view)\(arranged)", "\(schedule)elapsed \(clock)  \(speed)  \(done) "),
+            (" haul\(arranged)", "\(schedule)\(clock)  \(speed)  \(done) "),
             (" haul", "\(schedule)\(clock)  \(speed)  \(done) "),
+            (" haul \(glyphs.separator) \(view)\(arranged)", "elapsed \(clock)  \(speed)  \(done) "),
+            (" haul \(glyphs.separator) \(view)\(arranged)", "\(clock)  \(speed)  \(done) "),
+            (" haul\(arranged)", "\(clock)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "elapsed \(clock)  \(speed)  \(done) "),
             (" haul \(glyphs.separator) \(view)", "\(clock)  \(speed)  \(done) "),
             (" haul", "\(clock)  \(speed)  \(done) "),
@@ -57,6 +62,17 @@ extension Header {
         }
         if let next = schedule.nextClock { parts.append("next \(next)") }
         return parts.joined(separator: ", ")
+    }
+
+    /// The downloads view's sort and filter when not the plain queue: " │ by name │ /iso (3 of 120)".
+    static func arrangement(_ state: AppState, glyphs: Glyphs) -> String {
+        guard state.view == .downloads else { return "" }
+        var text = ""
+        if state.listing.sort != .queue { text += " \(glyphs.separator) by \(state.listing.sort.label)" }
+        if !state.listing.filter.isEmpty {
+            text += " \(glyphs.separator) /\(state.listing.filter) (\(state.shownIndices.count) of \(state.rows.count))"
+        }
+        return text
     }
 
     /// The line an attached screen shows while the service is away, or while its snapshot comes back.
