@@ -33,6 +33,13 @@ import TestSupport
         (.permissionDenied, .fileIO, 17, 3),
         (.readOnlyFileSystem, .fileIO, 17, 3),
         (.checksumMismatch, .checksum, 32, 9),
+        (.remoteFileNotFound, .server, 3, 8),
+        (.remoteAccessDenied, .server, 22, 8),
+        (.loginRefused, .authentication, 24, 6),
+        (.ftpCommandFailed, .protocol, 21, 7),
+        (.hostKeyUnknown, .tls, 1, 5),
+        (.hostKeyChanged, .tls, 1, 5),
+        (.hostKeyMismatch, .tls, 1, 5),
     ]
 
     @Test func everyReasonHasItsAria2CodeAndExitCode() {
