@@ -48,7 +48,7 @@ struct HaulCommand: ParsableCommand {
     var mirrors: [String] = []
 
     @Option(name: .customLong("max-connection-per-server"), help: ArgumentHelp(
-        "Most of a download's connections to one host of its sources, \(Limits.segments).",
+        "Most of a download's connections to one host of its sources, \(Limits.segments); an sftp:// download left at one connection takes this many.",
         valueName: "n"))
     var maxConnectionPerServer = DownloadJob.defaultConnectionsPerServer
 
@@ -78,7 +78,7 @@ struct HaulCommand: ParsableCommand {
     @Flag(help: "Start the bundled sample server on 127.0.0.1 (an ephemeral port) and download from it.")
     var demo = false
 
-    @Option(name: [.customShort("s"), .customLong("segments")], help: "Connections per file (Range requests), \(Limits.segments).")
+    @Option(name: [.customShort("s"), .customLong("segments")], help: "Connections per file (Range requests), \(Limits.segments); over sftp:// --max-connection-per-server unless given.")
     var segments = DownloadJob.defaultSegments
 
     @Flag(help: "Fetch each file front to back over its -s connections, so that it can be used (played) while it arrives.")
@@ -185,11 +185,11 @@ struct HaulCommand: ParsableCommand {
     @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Look logins up in FILE (implies --netrc).", valueName: "file"))
     var netrcFile: String?
 
-    @Flag(name: .customLong("ssl-reqd"), help: "Require TLS on ftp:// (AUTH TLS), or fail; ftps:// is TLS from the start.")
+    @Flag(name: .customLong("ssl-reqd"), help: "Require TLS on ftp:// (AUTH TLS), or fail; ftps:// is TLS from the start. A config key too.")
     var sslRequired = false
 
     @Option(name: .customLong("ssh-host-key"), help: ArgumentHelp(
-        "Accept exactly this SSH host key for sftp:// and scp:// (as ssh-keygen -l prints it), in place of ~/.ssh/known_hosts.",
+        "Accept exactly this SSH host key for sftp:// and scp:// (as ssh-keygen -l prints it), in place of ~/.ssh/known_hosts; a config key too.",
         valueName: "SHA256:base64"))
     var sshHostKey: String?
 

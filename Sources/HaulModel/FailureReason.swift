@@ -40,12 +40,28 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
     /// that now answers with an error page, or a file replaced on the server. With `--refresh-with`, a
     /// download stops on it and asks for a new address instead of starting over.
     case otherFile
+    /// An FTP or SFTP server has no such file (FTP's 550 to `SIZE` or `RETR`, SFTP's "no such file"): what
+    /// HTTP says with 404.
+    case remoteFileNotFound
+    /// An FTP or SFTP server refused access to the file or a directory on its way (what HTTP says with 403).
+    case remoteAccessDenied
+    /// An FTP or SSH server refused the login (FTP's 530, every SSH authentication method failed).
+    case loginRefused
+    /// An FTP command failed otherwise (`TYPE`, `REST`, `PASV`/`EPSV`, `RETR` answered out of turn).
+    case ftpCommandFailed
+    /// The SSH server's host key is not in `~/.ssh/known_hosts`.
+    case hostKeyUnknown
+    /// The SSH server's host key differs from the one `~/.ssh/known_hosts` holds for it.
+    case hostKeyChanged
+    /// The SSH server's host key is not the one `--ssh-host-key` names.
+    case hostKeyMismatch
 
     /// Every reason, one of each kind (an HTTP status stands for all of them).
     package static let examples: [FailureReason] = [
         .httpStatus(404), .timedOut, .stalled, .connectionRefused, .hostNotFound, .connectionFailed,
         .connectionLost, .tls, .diskFull, .noRoom(needed: 1), .permissionDenied, .readOnlyFileSystem, .checksumMismatch,
-        .otherFile,
+        .otherFile, .remoteFileNotFound, .remoteAccessDenied, .loginRefused, .ftpCommandFailed, .hostKeyUnknown,
+        .hostKeyChanged, .hostKeyMismatch,
     ]
 
     package var rawValue: String {
@@ -64,6 +80,13 @@ package enum FailureReason: Sendable, Hashable, Codable, RawRepresentable {
         case .readOnlyFileSystem: "read-only-file-system"
         case .checksumMismatch: "checksum-mismatch"
         case .otherFile: "other-file"
+        case .remoteFileNotFound: "file-not-found"
+        case .remoteAccessDenied: "access-denied"
+        case .loginRefused: "login-refused"
+        case .ftpCommandFailed: "ftp-command-failed"
+        case .hostKeyUnknown: "host-key-unknown"
+        case .hostKeyChanged: "host-key-changed"
+        case .hostKeyMismatch: "host-key-mismatch"
         }
     }
 

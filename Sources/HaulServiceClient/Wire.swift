@@ -171,6 +171,9 @@ package enum Wire {
         /// One line, when failed.
         package var error: String?
         package var category: String?
+        /// What went wrong, as data (`FailureReason`'s word: "http-404", "file-not-found", "host-key-unknown"),
+        /// when failed and known; nil otherwise.
+        package var reason: String?
         /// ISO 8601.
         var added: String
         /// Seconds the finished download took.
@@ -221,13 +224,13 @@ package enum Wire {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, url, file, state, completed, total, speed, error, category, added, seconds, fact, name, gid, sources
+            case id, url, file, state, completed, total, speed, error, category, reason, added, seconds, fact, name, gid, sources
             case removedWithFiles
         }
 
         package init(id: DownloadID, url: String, file: String, state: String, completed: Int64, total: Int64?,
                      speed: Double, error: String?, category: String?, added: String, seconds: Double?,
-                     fact: DownloadFact?, name: String, gid: String?, sources: [Source]? = nil) {
+                     fact: DownloadFact?, name: String, gid: String?, sources: [Source]? = nil, reason: String? = nil) {
             self.id = id
             self.url = url
             self.file = file
@@ -237,6 +240,7 @@ package enum Wire {
             self.speed = speed
             self.error = error
             self.category = category
+            self.reason = reason
             self.added = added
             self.seconds = seconds
             self.fact = fact
@@ -258,6 +262,7 @@ package enum Wire {
             try container.encode(speed.rounded(), forKey: .speed)
             try container.encode(error, forKey: .error)
             try container.encode(category, forKey: .category)
+            try container.encode(reason, forKey: .reason)
             try container.encode(added, forKey: .added)
             try container.encode(seconds, forKey: .seconds)
             try container.encode(fact, forKey: .fact)

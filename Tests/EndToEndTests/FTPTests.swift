@@ -14,10 +14,10 @@ struct FTPTests {
         try server.serve("data.bin", bytes)
         let plain = try await HaulProcess.run(["--plain", "-q", "-o", "ftp", server.url("data.bin")], in: dir.path)
         #expect(plain.status == 0, "\(plain)")
-        #expect(dir.contents("ftp/data.bin") == bytes)
+        #expect(sizeAndDigest(dir.contents("ftp/data.bin")) == sizeAndDigest(bytes))
         let curl = try await runProcess(["/usr/bin/curl", "-sS", "-o", dir.file("curl.bin"), server.url("data.bin")])
         #expect(curl.status == 0, "\(curl.output)")
-        #expect(dir.contents("curl.bin") == dir.contents("ftp/data.bin"))
+        #expect(sizeAndDigest(dir.contents("curl.bin")) == sizeAndDigest(dir.contents("ftp/data.bin")))
 
         let ca = try await NetworkOptionsTests.TestCA.make()
         let implicit = try Vsftpd(.implicitTLS, certificate: (ca.serverCertificate, ca.serverKey))
@@ -26,7 +26,7 @@ struct FTPTests {
         let ftps = try await HaulProcess.run(["--plain", "-q", "--cacert", ca.caCertificate, "-o", "ftps",
                                               implicit.url("data.bin", scheme: "ftps")], in: dir.path)
         #expect(ftps.status == 0, "\(ftps)")
-        #expect(dir.contents("ftps/data.bin") == bytes)
+        #expect(sizeAndDigest(dir.contents("ftps/data.bin")) == sizeAndDigest(bytes))
 
         // A server that demands TLS of every login: `ftp://` upgrades with --ssl-reqd, and only then logs in.
         let explicit = try Vsftpd(.explicitTLS, certificate: (ca.serverCertificate, ca.serverKey))
@@ -39,9 +39,18 @@ struct FTPTests {
         let upgraded = try await HaulProcess.run(["--plain", "-q", "--ssl-reqd", "--cacert", ca.caCertificate, "-o", "tls",
                                                   explicit.url("data.bin")], in: dir.path)
         #expect(upgraded.status == 0, "\(upgraded)")
-        #expect(dir.contents("tls/data.bin") == bytes)
+        #expect(sizeAndDigest(dir.contents("tls/data.bin")) == sizeAndDigest(bytes))
         #expect(explicit.commands.contains { $0.hasPrefix("AUTH ") } && explicit.commands.contains("PROT P"),
                 "\(explicit.commands)")
+        // The same from the config file's keys.
+        let config = TempDirectory()
+        try FileManager.default.createDirectory(atPath: config.file("haul"), withIntermediateDirectories: true)
+        try Data("ssl-reqd = true\ncacert = \"\(ca.caCertificate)\"\n".utf8)
+            .write(to: URL(fileURLWithPath: config.file("haul/config.toml")))
+        let configured = try await HaulProcess.run(["--plain", "-q", "-o", "configured", explicit.url("data.bin")],
+                                                   in: dir.path, environment: ["XDG_CONFIG_HOME": config.path])
+        #expect(configured.status == 0, "\(configured)")
+        #expect(sizeAndDigest(dir.contents("configured/data.bin")) == sizeAndDigest(bytes))
     }
 
     /// A first run held to 256 KiB/s (a minute for 16 MiB: a loaded machine interrupts it long before) is
@@ -56,7 +65,7 @@ struct FTPTests {
         try await interrupt(["--plain", "--limit-rate", "256K", server.url("data.bin")], in: dir, part: "data.bin.part")
         let second = try await HaulProcess.run(["--plain", "-q", server.url("data.bin")], in: dir.path)
         #expect(second.status == 0, "\(second)")
-        #expect(dir.contents("data.bin") == bytes)
+        #expect(sizeAndDigest(dir.contents("data.bin")) == sizeAndDigest(bytes))
         let offsets = server.commands.compactMap { $0.hasPrefix("REST ") ? Int($0.dropFirst(5)) : nil }
         #expect(offsets.contains { $0 > 0 }, "\(server.commands)")
     }
@@ -76,7 +85,7 @@ struct FTPTests {
         let second = try await HaulProcess.run(["--plain", server.url("data.bin")], in: dir.path)
         #expect(second.status == 0, "\(second)")
         #expect((second.stdout + second.stderr).contains("the file changed on the server"), "\(second)")
-        #expect(dir.contents("data.bin") == changed)
+        #expect(sizeAndDigest(dir.contents("data.bin")) == sizeAndDigest(changed))
     }
 
     @Test func fourConnectionsFetchOneFileInRanges() async throws {
@@ -87,7 +96,7 @@ struct FTPTests {
         try server.serve("data.bin", bytes)
         let run = try await HaulProcess.run(["--plain", "-q", "-s", "4", server.url("data.bin")], in: dir.path)
         #expect(run.status == 0, "\(run)")
-        #expect(dir.contents("data.bin") == bytes)
+        #expect(sizeAndDigest(dir.contents("data.bin")) == sizeAndDigest(bytes))
         #expect(server.commands.filter { $0 == "RETR data.bin" }.count >= 2, "\(server.commands)")
     }
 
@@ -107,6 +116,11 @@ struct FTPTests {
         #expect(login.stderr.contains("ann:***@"), "\(login)")
         #expect(!(login.stdout + login.stderr).contains("s3cret"), "\(login)")
         #expect(try TestFiles.containing("s3cret", under: dir.path).isEmpty)
+        // `--json` says which, as data.
+        for (url, reason) in [(server.url("nope.bin"), "file-not-found"), (server.url("data.bin", login: "ann:pw@"), "login-refused")] {
+            let run = try await HaulProcess.run(["--json", "--retries", "0", url], in: dir.path)
+            #expect(run.stdout.contains(#""reason":"\#(reason)""#), "\(run)")
+        }
     }
 }
 

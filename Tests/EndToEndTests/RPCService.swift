@@ -19,7 +19,8 @@ struct RPCService {
     static let idleExit = "300"
 
     /// Downloads go to `dir/dl`; `dir/more` is a second allowed root.
-    static func start(_ extra: [String] = []) async throws -> RPCService {
+    /// `environment` is added to the service's (a HOME whose `~/.ssh` it uses).
+    static func start(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> RPCService {
         var service = RPCService()
         try FileManager.default.createDirectory(atPath: service.dir.file("dl"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: service.dir.file("more"), withIntermediateDirectories: true)
@@ -27,7 +28,7 @@ struct RPCService {
             ["service", "start", "--json", "--rpc-listen", "127.0.0.1:0", "--output-dir", service.dir.file("dl"),
              "--rpc-allowed-dir", service.dir.file("dl"), "--rpc-allowed-dir", service.dir.file("more"),
              "--idle-exit", Self.idleExit] + extra,
-            in: service.dir.path, environment: service.home.environment)
+            in: service.dir.path, environment: service.home.environment.merging(environment) { $1 })
         #expect(start.status == 0, "\(start.stderr)")
         let status = try #require(try JSONSerialization.jsonObject(with: Data(start.stdout.utf8)) as? [String: Any])
         let rpc = try #require(status["rpc"] as? [String: Any], "\(start.stdout)")

@@ -227,12 +227,31 @@ final class Sshd: Sendable {
         try Data(bytes).write(to: URL(fileURLWithPath: root + "/" + name))
     }
 
+    /// Waits until sshd has logged `count` logins since it started (one "Accepted publickey" line each).
+    func waitForLogins(_ count: Int, within seconds: Double = 30) async throws {
+        let logins = LockedLines()
+        try await log.waitFor("\(count) logins", within: seconds) { line in
+            guard line.hasPrefix("Accepted publickey") else { return false }
+            logins.append(line)
+            return logins.snapshot.count >= count
+        }
+    }
+
+    /// The logins sshd logged so far.
+    var logins: Int { log.lines.filter { $0.hasPrefix("Accepted publickey") }.count }
+
     /// haul's environment: this HOME, and no SSH agent of the machine's.
     var environment: [String: String] { ["HOME": home, "SSH_AUTH_SOCK": ""] }
 
     func stop() { process.stop() }
 
     deinit { stop() }
+}
+
+/// The size and SHA-256 of a file's bytes (nil: no file), which a test compares: two 16 MiB arrays that
+/// differ would print megabytes.
+func sizeAndDigest(_ bytes: [UInt8]?) -> String? {
+    bytes.map { "\($0.count) bytes, sha256 \(OpenSSLDigest.hex(.sha256, of: $0))" }
 }
 
 /// A test file of `size` bytes, the same for a given `seed`.

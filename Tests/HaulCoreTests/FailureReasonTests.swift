@@ -44,7 +44,14 @@ import Testing
             // The server's answer, malformed: a protocol error with no finer reason.
             (CURLE_RECV_ERROR, "Illegal or missing hexadecimal sequence in chunked-encoding", 0, nil, .protocol),
             (CURLE_OUT_OF_MEMORY, "", 0, nil, .protocol),
-            (CURLE_LOGIN_DENIED, "Access denied", 0, nil, .authentication),
+            // FTP's and SFTP's answers: what HTTP says with a status.
+            (CURLE_LOGIN_DENIED, "Access denied: 530", 0, .loginRefused, .authentication),
+            (CURLE_LOGIN_DENIED, "Authentication failure", 0, .loginRefused, .authentication),
+            (CURLE_REMOTE_FILE_NOT_FOUND, "Remote file not found", 0, .remoteFileNotFound, .server),
+            (CURLE_REMOTE_ACCESS_DENIED, "Server denied you to change to the given directory", 0,
+             .remoteAccessDenied, .server),
+            (CURLE_FTP_COULDNT_USE_REST, "Couldn't use REST", 0, .ftpCommandFailed, .protocol),
+            (CURLE_FTP_WEIRD_PASV_REPLY, "Bad PASV/EPSV response: 500", 0, .ftpCommandFailed, .protocol),
         ]
         for (code, detail, osErrno, reason, category) in cases {
             let error = HaulError(curlCode: code, detail: detail, osErrno: osErrno)

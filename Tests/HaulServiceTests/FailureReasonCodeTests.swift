@@ -35,6 +35,13 @@ import TestSupport
         (.checksumMismatch, .checksum, 32, 9),
         (.otherFile, .server, 22, 8),
         (.noRoom(needed: 1), .fileIO, 9, 3),
+        (.remoteFileNotFound, .server, 3, 8),
+        (.remoteAccessDenied, .server, 22, 8),
+        (.loginRefused, .authentication, 24, 6),
+        (.ftpCommandFailed, .protocol, 21, 7),
+        (.hostKeyUnknown, .tls, 1, 5),
+        (.hostKeyChanged, .tls, 1, 5),
+        (.hostKeyMismatch, .tls, 1, 5),
     ]
 
     @Test func everyReasonHasItsAria2CodeAndExitCode() {

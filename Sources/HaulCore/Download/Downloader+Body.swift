@@ -133,6 +133,13 @@ extension Downloader {
         return written
     }
 
+    /// `notLimited` for the race of a download's connections, which SFTP never ends: there one connection is
+    /// held to what one SSH cipher stream and libssh2's requests ahead carry (`connections(for:)`), however
+    /// fast each connection is.
+    static func raceLimit(_ notLimited: Int64, for request: HTTPRequest) -> Int64 {
+        request.remoteFileProtocol == .sftp ? .max : notLimited
+    }
+
     /// Fetches the file over the job's connections (`SegmentedFetch`), the first one going on with the answer
     /// in hand (`first`), and tells the machine how it went; a refused segment first checkpoints what the
     /// others fetched.
@@ -149,7 +156,7 @@ extension Downloader {
                                    lastModified: claim.state?.lastModified, connections: job.segments,
                                    total: total, firstCheckpoint: firstCheckpoint,
                                    checkpointInterval: checkpointInterval, recordAfter: recordAfter,
-                                   notLimited: notLimited, raceWindow: raceWindow,
+                                   notLimited: Self.raceLimit(notLimited, for: request), raceWindow: raceWindow,
                                    raceEarlyBytes: raceEarlyBytes, retryPolicy: retryPolicy,
                                    reconnects: job.retries)
         fetch.sources = sources

@@ -105,6 +105,7 @@ package struct Downloader: Sendable {
         let guessed = job.plannedName
         // -N: an existing file is asked about (If-Modified-Since its mtime) and replaced only by a newer one.
         var job = job
+        job.segments = Self.connections(for: job)
         var modifiedSince: String?
         if job.timestamping, let mtime = directory.modificationTime(guessed) {
             modifiedSince = HTTPDate.format(mtime)
@@ -153,6 +154,19 @@ package struct Downloader: Sendable {
             case .end(let outcome): return try outcome.get()
             }
         }
+    }
+
+    /// The connections a download takes: its `segments`, except over SFTP when they were left at one. There
+    /// one connection is held back by SSH itself, where an HTTP one is not: one cipher stream each way, on
+    /// one core at each end, and at most 8 MiB asked for ahead by libssh2; several connections run the
+    /// server's side on as many cores and keep more in flight. Such a download takes
+    /// `--max-connection-per-server` of them (4 unless set, which `1` keeps to one), as many as `-s 4` asks
+    /// (a file of 1 MiB or less still takes one). SCP cannot ask for a range; FTP's one data connection is
+    /// as fast as the disk already.
+    static func connections(for job: DownloadJob) -> Int {
+        guard job.segments == DownloadJob.defaultSegments, job.sources.count == 1,
+              HTTPRequest.remoteFileProtocol(of: job.url) == .sftp else { return job.segments }
+        return Swift.min(job.connectionsPerServer, JobOptions.segmentRange.upperBound)
     }
 
     /// The outcome of a download that `Claim.take` held no name for: skipped (`--skip-existing`), or finished

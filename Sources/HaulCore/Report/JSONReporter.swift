@@ -13,7 +13,7 @@ package struct JSONReporter: Reporter {
     }
 
     package func report(_ event: ReportEvent) {
-        let line: JSONLine
+        var line: JSONLine
         switch event {
         case .started(let id, let url, let file, let path, let total):
             line = JSONLine().add("event", "started").add("id", id).add("url", url).add("file", file).add("path", path)
@@ -34,7 +34,8 @@ package struct JSONReporter: Reporter {
             line = JSONLine().add("event", "failed").add("id", id).add("url", url).add("file", file)
                 .add("state", error.category == .cancelled ? "cancelled" : "failed")
                 .add("error", error.message).add("category", error.category.rawValue)
-                .add("exit", Int64(error.category.exitCode))
+            if let reason = error.reason { line = line.add("reason", reason.rawValue) }
+            line = line.add("exit", Int64(error.category.exitCode))
         case .summary(let summary):
             line = JSONLine().add("event", "summary").add("completed", summary.completed).add("failed", summary.failed)
                 .add("bytes", summary.bytes).add("seconds", summary.seconds).add("exit", Int64(summary.exitCode))

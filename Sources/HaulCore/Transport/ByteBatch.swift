@@ -17,6 +17,16 @@ final class IOBuffer: @unchecked Sendable {
     /// The most bytes one curl write callback brings: the driver sets `CURLOPT_BUFFERSIZE` to this, and a
     /// transfer buffer has room for the high watermark plus one such chunk.
     static let largestChunk = 256 * 1024
+    /// The same over SFTP and SCP, larger: libssh2 keeps four times curl's buffer asked for and unanswered
+    /// (SFTP read requests; SCP's channel window), to at most 8 MiB, so 256 KiB allowed 1 MiB in flight,
+    /// which holds a connection to 10 MiB/s at 100 ms of round trip and left the SSH server idle between
+    /// answers on loopback. 2 MiB is libssh2's ceiling (8 MiB in flight); OpenSSH's sftp keeps 2 MiB.
+    static let largestSSHChunk = 2 * 1024 * 1024
+
+    /// The most bytes one write callback brings for a transfer of `remote`'s protocol (nil: HTTP).
+    static func largestChunk(for remote: HTTPRequest.RemoteFileProtocol?) -> Int {
+        remote?.overSSH == true ? largestSSHChunk : largestChunk
+    }
 
     let base: UnsafeMutableRawPointer
     let capacity: Int

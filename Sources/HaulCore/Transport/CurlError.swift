@@ -37,6 +37,18 @@ extension HaulError {
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
             CURLE_HTTP2_STREAM:
             return osErrno == ETIMEDOUT ? .timedOut : .connectionLost
+        // FTP's and SFTP's words for what HTTP says with a status (an HTTP answer is read by `HTTPStatus`, and
+        // libcurl reports none of these for it).
+        case CURLE_REMOTE_FILE_NOT_FOUND:
+            return .remoteFileNotFound
+        case CURLE_REMOTE_ACCESS_DENIED:
+            return .remoteAccessDenied
+        case CURLE_LOGIN_DENIED:
+            return .loginRefused
+        case CURLE_FTP_WEIRD_PASS_REPLY, CURLE_FTP_WEIRD_PASV_REPLY, CURLE_FTP_WEIRD_227_FORMAT,
+            CURLE_FTP_CANT_GET_HOST, CURLE_FTP_COULDNT_SET_TYPE, CURLE_FTP_COULDNT_RETR_FILE, CURLE_FTP_PORT_FAILED,
+            CURLE_FTP_COULDNT_USE_REST, CURLE_FTP_PRET_FAILED, CURLE_FTP_BAD_FILE_LIST:
+            return .ftpCommandFailed
         default:
             return category(of: code) == .tls ? .tls : nil
         }

@@ -102,7 +102,7 @@ extension CurlHandle {
             if let hostKeyRefusal { return .failure(hostKeyRefusal) }
             guard let key = core.request.options.sshHostKey else { return .asCurlSays }
             return .failure(HaulError(.tls, "the host key of \(SSHFiles.hostName(in: core.request.url)) is not the "
-                                      + "\(SSHFiles.fingerprint(key)) that --ssh-host-key names"))
+                                      + "\(SSHFiles.fingerprint(key)) that --ssh-host-key names", reason: .hostKeyMismatch))
         default:
             return .asCurlSays
         }
@@ -116,7 +116,7 @@ extension CurlHandle {
             ? "the host key of \(host) has changed: it is now \(fingerprint), not the key ~/.ssh/known_hosts holds for it "
                 + "(someone may be intercepting the connection; if the server's key was replaced, update ~/.ssh/known_hosts)"
             : "the host key of \(host) is not in ~/.ssh/known_hosts; \(fingerprint) — add it, or pass --ssh-host-key \(fingerprint)"
-        hostKeyRefusal = HaulError(.tls, message)
+        hostKeyRefusal = HaulError(.tls, message, reason: changed ? .hostKeyChanged : .hostKeyUnknown)
     }
 }
 

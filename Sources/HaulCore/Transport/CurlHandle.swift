@@ -31,7 +31,10 @@ final class CurlHandle {
     /// Added to the multi handle: curl's buffer size is set for good.
     var added = false
     /// curl's receive buffer for this transfer (`CURLOPT_BUFFERSIZE`), which is also its largest chunk.
-    var bufferSize = IOBuffer.largestChunk
+    var bufferSize: Int
+    /// The largest buffer for this transfer's protocol (`IOBuffer.largestChunk(for:)`), which an uncapped
+    /// transfer keeps.
+    let largestChunk: Int
     /// A HEAD that only opens a connection ahead of need (`CurlDriver.start(_:clock:openingAhead:)`): no body,
     /// no share of a cap.
     let ahead: Bool
@@ -48,6 +51,8 @@ final class CurlHandle {
     init(core: TransferCore, easy: UnsafeMutableRawPointer, observer: TransferObserver?, ahead: Bool) {
         self.core = core
         remote = core.request.remoteFileProtocol
+        largestChunk = IOBuffer.largestChunk(for: remote)
+        bufferSize = largestChunk
         self.easy = easy
         self.observer = observer
         self.ahead = ahead
@@ -166,7 +171,7 @@ extension CurlHandle {
         haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
-        haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, IOBuffer.largestChunk)
+        haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, largestChunk)
         haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, TransferOptions.milliseconds(options.connectTimeout))
         haul_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0)

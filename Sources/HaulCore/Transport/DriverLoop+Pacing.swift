@@ -80,7 +80,7 @@ extension DriverLoop {
         }
         // Not added yet: `add` has set the largest buffer, which an uncapped transfer keeps.
         if !handle.added, rate > 0 {
-            handle.bufferSize = ReceivePacer.chunkSize(rate: rate, largest: IOBuffer.largestChunk)
+            handle.bufferSize = ReceivePacer.chunkSize(rate: rate, largest: handle.largestChunk)
             haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, handle.bufferSize)
         }
         // A held transfer waits as long as its debt at the new rate says; lifted, it goes on at the next turn.
@@ -89,6 +89,6 @@ extension DriverLoop {
         }
         handle.observer?(ObjectIdentifier(handle.core), .capped(bytesPerSecond: rate))
         return handle.added && handle.core.refitsToCap
-            && ReceivePacer.isMisfit(buffer: handle.bufferSize, rate: rate, largest: IOBuffer.largestChunk)
+            && ReceivePacer.isMisfit(buffer: handle.bufferSize, rate: rate, largest: handle.largestChunk)
     }
 }

@@ -33,8 +33,10 @@ final class TransferCore: Sendable {
         self.limit = limit
         self.driver = driver
         self.activityClock = activityClock
+        let largestChunk = IOBuffer.largestChunk(for: request.remoteFileProtocol)
         self.state = NIOLockedValueBox(State(machine: TransferStateMachine(highWatermark: driver.highWatermark,
-                                                                           maxDelay: driver.deliveryDelay)))
+                                                                           maxDelay: driver.deliveryDelay,
+                                                                           largestChunk: largestChunk)))
     }
 
     var statistics: TransferStatistics {

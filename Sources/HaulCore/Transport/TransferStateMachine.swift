@@ -66,14 +66,18 @@ struct TransferStateMachine {
     let highWatermark: Int
     let deliverThreshold: Int
     let maxDelay: Duration
+    /// The most bytes one write callback brings (curl's buffer size, `IOBuffer.largestChunk(for:)`).
+    let largestChunk: Int
     private var state = State.running(Running())
     // Counters for tests and benchmarks, kept across states.
     private(set) var pauseCount = 0
     private(set) var peakBuffered = 0
     private(set) var buffersAllocated = 0
 
-    init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(10)) {
+    init(highWatermark: Int, deliverThreshold: Int? = nil, maxDelay: Duration = .milliseconds(10),
+         largestChunk: Int = IOBuffer.largestChunk) {
         self.highWatermark = highWatermark
+        self.largestChunk = largestChunk
         self.deliverThreshold = deliverThreshold ?? Swift.max(1, highWatermark / 2)
         self.maxDelay = maxDelay
     }
@@ -109,7 +113,7 @@ struct TransferStateMachine {
         }
     }
 
-    private var bufferCapacity: Int { highWatermark + IOBuffer.largestChunk + IOBuffer.alignment }
+    private var bufferCapacity: Int { highWatermark + largestChunk + IOBuffer.alignment }
 
     /// Runs `body` on the running state, changed in place (nil when not running).
     private mutating func withRunning<R>(_ body: (inout Running) -> R) -> R? {

@@ -45,8 +45,10 @@ enum Aria2Status {
 
     /// aria2's exit code for a failure ("1"-"32"): what its clients show and test. Read from the failure's
     /// category and typed reason, never from its message: 2 timeout (a stall too), 3 not found (404, 410),
-    /// 6 other network errors, 9 disk full, 17 other file I/O, 22 other HTTP errors and malformed answers,
-    /// 24 authorisation, 28 usage, 29 server overloaded (503), 31 removed, 32 checksum, 1 anything else.
+    /// 6 other network errors, 9 disk full, 17 other file I/O, 21 an FTP command that failed, 22 other HTTP
+    /// errors and malformed answers, 24 authorisation (an FTP or SSH login too), 28 usage, 29 server
+    /// overloaded (503), 31 removed, 32 checksum, 1 anything else (an SSH host key refused among them).
+    /// A missing file over FTP or SFTP is 3, as aria2 says it of FTP's 550.
     static func errorCode(_ error: HaulError) -> Int {
         switch error.category {
         case .network:
@@ -56,11 +58,11 @@ enum Aria2Status {
             }
         case .server:
             switch error.reason {
-            case .httpStatus(404), .httpStatus(410): return 3
+            case .httpStatus(404), .httpStatus(410), .remoteFileNotFound: return 3
             case .httpStatus(503): return 29
             default: return 22
             }
-        case .protocol: return 22
+        case .protocol: return error.reason == .ftpCommandFailed ? 21 : 22
         case .authentication: return 24
         case .checksum: return 32
         case .fileIO:

@@ -150,7 +150,8 @@ struct Roster: Sendable {
             state: entry.state.name, completed: entry.completed, total: entry.total,
             speed: entry.record.speed(at: now), error: failure?.message,
             category: failure?.category.rawValue, added: ISO8601.string(entry.added), seconds: entry.seconds,
-            fact: entry.fact, name: entry.name, gid: entry.gid, sources: sources(of: entry))
+            fact: entry.fact, name: entry.name, gid: entry.gid, sources: sources(of: entry),
+            reason: failure?.reason?.rawValue)
         download.removedWithFiles = entry.filesRemoved != nil
         return download
     }
