@@ -24,6 +24,9 @@ import TestSupport
         return try await InProcessService.with(clock: clock, configure: { configuration in
             configuration.localSecond = { Int($0.timeIntervalSince1970.rounded(.down)) % 86_400 }
             configuration.inhibitor = RecordingInhibitor()
+            // The rate schedule caps the overall rate: on a driver of this test's, not on the one every other
+            // test in the process shares (its caps held theirs: stalls, refits and faults came otherwise).
+            configuration.driver = CurlDriver()
             configure(&configuration)
         }) { harness in
             // As `ServiceRunner` does before it restores the queue.

@@ -26,6 +26,9 @@ actor Service {
         var onQueueDone: Hook?
         /// Keeps the machine awake while downloads run (logind's lock, where there is logind).
         var inhibitor: any SleepInhibitor = LogindInhibitor()
+        /// The transfers' driver: the process's one. A test's service that caps the overall rate (the rate
+        /// schedule) takes one of its own, or its cap would hold every other test's transfers in the process.
+        var driver: CurlDriver = .shared
     }
 
     let configuration: Configuration
@@ -75,7 +78,8 @@ actor Service {
         self.store = store
         self.clock = clock
         // A download that does not fit waits for room, looked at again on the service's clock.
-        manager = DownloadManager(concurrency: configuration.concurrency, batched: true,
+        manager = DownloadManager(downloader: Downloader(driver: configuration.driver),
+                                  concurrency: configuration.concurrency, batched: true,
                                   roomWatch: DownloadManager.RoomWatch(clock: clock.moments))
         aria2Globals.concurrency = configuration.concurrency
     }
