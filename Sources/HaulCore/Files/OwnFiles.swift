@@ -20,10 +20,15 @@ package enum OwnFiles {
         package var path: String
         /// `DEVICE:INODE` of the `.part` haul created (`DownloadRecord.part`); nil when it never had one.
         package var part: String?
+        /// The finished file's size, when the download is done: a file deleted and written again at the name
+        /// may get the same inode number back (file systems reuse a freed one at once), so a finished file
+        /// of another size is not haul's either.
+        package var size: Int64?
 
-        package init(path: String, part: String?) {
+        package init(path: String, part: String?, size: Int64? = nil) {
             self.path = path
             self.part = part
+            self.size = size
         }
     }
 
@@ -69,7 +74,8 @@ package enum OwnFiles {
                 outcome.left.append((remover.path(candidate), "is not known to be a file haul wrote (haul kept no record of making it)"))
                 continue
             }
-            guard FileIdentity.text(device: info.st_dev, inode: info.st_ino) == identity else {
+            let resized = candidate == name && known.size.map { $0 != Int64(info.st_size) } == true
+            guard FileIdentity.text(device: info.st_dev, inode: info.st_ino) == identity, !resized else {
                 outcome.left.append((remover.path(candidate), "is not the file haul wrote (it was there before, or was replaced since)"))
                 continue
             }

@@ -27,7 +27,9 @@ extension Service {
         await settled()
         var removal = Wire.FilesRemoval(ids: ids)
         for id in ids {
-            let known = roster[id].flatMap { entry in entry.path.map { OwnFiles.Known(path: $0, part: entry.part) } }
+            let known = roster[id].flatMap { entry in entry.path.map {
+                OwnFiles.Known(path: $0, part: entry.part, size: entry.state == .done ? entry.record.total : nil)
+            } }
             if let outcome = await manager.removeFiles(id, known) { removal.add(outcome, of: id) }
         }
         await settled()

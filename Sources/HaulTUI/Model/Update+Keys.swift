@@ -233,7 +233,9 @@ func handle(_ key: Key, in overlay: AppState.Overlay, state: inout AppState) -> 
         if key == .interrupt { return quit(&state, pausing: state.pausesOnInterrupt) }
         guard key == .character("y") || key == .character("Y"), let row = state.rows.first(where: { $0.id == id })
         else { return [] }
-        return [.removeFiles(id, row.record.path.map { OwnFiles.Known(path: $0, part: row.record.part) })]
+        return [.removeFiles(id, row.record.path.map {
+            OwnFiles.Known(path: $0, part: row.record.part, size: row.record.state == .done ? row.record.total : nil)
+        })]
     case .confirmDetach:
         switch key {
         case .enter, .character("b"), .character("y"), .character("q"), .interrupt:
