@@ -100,7 +100,7 @@ import TestSupport
         let fifo = home.dir.file("done.fifo")
         #expect(mkfifo(fifo, 0o600) == 0)
         // The test's own `sh`, named as the program: haul itself runs no shell.
-        try home.write("on-queue-done = \"/bin/sh -c 'env | grep ^HAUL_ | grep -v ^HAUL_HOME= | sort > \\\"$0\\\"' \(fifo)\"\n")
+        try home.write("on-queue-done = \"/bin/sh -c 'env | grep ^HAUL_ | grep -v -e ^HAUL_HOME= -e ^HAUL_SANITIZED= -e ^HAUL_TSAN= | sort > \\\"$0\\\"' \(fifo)\"\n")
         try await withSampleServer { server in
             let add = try await home.haul(["add", "-o", "dl", server.downloadURL("small.bin"),
                                            server.downloadURL("medium.bin")])

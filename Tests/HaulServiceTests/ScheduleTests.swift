@@ -129,7 +129,7 @@ import TestSupport
         let dir = TempDirectory()
         let log = dir.file("done.log")
         // No shell: the words are the program and its arguments; `sh` here is the test's own choice.
-        let hook = Hook(command: "/bin/sh -c 'env | grep ^HAUL_ | grep -v ^HAUL_HOME= | sort >> \"$0\"' \(log)")
+        let hook = Hook(command: "/bin/sh -c 'env | grep ^HAUL_ | grep -v -e ^HAUL_HOME= -e ^HAUL_SANITIZED= -e ^HAUL_TSAN= | sort >> \"$0\"' \(log)")
         let inhibitor = RecordingInhibitor()
         try await withSampleServer { server in
             try await Self.with(at: 0, {

@@ -132,27 +132,44 @@ package struct StandardOutputDownload<C: Clock<Duration>>: Sendable {
     /// Writes `batch` whole to `descriptor`: `StandardOutputClosed` when the reader went away, a file I/O error
     /// naming what else went wrong (a full disk behind a redirection).
     private static func write(_ batch: ByteBatch, to descriptor: Int32) async throws {
+        // The writer's thread gets the bytes' address, never the batch: the batch stays this task's (alive
+        // until this function returns, after the write) and goes back to its transfer from here, as every
+        // reader's does. A batch released on the writer's thread after it resumed us went back to the curl
+        // thread without an ordering the thread sanitizer could see (it reported the buffer's reuse).
+        let bytes = batch.withUnsafeBytes { WrittenBytes(base: $0.baseAddress, count: $0.count) }
         let failure: Int32 = await withCheckedContinuation { continuation in
             standardOutputWriter.async {
-                continuation.resume(returning: batch.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let count = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                        if count < 0 {
-                            if errno == EINTR { continue }
-                            return errno
-                        }
-                        offset += count
-                    }
-                    return 0
-                })
+                continuation.resume(returning: bytes.write(to: descriptor))
             }
         }
+        withExtendedLifetime(batch) {}
         if failure == EPIPE { throw StandardOutputClosed() }
         if failure != 0 {
             throw HaulError(.fileIO, "writing to standard output: \(String(cString: strerror(failure)))",
                             reason: FailureReason(errno: failure))
         }
+    }
+}
+
+/// A batch's bytes as the writer's thread sees them: its address and length, the batch kept alive by the task
+/// that waits for the write.
+private struct WrittenBytes: @unchecked Sendable {
+    let base: UnsafeRawPointer?
+    let count: Int
+
+    /// Writes them whole; 0, or the `errno` that stopped the write.
+    func write(to descriptor: Int32) -> Int32 {
+        guard let base else { return 0 }
+        var offset = 0
+        while offset < count {
+            let written = Glibc.write(descriptor, base + offset, count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return 0
     }
 }
 
