@@ -115,7 +115,10 @@ import Testing
             let tmux = try TmuxSession(["-o", "out", server.downloadURL("small.bin")], in: dir.path)
             try await tmux.waitFor("small.bin done") { TUITests.row($0, "small.bin")?.hasSuffix(" done") == true }
             try tmux.send("D")
-            let box = try await tmux.waitFor("the question") { $0.contains { $0.contains("Delete the files of small.bin?") } }
+            // The whole box: a screen caught while the terminal draws it has its top line only (a TSan run).
+            let box = try await tmux.waitFor("the question") { screen in
+                screen.contains { $0.contains("Delete the files of small.bin?") } && screen.contains { $0.contains("Delete this file") }
+            }
             #expect(box.contains { $0.contains("Delete this file (1.00 MiB)?") }, "\(box)")
             #expect(box.contains { $0.contains("  small.bin") }, "\(box)")
             try tmux.send("n")
