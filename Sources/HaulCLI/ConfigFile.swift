@@ -159,6 +159,11 @@ struct ConfigFile: Sendable {
     // MARK: keys
 
     /// Parses `text` and turns each key into the arguments it stands for.
+    private init(path: String, entries: [Entry]) {
+        self.path = path
+        self.entries = entries
+    }
+
     init(path: String, text: String, home: String) throws(Problem) {
         self.path = path
         let table: TOMLTable
@@ -262,6 +267,11 @@ struct ConfigFile: Sendable {
             guard (try? parse(commandLine)) != nil else { throw error }
             throw blame(own, error) { _ = try parse($0 + commandLine) }
         }
+    }
+
+    /// The same file without `keys`.
+    func without(_ keys: Set<String>) -> ConfigFile {
+        ConfigFile(path: path, entries: entries.filter { !keys.contains($0.key) })
     }
 
     /// Checks every value of the file, for every command, so that a bad value is found by whichever

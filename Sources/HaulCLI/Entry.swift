@@ -90,7 +90,13 @@ package enum Entry {
 
     /// `arguments` parsed after the config file's download options.
     static func parse(_ type: HaulCommand.Type, _ arguments: [String], config: ConfigFile?) throws -> HaulCommand {
-        guard let config else { return try HaulCommand.parse(arguments) }
+        guard var config else { return try HaulCommand.parse(arguments) }
+        // `-O -` on the command line: the file's settings for downloads to disk (connections, mirrors, a folder,
+        // hooks that name a file) are not for a stream to standard output, which would refuse them as it refuses
+        // them given on the command line. A command line that does not parse alone fails below as it is.
+        if (try? HaulCommand.parse(arguments))?.writesToStandardOutput == true {
+            config = config.without(HaulCommand.standardOutputIgnoredKeys)
+        }
         return try config.parse(.download, arguments) { try HaulCommand.parse($0) }
     }
 

@@ -7,6 +7,12 @@ extension HaulCommand {
     /// `-O -`: the one download goes to standard output, as curl's `-o -` does.
     var writesToStandardOutput: Bool { output == "-" }
 
+    /// The config file's keys a `-O -` run leaves out (`Entry.parse`): each is refused with it on the command line.
+    static let standardOutputIgnoredKeys: Set<String> = [
+        "segments", "output-dir", "json", "overwrite", "skip-existing", "timestamping",
+        "on-complete", "on-error", "checksum-file",
+    ]
+
     /// What `-O -` cannot go with, refused before anything starts (exit 2): more than one download, more
     /// than one connection or source (the bytes go out in order, as they arrive), a file's options (there is
     /// no file), and the options that write to standard output themselves. `named`: the URLs named, as

@@ -105,6 +105,30 @@ import TestSupport
                 "\(shell)")
     }
 
+    /// The config file's settings for downloads to disk (`segments = 8`, a folder, JSON lines, a hook) do not
+    /// stop `-O -`: they are left out of it, where the same options on the command line are refused.
+    @Test func configSettingsForFilesDoNotStopStandardOutput() async throws {
+        let data = Self.bytes()
+        let nginx = try await RangeNginx.start { try data.write(to: URL(fileURLWithPath: $0 + "/video.bin")) }
+        defer { nginx.stop() }
+        let dir = TempDirectory()
+        defer { dir.remove() }
+        let config = TempDirectory()
+        defer { config.remove() }
+        try Data("""
+            segments = 8
+            output-dir = "\(config.path)/downloads"
+            json = true
+            on-complete = "/bin/true"
+            """.utf8).write(to: URL(fileURLWithPath: config.file("config.toml")))
+        let shell = try await Self.shell(#""$0" --config "$2" -O - "$1" | sha256sum; echo "exit ${PIPESTATUS[0]}""#,
+                                         nginx.url("video.bin"), config.file("config.toml"), in: dir.path)
+        let expected = try FileDigest.hex(of: nginx.root + "/video.bin", algorithm: .sha256)
+        #expect(shell.stdout == "\(expected)  -\nexit 0\n", "\(shell)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: config.path + "/downloads"))
+    }
+
     /// A reader that stops early (`| head -c`) ends haul quietly with exit 3, as curl's 23 (a failed write).
     @Test func aBrokenPipeEndsQuietly() async throws {
         let data = Self.bytes()
@@ -149,11 +173,12 @@ import TestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 
-    /// `bash -c SCRIPT haul URL` in `directory`: its stdout and stderr.
-    static func shell(_ script: String, _ url: String, in directory: String) async throws -> (stdout: String, stderr: String) {
+    /// `bash -c SCRIPT haul URL MORE...` in `directory`: its stdout and stderr.
+    static func shell(_ script: String, _ url: String, _ more: String..., in directory: String) async throws
+        -> (stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script, HaulProcess.binary, url]
+        process.arguments = ["-c", script, HaulProcess.binary, url] + more
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = "/nonexistent/haul-tests"
