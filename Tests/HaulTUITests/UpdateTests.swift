@@ -35,6 +35,23 @@ import Testing
         #expect(state.rows[0].state == .downloading)
     }
 
+    /// An `added` out of the ids' order (a live one before the snapshot's older ones) takes its place among
+    /// the rows, so that every row is found by bisection; its events reach it, the others' stay theirs.
+    @Test func aDownloadAddedOutOfOrderTakesItsPlace() {
+        var state = AppState(size: size)
+        for id in [1, 2, 4] { _ = event(&state, .added(id: id, url: "http://a/\(id)", file: "f\(id)")) }
+        state.refreshListing()
+        state.selection = 2
+        _ = event(&state, .added(id: 3, url: "http://a/3", file: "f3"))
+        _ = event(&state, .state(id: 3, .downloading))
+        _ = event(&state, .state(id: 4, .paused))
+        state.refreshListing()
+        #expect(state.rows.map(\.id) == [1, 2, 3, 4])
+        #expect(state.rows.map(\.state) == [.queued, .queued, .downloading, .paused])
+        #expect(state.selectedRow?.id == 4)
+        #expect([1, 2, 3, 4, 5].map { state.index(of: $0) } == [0, 1, 2, 3, nil])
+    }
+
     /// The loop tells whether a manager event changed the state by its own row, the row count and the rest
     /// (`StateChange`), not by a copy of every row: that holds as long as no manager event changes another
     /// download's row. Every kind of event, for every row and an unknown id, over screens with no overlay,

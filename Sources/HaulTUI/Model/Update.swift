@@ -267,7 +267,14 @@ private func apply(_ event: ManagerEvent, to state: inout AppState) {
         // `added` both in the service's snapshot and live (the service inserts it, then hands it to the
         // manager, which tells it).
         guard let record = DownloadRecord(event) else { return }
-        state.rows.append(DownloadRow(record))
+        let place = state.rowPlace(of: record.id)
+        if place == state.rows.count {
+            state.rows.append(DownloadRow(record))
+        } else {
+            // The rows after it move down one: the listing, which holds their places, is made again.
+            state.markListingStale()
+            state.rows.insert(DownloadRow(record), at: place)
+        }
     case .removed(let id):
         guard let index else { return }
         state.rows.remove(at: index)
