@@ -96,6 +96,26 @@ private let canMount: Bool = {
         }
     }
 
+    /// A download waiting for room is not running: `haul rm` forgets it, as it forgets a finished one (it was
+    /// refused as "queued or running; cancel it first").
+    @Test func aDownloadWaitingForRoomCanBeRemoved() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try await Self.server { server in
+            try await Self.withSmallDisk("20m", in: dir) { small in
+                let add = try await SessionTests.haul(["add", "-o", "small", server.downloadURL("big.bin")], home,
+                                                      in: dir)
+                #expect(add.status == 0, "\(add.stderr)")
+                try await SessionTests.waitFor("no space", home) { $0[1]?.state.isWaitingForRoom == true }
+                let removed = try await SessionTests.haul(["rm", "1"], home, in: dir)
+                #expect(removed.status == 0, "\(removed.stderr)")
+                #expect(try await SessionTests.list(home, in: dir).isEmpty)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: small).isEmpty, "nothing written")
+                _ = try await SessionTests.haul(["service", "stop"], home, in: dir)
+            }
+        }
+    }
+
     /// A disk that fills while a download runs (here, another program fills it while the server holds the
     /// body): the service pauses it as "no space", its part and state kept, and continues it from there once
     /// there is room and a download ends. Before, it failed.

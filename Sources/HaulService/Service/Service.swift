@@ -385,12 +385,16 @@ actor Service {
         case .retry:
             for id in ids { await manager.retry(id) }
         case .remove:
-            let running = ids.filter { !(roster[$0]?.state.isFinished ?? true) }
+            // A download waiting for room has not started: it goes as a finished one does (its files stay).
+            func removable(_ id: DownloadID) -> Bool {
+                roster[id].map { $0.state.isFinished || $0.state.isWaitingForRoom } ?? true
+            }
+            let running = ids.filter { !removable($0) }
             if selection.all != true, !running.isEmpty {
                 let names = running.map(String.init).joined(separator: ", ")
                 return .failure(Wire.Failure(error: "download \(names) is queued or running; cancel it first"))
             }
-            for id in ids where roster[id]?.state.isFinished == true { await manager.remove(id) }
+            for id in ids where roster[id] != nil && removable(id) { await manager.remove(id) }
         }
         if selection.wait == true, verb == .pause || verb == .cancel {
             await manager.waitUntilStopped(ids)
