@@ -101,10 +101,7 @@ TSAN_SHOW_REPORTS := sh -c 'for f in $(TSAN_REPORTS)/report*; do [ -e "$$f" ] ||
 # Suites of synchronous tests of pure functions (the screen's render and update, the parsers' fuzzing)
 # run on one thread: the sanitizer has nothing to find there, and they were an eighth of its CPU. `make test`
 # runs them.
-# StreamingTests (`-O -` and --sequential through the real binary) wait: a sanitized haul writing to a pipe
-# from its dispatch queue ended once with a SEGV in libdispatch's signal thread at exit (a CI run, after a race
-# on the output buffer that is fixed); until that is understood, `make test` runs them.
-TSAN_SKIP := HaulTUITests.RenderTests|HaulTUITests.UpdateTests|HaulCoreTests.FuzzTests|EndToEndTests.StreamingTests
+TSAN_SKIP := HaulTUITests.RenderTests|HaulTUITests.UpdateTests|HaulCoreTests.FuzzTests
 test-tsan: deps pydeps
 	$(TSAN_ENV) $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
 	rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
