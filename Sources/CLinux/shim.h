@@ -63,6 +63,18 @@ static inline int haul_punch_hole(int fd, long long offset, long long length) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }
 
+/* The birth time of `path` in `dirfd` (of `dirfd` itself when `path` is ""), not through a link: statx(2)'s
+   btime. Returns 0 with *seconds and *nanoseconds set, or -1 when the file system keeps none (or statx fails). */
+#include <sys/stat.h>
+static inline int haul_birth_time(int dirfd, const char *path, long long *seconds, unsigned *nanoseconds) {
+    struct statx info;
+    int flags = AT_SYMLINK_NOFOLLOW | (path[0] == 0 ? AT_EMPTY_PATH : 0);
+    if (statx(dirfd, path, flags, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;
+    *seconds = info.stx_btime.tv_sec;
+    *nanoseconds = info.stx_btime.tv_nsec;
+    return 0;
+}
+
 /* How many CPUs the calling thread may run on (its affinity mask, which taskset and cgroups' cpusets
    narrow); at least 1. */
 static inline int haul_cpu_count(void) {

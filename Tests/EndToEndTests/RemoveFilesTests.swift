@@ -92,6 +92,40 @@ import Testing
         }
     }
 
+    /// A finished file deleted and written again at its name with the same size: ext4 and tmpfs give the
+    /// freed inode number back at once, so device, inode and size all match the record. Its birth time does
+    /// not: it stays. (Before, `rm --files` deleted it as haul's.)
+    @Test func aSameSizeFileBornAgainWithTheSameInodeStays() async throws {
+        let home = ServiceHome()
+        let dir = TempDirectory()
+        try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
+        try await withSampleServer { server in
+            let add = try await Self.haul(["add", "-o", "out", server.downloadURL("small.bin")], home, in: dir)
+            #expect(add.status == 0, "\(add.stderr)")
+            try await SessionTests.waitFor("done", home) { $0[1]?.state == .done }
+            let file = dir.file("out/small.bin")
+            let before = try FileManager.default.attributesOfItem(atPath: file)
+            let size = try #require(before[.size] as? Int)
+            try FileManager.default.removeItem(atPath: file)
+            // Files are made at the name until one gets the inode number back (ext4 gives the lowest free one
+            // of the group: haul's state files, deleted since, come first); the others move aside.
+            var made = 0
+            while true {
+                try String(repeating: "U", count: size).write(toFile: file, atomically: false, encoding: .utf8)
+                let after = try FileManager.default.attributesOfItem(atPath: file)
+                if after[.systemFileNumber] as? Int == before[.systemFileNumber] as? Int { break }
+                made += 1
+                try #require(made < 1000, "the file system never gave the inode number back")
+                try FileManager.default.moveItem(atPath: file, toPath: dir.file("out/other-\(made)"))
+            }
+
+            let remove = try await Self.haul(["rm", "--files", "1"], home, in: dir)
+            #expect(remove.status == 0, "\(remove.stderr)")
+            #expect(FileManager.default.contents(atPath: file) == Data(repeating: UInt8(ascii: "U"), count: size))
+            #expect(remove.stderr.hasPrefix("haul: rm: \(file) is not the file haul wrote"), "\(remove.stderr)")
+        }
+    }
+
     /// An unknown id: exit 2, one line, nothing deleted.
     @Test func anUnknownIdIsAUsageErrorAndNothingGoes() async throws {
         let home = ServiceHome()

@@ -4,8 +4,8 @@ import Glibc
 /// `.part`, the part's state file and its temporaries, the write journal, and the partial preview.
 ///
 /// Only what haul can show it made goes. The finished file and the `.part` must be the very file haul created
-/// (its `DEVICE:INODE`, recorded at the claim and kept by the rename): a file that was at the name before haul
-/// claimed it, or that replaced it since, has another inode and stays. The state, temporaries and journal go
+/// (its `DEVICE:INODE` and birth time, recorded at the claim and kept by the rename): a file that was at the
+/// name before haul claimed it, or that replaced it since, has another inode or was born later, and stays. The state, temporaries and journal go
 /// only beside a part or file proven so (haul's claim of the part makes them its own). The preview goes when its
 /// bytes are the prefix of that file (haul writes it from the part's first bytes, adding at most an EOI marker).
 ///
@@ -75,7 +75,9 @@ package enum OwnFiles {
                 continue
             }
             let resized = candidate == name && known.size.map { $0 != Int64(info.st_size) } == true
-            guard FileIdentity.text(device: info.st_dev, inode: info.st_ino) == identity, !resized else {
+            let current = FileIdentity.text(device: info.st_dev, inode: info.st_ino,
+                                            birth: FileIdentity.birth(in: directory, candidate))
+            guard FileIdentity.same(current, as: identity), !resized else {
                 outcome.left.append((remover.path(candidate), "is not the file haul wrote (it was there before, or was replaced since)"))
                 continue
             }

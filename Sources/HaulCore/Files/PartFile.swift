@@ -95,20 +95,25 @@ final class PartFile: @unchecked Sendable {
         self.path = path
         self.descriptor = descriptor
         self.journal = journal
-        self.claimed = claimed.map { (device: $0.st_dev, inode: $0.st_ino, size: Int64($0.st_size)) }
+        self.claimed = claimed.map { (device: $0.st_dev, inode: $0.st_ino, size: Int64($0.st_size),
+                                      birth: FileIdentity.birth(in: descriptor, "")) }
     }
 
     /// The open file's identity, which no rename changes, and its size before this process wrote to it:
     /// a name or a second descriptor is checked against it without another `fstat` of this one.
-    private let claimed: (device: dev_t, inode: ino_t, size: Int64)?
+    private let claimed: (device: dev_t, inode: ino_t, size: Int64, birth: FileIdentity.Birth?)?
 
     /// The size when it was claimed (opened and locked), before any write of this process.
     var claimedSize: Int64? { claimed?.size }
 
-    /// `DEVICE:INODE` of the file, which its rename keeps (`FileIdentity`).
+    /// `DEVICE:INODE` of the file and its birth time, which its rename keeps (`FileIdentity`).
     var identity: String? {
-        if let claimed { return FileIdentity.text(device: claimed.device, inode: claimed.inode) }
-        return (try? status()).map { FileIdentity.text(device: $0.st_dev, inode: $0.st_ino) }
+        if let claimed {
+            return FileIdentity.text(device: claimed.device, inode: claimed.inode, birth: claimed.birth)
+        }
+        return (try? status()).map {
+            FileIdentity.text(device: $0.st_dev, inode: $0.st_ino, birth: FileIdentity.birth(in: descriptor, ""))
+        }
     }
 
     /// Whether `info` (an `fstat` or `fstatat`) describes this open file.

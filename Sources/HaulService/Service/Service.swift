@@ -123,7 +123,7 @@ actor Service {
             // A resume continues the very file it had claimed, whatever the server calls it now.
             if let path = stored.path { resumable.outputName = FilePath.baseName(of: path) }
             if !state.isFinished, let path = stored.path, let part = stored.part, !FileIdentity.exists(path + ".part"),
-                FileIdentity.of(path) == part
+                FileIdentity.same(FileIdentity.of(path), as: part)
             {
                 // Killed between its rename and its "done": the file at its name is the one it wrote (same
                 // device and inode as its part), whole (named only once synced). Done, not fetched again.
