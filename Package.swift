@@ -346,3 +346,11 @@ if Context.environment["HAUL_TSAN"] == "1" {
         target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=thread"])]
     }
 }
+
+// `bench/tui` in release (HAUL_BENCH_TESTABLE=1): the screen's module built with -enable-testing, so that
+// tui-bench can import it @testable with the optimiser on; only that module's flags change.
+if Context.environment["HAUL_BENCH_TESTABLE"] == "1" {
+    for target in package.targets where target.name == "HaulTUI" {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enable-testing"])]
+    }
+}

@@ -1,7 +1,7 @@
 // The screen with a long queue: how long one key takes from `update` to the frame drawn (`render`), with
 // 10,000 downloads queued, against the frame interval (1/30 s). Not a test: it prints figures.
 //
-//     swift build -c release -Xswiftc -enable-testing --product tui-bench && .build/release/tui-bench
+//     HAUL_BENCH_TESTABLE=1 swift build -c release --product tui-bench && .build/release/tui-bench
 //     .build/release/tui-bench --rows 50000 --rounds 20
 //
 // The state is built as an attached screen builds it, from the events of a service's snapshot (an `added`
