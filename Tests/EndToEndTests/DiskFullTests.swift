@@ -34,7 +34,8 @@ private let canMountTmpfs: Bool = {
     /// the body 2 MiB in, the disk is filled, the body goes on): the file (20 MiB) fits when haul looks before
     /// its first byte, so what is tested is a disk that runs out under a write. Returns haul's exit and the
     /// files it left there (copied out), then unmounts.
-    func runIntoFullDisk(_ arguments: [String], server: SampleServer, dir: TempDirectory)
+    /// The disk is filled once the part's blocks (`st_blocks`, 512 bytes each) reach `blocks` bytes.
+    func runIntoFullDisk(_ arguments: [String], blocks: Int64, server: SampleServer, dir: TempDirectory)
         async throws -> (HaulProcess.Exit, [String])
     {
         let small = dir.file("small")
@@ -53,7 +54,7 @@ private let canMountTmpfs: Bool = {
         // part's name is claimed before it, and a disk filled then is what the look is for).
         try await waitForFiles(in: small, "bytes in the part", within: .seconds(30)) {
             var status = stat()
-            return stat(part, &status) == 0 && status.st_blocks > 0
+            return stat(part, &status) == 0 && Int64(status.st_blocks) * 512 >= blocks
         }
         _ = Self.shell(["/bin/dd", "if=/dev/zero", "of=" + small + "/filler", "bs=1M"])
         server.setFaults(SampleServerFaults())
@@ -69,10 +70,17 @@ private let canMountTmpfs: Bool = {
     /// `-s 4` reserves the blocks it writes into ahead of its writes (`PartFile.reserveAhead`, 32 MiB a
     /// connection, here the whole file): a disk another program fills meanwhile does not take them, and the
     /// download ends right.
+    /// The bodies come at 2 MiB/s a connection, so that checkpoints (1 s in, then every 250 ms) fall after the
+    /// disk is full: the state file, which needs blocks of its own, cannot be written then, which does not end
+    /// the download (it did: exit 3 with the data's room reserved).
     @Test func blocksReservedAheadOutlastAFullDisk() async throws {
         let dir = TempDirectory()
-        try await withSampleServer { server in
-            let (exit, left) = try await runIntoFullDisk(["-s", "4"], server: server, dir: dir)
+        var configuration = SampleServerConfiguration(port: 0)
+        configuration.rate = 2 << 20
+        try await withSampleServer(configuration) { server in
+            // Filled once the whole file is reserved (the first connection's first write reserves it all).
+            let (exit, left) = try await runIntoFullDisk(["-s", "4"], blocks: Int64(generatedFile(Self.name).size),
+                                                         server: server, dir: dir)
             #expect(exit.status == 0, "status \(exit.status): \(exit.stderr)")
             #expect(left == [Self.name])
             #expect(try FileDigest.hex(of: dir.file("kept/" + Self.name)) == expectedSHA256(Self.name))
@@ -85,7 +93,7 @@ private let canMountTmpfs: Bool = {
         let segments = 1
         let dir = TempDirectory()
         try await withSampleServer { server in
-            let (exit, left) = try await runIntoFullDisk(["-s", String(segments)], server: server, dir: dir)
+            let (exit, left) = try await runIntoFullDisk(["-s", String(segments)], blocks: 1, server: server, dir: dir)
             #expect(exit.status == FailureCategory.fileIO.exitCode, "status \(exit.status): \(exit.stderr)")
             #expect(exit.stderr.split(separator: "\n").count == 1, "\(exit.stderr)")
             #expect(left.contains(Self.name + ".part") && left.contains(Self.name + ".part.json"), "\(left)")

@@ -28,7 +28,7 @@ struct ProgressLoop<C: Clock<Duration>> {
                 recordDue = nil
             }
             if now >= due {
-                try claim.checkpoint(adding: batch.adding)
+                try claim.checkpointUnlessDiskFull(adding: batch.adding)
                 due = now.advanced(by: interval)
             }
         }

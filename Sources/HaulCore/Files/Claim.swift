@@ -291,15 +291,32 @@ struct Claim {
 
     /// Makes the bytes so far durable and records them: fsync the data (and the journal's records of it),
     /// then replace the state file.
+    /// Once the data is synced, `range` is in the state kept in memory even when the state file cannot be
+    /// written (a full disk): a later checkpoint, or the last one, records it.
     mutating func checkpoint(adding range: ByteRange?) throws(HaulError) {
         guard var current = state else { return }
         try part.syncData()
         part.journal?.sync()
-        if let range { current.add(range) }
+        if let range {
+            current.add(range)
+            state = current
+        }
         try current.save(to: directory, name: stateName)
         stateOnDisk = true
         recorded = current.completed
         state = current
+    }
+
+    /// A checkpoint on the way (`ProgressLoop`): as `checkpoint`, except that a disk too full for the state file
+    /// does not end the download. The state file wants blocks of its own, which a disk that another program
+    /// filled no longer has; the part's own writes tell whether the download can go on (`-s N` writes into
+    /// blocks reserved ahead of it). The state file on disk stays the last one written, true of the part if
+    /// older; the next checkpoint tries again, and a download that fails makes room for its state from the
+    /// part (`lastCheckpoint`).
+    mutating func checkpointUnlessDiskFull(adding range: ByteRange?) throws(HaulError) {
+        do {
+            try checkpoint(adding: range)
+        } catch where error.reason == .diskFull {}
     }
 
     /// The checkpoint of a download that is failing, which must leave the part resumable: as `checkpoint`, and
