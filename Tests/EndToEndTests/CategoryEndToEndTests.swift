@@ -110,6 +110,35 @@ import TestSupport
         }
     }
 
+    /// aria2's face: a download added without `dir` goes to its category's folder, which `tellStatus` gives as
+    /// `dir`; one added with `dir` stays there.
+    @Test func aria2sDirIsTheCategorysFolderUnlessItGaveOne() async throws {
+        let config = TempDirectory()
+        try Data("""
+            [categories.video]
+            extensions = ["mp4"]
+            dir = "Videos"
+            """.utf8).write(to: URL(fileURLWithPath: config.file("config.toml")))
+        let rpc = try await RPCService.start(["--config", config.file("config.toml")])
+        try await withSampleServer(Self.configuration) { server in
+            Self.namedMovie(server)
+            for (options, directory) in [([String: String](), rpc.dir.file("dl/Videos")),
+                                         (["dir": rpc.dir.file("more")], rpc.dir.file("more"))] {
+                let added = try await rpc.call("aria2.addUri", [[server.downloadURL("small.bin")], options])
+                let gid = try #require(added.result as? String, "\(added.body)")
+                try await SessionTests.waitFor("the download to finish", rpc.home) { seen in
+                    seen.values.filter { $0.state == .done }.count == (options.isEmpty ? 1 : 2)
+                }
+                let status = try #require(try await rpc.call("aria2.tellStatus", [gid, ["dir", "files"]]).result
+                    as? [String: Any])
+                #expect(status["dir"] as? String == directory)
+                let path = ((status["files"] as? [[String: Any]])?.first?["path"] as? String)
+                #expect(path == directory + "/movie.mp4")
+                #expect(FileManager.default.fileExists(atPath: directory + "/movie.mp4"))
+            }
+        }
+    }
+
     static func expectListed(_ home: ConfigTests.Home, file: String) async throws {
         let list = try await home.haul(["ls", "--json"])
         #expect(list.status == 0, "\(list.stderr)")
