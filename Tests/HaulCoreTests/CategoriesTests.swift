@@ -90,6 +90,16 @@ import Testing
                 == .move(to: "get", sorting: .into(category: "video")))
     }
 
+    @Test func aNameGivenWithDashOKeepsItsOwnNameInTheCategorysFolder() throws {
+        let job = DownloadJob(url: "http://h/get?id=1", outputDirectory: "/d", outputName: "take.2.bin")
+        var machine = DownloadStateMachine(job: job, name: "take.2.bin", retryPolicy: RetryPolicy(),
+                                           sorting: Self.rules)
+        _ = machine.begin(resume: nil)
+        #expect(try machine.headArrived(head([("Content-Type", "video/mp4"),
+                                              ("Content-Disposition", "attachment; filename=\"other.mp4\"")]))
+                == .move(to: "take.2.bin", sorting: .into(category: "video")))
+    }
+
     @Test func aClaimAlreadyInItsCategorysFolderStays() throws {
         var machine = machine(name: "movie.mp4", category: "video")
         _ = machine.begin(resume: nil)

@@ -155,6 +155,8 @@ struct DownloadStateMachine {
     /// The config's categories, when the job is placed by them (`category` nil): decided at each answer that
     /// may still name the file, from its final name and media type.
     private let sorting: CategoryRules?
+    /// `-O`'s name, which a claim moved to a category's folder asks for there.
+    private let givenName: String?
     private let retryPolicy: RetryPolicy
     /// The job has `--refresh-with`: an address that now serves another file than the part's ends the attempt
     /// (`otherFile`) so that the command finds a new one, where a download without it starts over.
@@ -173,6 +175,7 @@ struct DownloadStateMachine {
         connections = job.segments
         retries = job.retries
         renamableByJob = job.outputName == nil
+        givenName = job.outputName
         self.retryPolicy = retryPolicy
         refreshesOnOtherFile = job.refreshWith != nil
         state = .idle(Run(name: name, category: category))
@@ -257,7 +260,7 @@ struct DownloadStateMachine {
             if category != run.category {
                 sorting = .into(category: category)
                 // A claim numbered for a name taken in the old folder asks for its own name in the new one.
-                if named == run.name { named = Self.baseOf(run.name) }
+                if named == run.name { named = givenName ?? Self.baseOf(run.name) }
             }
         }
         guard named != run.name || sorting != .stay else { return nil }
