@@ -61,6 +61,7 @@ struct ConfigFile: Sendable {
     /// Keys that are options of one run, never settings: a single file's name, checksum or mirrors, a URL list.
     static let excludedKeys: Set<String> = [
         "output", "checksum", "mirror", "input-file", "metalink", "demo", "server", "config", "no-config", "help", "version",
+        "category",
         // A login's password belongs in ~/.netrc (`netrc = true`), not here.
         "user",
     ]
@@ -182,6 +183,10 @@ struct ConfigFile: Sendable {
                 Problem(message: "\(path):\(line.map(String.init) ?? "?"): \(key): \(message)")
             }
             guard let value = table[key] else { continue }
+            if key == "categories" {
+                entries.append(try Self.categoryEntry(value, text: text, path: path, home: home))
+                continue
+            }
             let name = Self.aliases[key] ?? key
             guard let option = schema[name], !Self.excludedKeys.contains(name) else {
                 if value.type == .table {

@@ -91,13 +91,21 @@ package enum Entry {
     /// `arguments` parsed after the config file's download options.
     static func parse(_ type: HaulCommand.Type, _ arguments: [String], config: ConfigFile?) throws -> HaulCommand {
         guard var config else { return try HaulCommand.parse(arguments) }
+        let alone = try? HaulCommand.parse(arguments)
         // `-O -` on the command line: the file's settings for downloads to disk (connections, mirrors, a folder,
         // hooks that name a file) are not for a stream to standard output, which would refuse them as it refuses
         // them given on the command line. A command line that does not parse alone fails below as it is.
-        if (try? HaulCommand.parse(arguments))?.writesToStandardOutput == true {
+        if alone?.writesToStandardOutput == true {
             config = config.without(HaulCommand.standardOutputIgnoredKeys)
         }
-        return try config.parse(.download, arguments) { try HaulCommand.parse($0) }
+        var command = try config.parse(.download, arguments) { try HaulCommand.parse($0) }
+        // The config's `output-dir` is the default the categories place files from; a directory this command
+        // line names is the user's own choice, which they do not override.
+        if !command.categories.encodedRules.isEmpty, let alone {
+            command.categories.directoryGiven = alone.outputDirectory != nil
+                || (alone.output.flatMap { try? HaulCommand.placement(output: $0, outputDirectory: nil).directory } != nil)
+        }
+        return command
     }
 
     /// The URLs of `-i FILE` and their options; on a problem, the exit code after its line on stderr.
@@ -169,7 +177,9 @@ package enum Entry {
             ? JSONReporter() : PlainReporter(quiet: command.quiet, clock: MomentClock(clock))
         // The first of SIGINT, SIGTERM, SIGHUP to arrive: it decides the failure lines and the exit code.
         let stoppedBy = NIOLockedValueBox<FailureCategory?>(nil)
-        let run = DownloadRun(downloader: Downloader(clock: clock), concurrency: command.concurrency,
+        var downloader = Downloader(clock: clock)
+        downloader.categories = command.categories.rules
+        let run = DownloadRun(downloader: downloader, concurrency: command.concurrency,
                               reporter: reporter, interrupted: { stoppedBy.withLockedValue { $0 } })
         let jobs = metalinks.jobs + command.downloads(extra: extra)
 

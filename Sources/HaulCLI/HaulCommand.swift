@@ -256,6 +256,9 @@ struct HaulCommand: ParsableCommand {
     @Flag(name: .customLong("no-config"), help: "Read no config file.")
     var noConfig = false
 
+    /// `--category`, and the config file's categories.
+    @OptionGroup var categories: CategorySettings
+
     /// Every number from the command line is checked here, before anything converts it: a value out of
     /// range is a one-line usage error that names the option and the range, never a trap further down.
     func validate() throws {
@@ -449,6 +452,7 @@ struct HaulCommand: ParsableCommand {
         template.timestamping = timestamping
         template.remoteTime = !noRemoteTime
         template.sync = !noSync
+        template.category = categories.requested
         template.startAfter = startAt.flatMap { TimeWindow.timeOfDay($0) }.map { GateSettings.nextTime(at: $0) }
         return JobMaker(template: template, absolute: absolute,
                         listed: checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:])

@@ -59,6 +59,17 @@ package struct ServiceSettings: ParsableArguments {
     /// `--schedule`, `--limit-schedule`, `--on-queue-done` (GateSettings).
     @OptionGroup package var gates: GateSettings
 
+    /// The config file's `[categories.NAME]` tables (`CategorySettings`), for what `haul add` and aria2 add.
+    @Option(name: .customLong("category-rule"), help: .private)
+    var categoryRules: [String] = []
+
+    /// The rules `categoryRules` carry, in the config file's order.
+    package var categories: CategoryRules {
+        var settings = CategorySettings()
+        settings.encodedRules = categoryRules
+        return settings.rules
+    }
+
     /// Refused with a reason: any local user can read a process's arguments.
     @Option(name: .customLong("rpc-secret"), help: .hidden)
     var rpcSecret: String?

@@ -302,6 +302,7 @@ enum ListTable {
             let bytes = ByteFormat.size(download.completed) + " / " + (download.total.map(ByteFormat.size) ?? "?")
             let speed = download.speed > 0 ? ByteFormat.rate(download.speed) : ""
             var name = download.name
+            if let category = download.fileCategory { name += " [\(category)]" }
             if let sources = download.sources { name += " (\(sources.count) sources)" }
             if let error = download.error { name += " (\(error))" }
             if download.removedWithFiles == true { name += " (removed with files)" }

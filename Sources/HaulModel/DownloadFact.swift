@@ -49,6 +49,9 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// `haul rm --files` (the TUI's `D`): the `files` haul wrote for this download, `bytes` in all, were deleted
     /// (the finished file or its part, its state, journal and preview); what was not haul's was left.
     case filesRemoved(files: Int, bytes: Int64)
+    /// A category of the config file took the download (by its final name or media type, or as asked with
+    /// `--category`): its file goes to `directory`. Said once the name is known, before the first byte.
+    case category(name: String, directory: String)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -70,6 +73,7 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .sourceFailed: "source-failed"
         case .pieceRefetched: "piece-refetched"
         case .filesRemoved: "files-removed"
+        case .category: "category"
         }
     }
 }

@@ -73,6 +73,11 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// that a file from a metalink is never followed as a metalink again, whatever its server answers.
     package var followedFrom: DownloadID?
 
+    /// Which category of the config file places the file (`[categories.NAME]`): nil, by the rules once its
+    /// final name and media type are known; `none` (`--category none`, or a directory given explicitly:
+    /// `-d`, aria2's `dir`), none; another name (`--category NAME`), that one, whatever the file is.
+    package var category: String?
+
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.sources = [DownloadSource(url: url)]
         self.outputDirectory = outputDirectory
@@ -121,7 +126,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
             headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
             followedFrom, startAfter
-        case sequential
+        case sequential, category
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -158,6 +163,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         sequential = try container.decodeIfPresent(Bool.self, forKey: .sequential) ?? false
         followedFrom = try container.decodeIfPresent(DownloadID.self, forKey: .followedFrom)
         startAfter = try container.decodeIfPresent(Double.self, forKey: .startAfter)
+        category = try container.decodeIfPresent(String.self, forKey: .category)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -192,5 +198,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         if sequential { try container.encode(sequential, forKey: .sequential) }
         try container.encodeIfPresent(followedFrom, forKey: .followedFrom)
         try container.encodeIfPresent(startAfter, forKey: .startAfter)
+        try container.encodeIfPresent(category, forKey: .category)
     }
 }

@@ -16,6 +16,8 @@ package struct DownloadRecord: Sendable, Equatable {
     /// `rm --files` deleted what haul wrote for it: the history row says "removed with files". A new run
     /// (retry) writes new files, and the row is an ordinary one again.
     package var filesRemoved: RemovedFiles?
+    /// The category of the config file that placed its file (`[categories.NAME]`), once decided; nil for none.
+    package var category: String?
     package var state: DownloadState = .queued
     /// Bytes of the file on disk (with those there before a resume).
     package var completed: Int64 = 0
@@ -87,6 +89,10 @@ package struct DownloadRecord: Sendable, Equatable {
         case .fact(let id, .limited(let cap)):
             guard id == self.id else { return }
             limit = cap
+        case .fact(let id, .category(let name, _)):
+            // Kept apart from the last fact, as the cap is: it says where the file is for as long as it is.
+            guard id == self.id else { return }
+            category = name
         case .fact(let id, let fact):
             guard id == self.id else { return }
             self.fact = fact
@@ -119,6 +125,12 @@ package struct DownloadRecord: Sendable, Equatable {
         }
     }
 
+    /// The directory part of `path` ("/a/b/c" -> "/a/b"), for a replayed category.
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// Sources of a download that is not running: none fetching, none with a rate.
     private static func stillSources(_ sources: inout [SourceStatus]) {
         for index in sources.indices {
@@ -147,6 +159,9 @@ package struct DownloadRecord: Sendable, Equatable {
         if let filesRemoved, fact != filesRemoved.fact { events.append(.fact(id: id, filesRemoved.fact)) }
         if let fact { events.append(.fact(id: id, fact)) }
         if let limit { events.append(.fact(id: id, .limited(bytesPerSecond: limit))) }
+        if let category, let path {
+            events.append(.fact(id: id, .category(name: category, directory: Self.directory(of: path))))
+        }
         if !sources.isEmpty { events.append(.sources(id: id, sources)) }
         if state == .done, let path {
             events.append(.finished(id: id, DownloadResult(file: name, path: path, bytes: completed, skipped: false),

@@ -188,6 +188,9 @@ package enum Wire {
         package var sources: [Source]?
         /// `rm --files` deleted what haul wrote for it (`true`; `false` otherwise, nil from an older service).
         package var removedWithFiles: Bool?
+        /// The config file's category that placed its file (`[categories.NAME]`); nil for none. (`category` is
+        /// older, and a failure's.)
+        package var fileCategory: String?
 
         /// One source of a download, as `haul ls --json` shows it.
         package struct Source: Codable, Sendable, Equatable {
@@ -225,7 +228,7 @@ package enum Wire {
 
         private enum CodingKeys: String, CodingKey {
             case id, url, file, state, completed, total, speed, error, category, reason, added, seconds, fact, name, gid, sources
-            case removedWithFiles
+            case removedWithFiles, fileCategory
         }
 
         package init(id: DownloadID, url: String, file: String, state: String, completed: Int64, total: Int64?,
@@ -270,6 +273,7 @@ package enum Wire {
             try container.encode(gid, forKey: .gid)
             try container.encodeIfPresent(sources, forKey: .sources)
             try container.encode(removedWithFiles == true, forKey: .removedWithFiles)
+            try container.encode(fileCategory, forKey: .fileCategory)
         }
     }
 

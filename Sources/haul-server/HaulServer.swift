@@ -37,6 +37,7 @@ struct Server: ServerParts {
         // Checked as the settings were parsed (`GateSettings.validate`).
         options.schedule = (try? settings.gates.queueSchedule) ?? QueueSchedule()
         options.onQueueDone = settings.gates.queueDoneHook
+        options.categories = settings.categories
         let ready = options
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let (stops, sink) = AsyncStream.makeStream(of: Void.self)

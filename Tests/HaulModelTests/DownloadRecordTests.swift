@@ -106,6 +106,9 @@ import Testing
         [progress(300), retrying(resumeAt: 4096), .fact(id: 1, .limited(bytesPerSecond: 2048))],
         [.started(id: 1, file: "a.bin", path: "/d/a.bin", total: nil), progress(700), finished(bytes: 700), .state(id: 1, .done)],
         [progress(10), .state(id: 1, .failed(reset))],
+        // The category that placed the file, kept apart from the last fact.
+        [.fact(id: 1, .category(name: "video", directory: "/v")),
+         .started(id: 1, file: "a.mp4", path: "/v/a.mp4", total: nil), .fact(id: 1, .split(connections: 4))],
     ])
     func theReplayRebuildsTheRecord(events: [ManagerEvent]) throws {
         let original = Self.record(events)

@@ -98,7 +98,7 @@ import TestSupport
 
         let error = #expect(throws: StoreError.self) { try Store(directory: directory.path) }
         #expect(error?.kind == .newerSchema)
-        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v99; this haul knows v6); not touching it")
+        #expect(error?.message == "haul.sqlite was written by a newer haul (schema v99; this haul knows v7); not touching it")
         #expect(directory.contents("haul.sqlite") == before)
     }
 

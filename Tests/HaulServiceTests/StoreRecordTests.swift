@@ -10,7 +10,9 @@ import TestSupport
     static let reset = HaulError(.network, "connection reset by peer", reason: .connectionLost)
 
     static let runs: [[ManagerEvent]] = [
-        [.state(id: 1, .connecting), .started(id: 1, file: "a.bin", path: "/d/a.bin", total: nil, part: "2049:7"),
+        // The category that placed it is kept with the row (issue 75), beside its last fact.
+        [.state(id: 1, .connecting), .fact(id: 1, .category(name: "video", directory: "/d")),
+         .started(id: 1, file: "a.bin", path: "/d/a.bin", total: nil, part: "2049:7"),
          .state(id: 1, .downloading),
          .progress(id: 1, DownloadProgress(completed: 3000, batchBytes: 10, total: nil, bytesPerSecond: 9))],
         // A retry's resume offset raises what the row says (the part keeps it).
@@ -55,5 +57,6 @@ import TestSupport
             #expect(try store.find(1)?.record == Self.kept(record))
         }
         #expect(record.completed == 5000 && record.total == 5000 && record.state == .queued && record.seconds == nil)
+        #expect(try store.find(1)?.record.category == "video")
     }
 }

@@ -48,15 +48,22 @@ struct DownloadStateMachine {
         var continuable = false
     }
 
+    /// Where a moved claim goes: the folder it is in, or the one of a category (nil: the output directory).
+    enum Sorting: Equatable {
+        case stay
+        case into(category: String?)
+    }
+
     /// What the executor does next.
     indirect enum Action: Equatable {
         /// Send `request` over a new transfer (the previous one is done with), then report `headArrived`.
         case request(Request)
         /// The part cannot be continued: say why, drop the resume state, and send `request` (from byte 0).
         case restart(why: DownloadFact, Request)
-        /// The server names the file: take that name (a free one by the existing-file policy), then report
-        /// `claimMoved`.
-        case move(to: String)
+        /// The server names the file, or its name or media type puts it in another category: take that name
+        /// (a free one by the existing-file policy), in the category's folder when `sorting` says so, then
+        /// report `claimMoved`.
+        case move(to: String, sorting: Sorting = .stay)
         /// Write the answer's body into the part, then report `bodyEnded`.
         case stream(Body)
         /// Fetch the file of `total` bytes over the job's connections, then report `segmentsEnded` (or
@@ -99,6 +106,8 @@ struct DownloadStateMachine {
     private struct Run {
         /// The claim's file name, as the executor reported it.
         var name: String
+        /// The category whose folder the claim is in (nil: the output directory's).
+        var category: String?
         var failures = 0
         /// The name and size last announced with `.started` (nil: nothing announced of this part yet).
         var announced: (name: String, total: Int64?)?
@@ -117,6 +126,8 @@ struct DownloadStateMachine {
         /// A segment's range was refused this attempt: the rest comes over one connection from the prefix on.
         var rangesRefused = false
         var renamable: Bool
+        /// Whether the answer may still put the file in another category (the job's are by the rules).
+        var sortable: Bool
         var carried: Int64
         /// The bytes the part held, by its resume state, when this attempt began.
         var base: Int64
@@ -141,6 +152,11 @@ struct DownloadStateMachine {
     private let connections: Int
     private let retries: Int
     private let renamableByJob: Bool
+    /// The config's categories, when the job is placed by them (`category` nil): decided at each answer that
+    /// may still name the file, from its final name and media type.
+    private let sorting: CategoryRules?
+    /// `-O`'s name, which a claim moved to a category's folder asks for there.
+    private let givenName: String?
     private let retryPolicy: RetryPolicy
     /// The job has `--refresh-with`: an address that now serves another file than the part's ends the attempt
     /// (`otherFile`) so that the command finds a new one, where a download without it starts over.
@@ -150,14 +166,19 @@ struct DownloadStateMachine {
 
     /// - Parameters:
     ///   - name: the file name the download claimed first.
-    init(job: DownloadJob, name: String, retryPolicy: RetryPolicy) {
+    /// `sorting`: the categories that place the file by the answer; `category`: the one whose folder the claim
+    /// `name` is in.
+    init(job: DownloadJob, name: String, retryPolicy: RetryPolicy, sorting: CategoryRules? = nil,
+         category: String? = nil) {
         url = job.url
+        self.sorting = sorting.flatMap { $0.isEmpty ? nil : $0 }
         connections = job.segments
         retries = job.retries
         renamableByJob = job.outputName == nil
+        givenName = job.outputName
         self.retryPolicy = retryPolicy
         refreshesOnOtherFile = job.refreshWith != nil
-        state = .idle(Run(name: name))
+        state = .idle(Run(name: name, category: category))
     }
 
     /// The claim's file name, as the executor reported it.
@@ -183,7 +204,7 @@ struct DownloadStateMachine {
 
     /// A new attempt, from the part's resume state `resume`: the job's connections and naming again.
     private func newAttempt(from resume: ResumeState?, after run: Run) -> Attempt {
-        Attempt(segments: connections, renamable: renamableByJob, carried: run.earlier,
+        Attempt(segments: connections, renamable: renamableByJob, sortable: sorting != nil, carried: run.earlier,
                 base: resume?.completedBytes ?? 0)
     }
 
@@ -214,28 +235,49 @@ struct DownloadStateMachine {
                             startingOver(run, &attempt))
         }
         try HTTPStatus.check(head)
-        // The server may name the file differently from the URL: move the claim before writing anything.
-        if attempt.renamable,
-            let suggested = head[.contentDisposition].flatMap(FileNaming.filename(fromContentDisposition:))
-        {
-            let named = FileNaming.sanitize(suggested)
-            if named != run.name && named != Self.baseOf(run.name) {
-                state = .moving(run, attempt, asked, head)
-                return .move(to: named)
-            }
+        // The server may name the file differently from the URL, and its name or media type may put it in a
+        // category's folder: move the claim before writing anything.
+        if let move = moveOnAnswer(head, attempt, run) {
+            state = .moving(run, attempt, asked, head)
+            return move
         }
         return try place(head, asked: asked, resume: asked.resume, run, attempt)
     }
 
+    /// Where the answer `head` moves the claim, if anywhere: to the server's name, and to the folder of the
+    /// category that name (or the answer's media type) falls in when that is not the claim's.
+    private func moveOnAnswer(_ head: ResponseHead, _ attempt: Attempt, _ run: Run) -> Action? {
+        var named = run.name
+        if attempt.renamable,
+            let suggested = head[.contentDisposition].flatMap(FileNaming.filename(fromContentDisposition:))
+        {
+            let sanitized = FileNaming.sanitize(suggested)
+            if sanitized != run.name && sanitized != Self.baseOf(run.name) { named = sanitized }
+        }
+        var sorting = Sorting.stay
+        if attempt.sortable, let rules = self.sorting {
+            let category = rules.category(forName: named, mediaType: head[.contentType])?.name
+            if category != run.category {
+                sorting = .into(category: category)
+                // A claim numbered for a name taken in the old folder asks for its own name in the new one.
+                if named == run.name { named = givenName ?? Self.baseOf(run.name) }
+            }
+        }
+        guard named != run.name || sorting != .stay else { return nil }
+        return .move(to: named, sorting: sorting)
+    }
+
     /// The claim moved to `name` (the server's, or the next free one), whose resume state is `resume`. A
     /// part to resume there is asked for anew; otherwise the answer's body goes into the new part.
-    mutating func claimMoved(to name: String, resume: ResumeState?) throws(HaulError) -> Action {
+    mutating func claimMoved(to name: String, category: String? = nil, resume: ResumeState?) throws(HaulError) -> Action {
         guard case .moving(var run, var attempt, let asked, let head) = state else {
             preconditionFailure("moved without a move")
         }
         run.name = name
+        run.category = category
         run.announced = nil  // a new part: nothing said about it yet
         attempt.renamable = false
+        attempt.sortable = false
         // Kept even when the answer's body belongs nowhere: the attempt fails at the new name.
         state = .moving(run, attempt, asked, head)
         if resume != nil { return requestContinuing(resume, run, attempt) }
@@ -397,8 +439,9 @@ struct DownloadStateMachine {
         if asked.probing && !placement.isRange && asked.offset == 0 {
             body.notice = .oneConnection(reason: .noRanges)
         }
-        // Whatever this attempt asks for after a body, it asks for this file.
+        // Whatever this attempt asks for after a body, it asks for this file, in this folder.
         attempt.renamable = false
+        attempt.sortable = false
         if asked.probing, placement.isRange, let total = placement.total, let end = placement.end, end < total {
             // Ranges work and there is more than the probe: every connection starts now, this one with the
             // probe's range (waiting for the probe to end first costs its whole time on a slow connection).

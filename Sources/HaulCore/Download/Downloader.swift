@@ -38,6 +38,9 @@ package struct Downloader: Sendable {
     /// The free space of the output file systems and what the running downloads still need of it: a download
     /// whose size is known and that does not fit fails before its first byte (`Room`).
     package var room = Room()
+    /// The config file's categories (`[categories.NAME]`): the folder a download's file goes to by its final
+    /// name and media type, decided once the server has answered (see `move`). None: off.
+    package var categories = CategoryRules()
 
     package init(driver: CurlDriver? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         givenDriver = driver
@@ -101,8 +104,13 @@ package struct Downloader: Sendable {
         if let name = job.outputName, let problem = FileNaming.problem(withPlainName: name) {
             throw HaulError(.usage, "the output name \(name.debugDescription) \(problem)")
         }
-        let directory = try OutputDirectory(job.outputDirectory, below: job.confinedTo)
         let guessed = job.plannedName
+        // A category asked for, or a name given (-O): its folder is known before the answer, and the part is
+        // claimed there. Otherwise the answer says (the server's name, its media type): see `move`.
+        let known = job.category != nil || job.outputName != nil
+        let placed = known ? try placement(of: job, name: guessed) : nil
+        let directory = try Self.directory(of: job, placed: placed)
+        if let placed { events(.fact(.category(name: placed.category, directory: placed.directory))) }
         // -N: an existing file is asked about (If-Modified-Since its mtime) and replaced only by a newer one.
         var job = job
         job.segments = Self.connections(for: job)
@@ -127,9 +135,12 @@ package struct Downloader: Sendable {
         // hands over HTTP/2 data a frame at a time; 1 GiB over HTTPS took 1.39 s instead of 1.78 s).
         let ownConnection = job.segments > 1 || (alone && job.transfer.httpVersion == nil)
         var execution = Execution(job: job, ownConnection: ownConnection, modifiedSince: modifiedSince,
-                                  machine: DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy),
+                                  machine: DownloadStateMachine(job: job, name: claim.name, retryPolicy: retryPolicy,
+                                                                sorting: job.category == nil ? categories : nil,
+                                                                category: placed?.category),
                                   claim: consume claim, openAhead: openAhead, transferEnded: transferEnded,
                                   room: ticket, sources: SourcePool.of(job))
+        execution.category = placed?.category
         defer {
             execution.transfer?.cancel()
             execution.claim.close()
@@ -211,6 +222,8 @@ package struct Downloader: Sendable {
         var sources: SourcePool? = nil
         /// Whether the run's first answer was read for RFC 6249's duplicates and digest (once a run).
         var linksRead = false
+        /// The category whose folder the claim is in (nil: the output directory).
+        var category: String?
     }
 
     /// Carries out one action of the machine and reports to it what came of it. Throws what ends the attempt
@@ -229,8 +242,8 @@ package struct Downloader: Sendable {
             execution.claim.state = nil
             return .next(.request(request))
 
-        case .move(let name):
-            return try move(to: name, &execution, events: events)
+        case .move(let name, let sorting):
+            return try move(to: name, sorting, &execution, events: events)
 
         case .stream(let body):
             if execution.sources != nil { return .next(try await receiveCounted(body, &execution, clock: clock, events: events)) }

@@ -131,7 +131,12 @@ package struct JobOptions: Sendable, Equatable {
     /// on three hosts take three connections, one of them one).
     package func apply(to job: inout DownloadJob) {
         if let outputName { job.outputName = outputName }
-        if let directory { job.outputDirectory = directory }
+        if let directory {
+            // A directory given for this download (aria2's `dir`, `dir=` in an input file) is where it goes:
+            // the config's categories do not move it.
+            job.outputDirectory = directory
+            if job.category == nil { job.category = CategoryRules.none }
+        }
         if split != nil || connectionsPerServer != nil {
             let hosts = Set(job.sources.map { SourceSpread.server(of: $0.url) }).count
             let perServer = connectionsPerServer ?? Self.segmentRange.upperBound

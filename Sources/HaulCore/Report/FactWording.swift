@@ -43,6 +43,8 @@ extension DownloadFact {
         case .pieceRefetched(let index, let url, let from):
             "piece \(index) failed its hash" + (url.map { " (\($0) sent it; dropped)" } ?? "")
                 + "; fetched again from \(from)"
+        case .category(let name, let directory):
+            "category \(name): saving in \(directory)"
         case .filesRemoved(let files, let bytes):
             "removed with files: " + (files == 1 ? "1 file" : "\(files) files") + ", \(ByteFormat.size(bytes))"
         }

@@ -106,7 +106,8 @@ enum Aria2Status {
         put("connections", .number(active ? connections(of: entry, segments: segments) : 0))
         put("numPieces", .number(pieces))
         put("pieceLength", .number(pieceLength))
-        put("dir", .string(entry.directory))
+        // Where the file is: a category's folder once one placed it, else the output directory.
+        put("dir", .string(entry.record.category != nil ? entry.path.map(FilePath.parent) ?? entry.directory : entry.directory))
         put("files", files(of: entry))
         switch entry.state {
         case .done:

@@ -153,6 +153,7 @@ struct Roster: Sendable {
             fact: entry.fact, name: entry.name, gid: entry.gid, sources: sources(of: entry),
             reason: failure?.reason?.rawValue)
         download.removedWithFiles = entry.filesRemoved != nil
+        download.fileCategory = entry.record.category
         return download
     }
 

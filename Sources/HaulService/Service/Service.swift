@@ -29,6 +29,8 @@ actor Service {
         /// The transfers' driver: the process's one. A test's service that caps the overall rate (the rate
         /// schedule) takes one of its own, or its cap would hold every other test's transfers in the process.
         var driver: CurlDriver = .shared
+        /// The config file's categories (`[categories.NAME]`), read as the service started.
+        var categories = CategoryRules()
     }
 
     let configuration: Configuration
@@ -78,7 +80,9 @@ actor Service {
         self.store = store
         self.clock = clock
         // A download that does not fit waits for room, looked at again on the service's clock.
-        manager = DownloadManager(downloader: Downloader(driver: configuration.driver),
+        var downloader = Downloader(driver: configuration.driver)
+        downloader.categories = configuration.categories
+        manager = DownloadManager(downloader: downloader,
                                   concurrency: configuration.concurrency, batched: true,
                                   roomWatch: DownloadManager.RoomWatch(clock: clock.moments))
         aria2Globals.concurrency = configuration.concurrency
@@ -121,7 +125,19 @@ actor Service {
             }
             var resumable = job
             // A resume continues the very file it had claimed, whatever the server calls it now.
-            if let path = stored.path { resumable.outputName = FilePath.baseName(of: path) }
+            if let path = stored.path {
+                resumable.outputName = FilePath.baseName(of: path)
+                // And in the folder it had claimed it in: its category's (while the config still has it), or
+                // the output directory when it had none.
+                if resumable.category == nil {
+                    switch stored.record.category {
+                    case nil: resumable.category = CategoryRules.none
+                    case let category? where configuration.categories.rule(named: category) != nil:
+                        resumable.category = category
+                    default: break
+                    }
+                }
+            }
             if !state.isFinished, let path = stored.path, let part = stored.part, !FileIdentity.exists(path + ".part"),
                 FileIdentity.same(FileIdentity.of(path), as: part)
             {

@@ -23,6 +23,8 @@ package enum ServiceRunner {
         package var schedule = QueueSchedule()
         /// `--on-queue-done`.
         package var onQueueDone: Hook?
+        /// The config file's categories: the folders of the downloads whose directory was not given.
+        package var categories = CategoryRules()
 
         package init(directory: StateDirectory) {
             self.directory = directory
@@ -81,6 +83,7 @@ package enum ServiceRunner {
         configuration.rpc = options.rpc
         configuration.schedule = options.schedule
         configuration.onQueueDone = options.onQueueDone
+        configuration.categories = options.categories
         let service = Service(configuration: configuration, store: store, clock: clock)
         let socket = directory.socket
         // The socket this service bound: the one it removes as it ends, and no other.

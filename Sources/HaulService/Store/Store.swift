@@ -202,7 +202,7 @@ final class Store: Sendable {
                         // Told to the front ends, not kept; a retry's resume offset is (`DownloadRecord`), and so
                         // is what `rm --files` deleted.
                         switch fact {
-                        case .retrying, .filesRemoved: break
+                        case .retrying, .filesRemoved, .category: break
                         default: continue
                         }
                     case .sources:
@@ -304,11 +304,12 @@ final class Store: Sendable {
             try db.cachedStatement(sql: """
                 UPDATE download SET state = ?, errorCategory = ?, errorMessage = ?, errorReason = ?, file = ?, path = ?,
                     part = ?, completed = ?, total = ?, started = ?, finished = ?, seconds = ?, removedFiles = ?,
-                    removedBytes = ?
+                    removedBytes = ?, category = ?
                 WHERE id = ?
                 """).execute(arguments: [record.state.storedName, category, message, reason, record.name, record.path,
                                          record.part, record.completed, record.total, started, finished, record.seconds,
-                                         record.filesRemoved?.files, record.filesRemoved?.bytes, record.id])
+                                         record.filesRemoved?.files, record.filesRemoved?.bytes, record.category,
+                                         record.id])
             if let joinsQueue { try Store.rank(record.id, joining: joinsQueue, in: db) }
         }
     }

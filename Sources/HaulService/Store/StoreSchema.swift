@@ -71,6 +71,11 @@ enum StoreSchema {
                 CREATE INDEX download_queueRank ON download(queueRank);
                 """)
         }
+        migrator.registerMigration("v7") { db in
+            // Categories: `category`, the `[categories.NAME]` of the config file that placed the download's file
+            // (its folder is in `path`); NULL for none, and for rows stored before.
+            try db.execute(sql: "ALTER TABLE download ADD COLUMN category TEXT")
+        }
         return migrator
     }()
 

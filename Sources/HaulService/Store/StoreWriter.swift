@@ -86,8 +86,8 @@ struct StoreWriter: Sendable {
             case .progress(let id, let progress):
                 pending[id] = progress
                 latest[id] = progress
-            case .fact(let id, .filesRemoved):
-                // The one fact the row keeps (its history says "removed with files").
+            case .fact(let id, .filesRemoved), .fact(let id, .category):
+                // The facts the row keeps: its history says "removed with files", and its category.
                 flushPending(id)
                 batch.append(event)
             case .added, .fact, .sources:

@@ -65,6 +65,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         static let gid = Column("gid")
         static let removedFiles = Column("removedFiles")
         static let removedBytes = Column("removedBytes")
+        static let category = Column("category")
 
         static let queueRank = Column("queueRank")
     }
@@ -90,6 +91,7 @@ struct StoredDownload: Sendable, Equatable, FetchableRecord, TableRecord {
         if let files: Int = try row.decode(forColumn: C.removedFiles) {
             record.filesRemoved = RemovedFiles(files: files, bytes: try row.decode(Int64?.self, forColumn: C.removedBytes) ?? 0)
         }
+        record.category = try row.decode(forColumn: C.category)
         jobJSON = try row.decode(forColumn: C.job)
         secretsWithheld = try row.decode(forColumn: C.secretsWithheld)
         added = Date(unixMilliseconds: try row.decode(forColumn: C.added))

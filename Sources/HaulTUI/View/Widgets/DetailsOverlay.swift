@@ -10,6 +10,10 @@ enum DetailsOverlay {
             ("State  " + DownloadList.stateText(row), .bold),
             ("Bytes  " + DownloadList.bytesText(row) + " (" + DownloadList.percentText(row) + ")", .plain),
         ]
+        if let category = row.record.category {
+            // The category of the config file whose folder `File` is in.
+            lines.insert(("Sorted into " + category + " (a category of the config file)", .plain), at: 3)
+        }
         if row.state == .downloading {
             lines.append(("Speed  " + ByteFormat.rate(row.bytesPerSecond) + ", ETA " + DownloadList.etaText(row), .plain))
         }

@@ -98,7 +98,7 @@ enum DownloadList {
             canvas.put(right ? Text.right(text, width) : Text.left(text, width), x: x, y: y, limit: width, style: style)
             x += width + 1
         }
-        column(Text.truncatedMiddle(row.name, to: columns.name, ellipsis: glyphs.ellipsis), columns.name)
+        column(nameText(row, width: columns.name, glyphs: glyphs), columns.name)
         if columns.bar > 0 {
             ProgressBar.draw(row.fraction, x: x, y: y, width: columns.bar, style: barStyle(row, colors: colors),
                              glyphs: glyphs, into: &canvas)
@@ -117,6 +117,18 @@ enum DownloadList {
         if selected {
             canvas.restyle(x: 0, y: y, count: canvas.width) { $0.reverse = true }
         }
+    }
+
+    /// The name, and the category that placed it (`movie.mkv [video]`) when the column has room for both;
+    /// the name's middle gives way first.
+    static func nameText(_ row: DownloadRow, width: Int, glyphs: Glyphs) -> String {
+        guard let category = row.record.category else {
+            return Text.truncatedMiddle(row.name, to: width, ellipsis: glyphs.ellipsis)
+        }
+        let tag = " [" + category + "]"
+        let room = width - DisplayWidth.of(tag)
+        guard room >= 8 else { return Text.truncatedMiddle(row.name, to: width, ellipsis: glyphs.ellipsis) }
+        return Text.truncatedMiddle(row.name, to: room, ellipsis: glyphs.ellipsis) + tag
     }
 
     static func percentText(_ row: DownloadRow) -> String {
