@@ -44,12 +44,19 @@ final class LineCollector: Sendable {
 
     /// Returns once a line satisfies `condition` (one waiter: the lines stream once).
     func waitFor(_ what: String, within seconds: Double = 10, _ condition: @escaping @Sendable (String) -> Bool) async throws {
+        let found = try await first(what, within: seconds, condition)
+        try #require(found != nil, "waited for \(what), but the output ended: \(lines.suffix(10))")
+    }
+
+    /// The first line that satisfies `condition`, or nil when the output ends first (one waiter).
+    func first(_ what: String, within seconds: Double = 10, _ condition: @escaping @Sendable (String) -> Bool)
+        async throws -> String?
+    {
         let stream = self.stream
-        let found = try await within(seconds, what) {
-            for await line in stream where condition(line) { return true }
-            return false
+        return try await within(seconds, what) {
+            for await line in stream where condition(line) { return line }
+            return nil
         }
-        try #require(found, "waited for \(what), but the output ended: \(lines.suffix(10))")
     }
 }
 

@@ -187,7 +187,6 @@ final class Sshd: Sendable {
         let fingerprint = String(listed.output.split(separator: " ")[1])
         let publicKey = try String(contentsOfFile: dir.file("host_key.pub"), encoding: .utf8)
         let hostKey = publicKey.split(separator: " ").prefix(2).joined(separator: " ")
-        let port = try freeLoopbackPort()
         try Data("""
             ListenAddress 127.0.0.1
             HostKey \(dir.file("host_key"))
@@ -200,16 +199,29 @@ final class Sshd: Sendable {
             Subsystem sftp internal-sftp
 
             """.utf8).write(to: URL(fileURLWithPath: dir.file("sshd_config")))
-        let errors = Pipe()
-        let process = try ServerProcess(["/usr/sbin/sshd", "-D", "-e", "-f", dir.file("sshd_config"), "-p", "\(port)"],
-                                        errors: errors.fileHandleForWriting.fileDescriptor)
-        try errors.fileHandleForWriting.close()
-        let log = LineCollector(errors.fileHandleForReading)
-        try await log.waitFor("sshd to listen", within: 30) { $0.hasPrefix("Server listening on") }
-        let sshd = Sshd(port: port, home: home, root: root, hostKey: hostKey, fingerprint: fingerprint, dir: dir,
-                        process: process, log: log)
-        sshd.trust(sshd.knownHostsLine)
-        return sshd
+        // The port is free when asked, but sshd binds it a moment later: a test beside this one may take it
+        // first (sshd then says "Bind to port ... failed" and ends), and the next port is tried.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try freeLoopbackPort()
+            let errors = Pipe()
+            let process = try ServerProcess(["/usr/sbin/sshd", "-D", "-e", "-f", dir.file("sshd_config"), "-p", "\(port)"],
+                                            errors: errors.fileHandleForWriting.fileDescriptor)
+            try errors.fileHandleForWriting.close()
+            let log = LineCollector(errors.fileHandleForReading)
+            let listening = try await log.first("sshd to listen", within: 30) { $0.hasPrefix("Server listening on") }
+            guard listening != nil else {
+                process.stop()
+                let taken = log.lines.contains { $0.contains("Bind to port") || $0.contains("Cannot bind any address") }
+                try #require(taken && attempt < 5, "sshd did not start: \(log.lines.suffix(10))")
+                continue
+            }
+            let sshd = Sshd(port: port, home: home, root: root, hostKey: hostKey, fingerprint: fingerprint, dir: dir,
+                            process: process, log: log)
+            sshd.trust(sshd.knownHostsLine)
+            return sshd
+        }
     }
 
     /// known_hosts's line for this server's key: OpenSSH writes `[HOST]:PORT` for a port that is not 22.
