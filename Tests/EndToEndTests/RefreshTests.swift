@@ -156,12 +156,11 @@ import TestSupport
             server.setFaults(Self.expiringFaults(drops: 2))
             let told = dir.file("told.txt")
             let script = dir.file("fresh-link")
-            try """
+            try writeScript("""
                 #!/bin/sh
                 printf '%s|%s|%s|%s|%s|%s|%s\\n' "$1" "$2" "$HAUL_URL" "$HAUL_ORIGIN_URL" "$HAUL_REFERER" "$HAUL_NAME" "$HAUL_ID" >> '\(told)'
                 exec curl -sf '\(server.baseURL)/sign/medium.bin'
-                """.write(toFile: script, atomically: true, encoding: .utf8)
-            chmod(script, 0o755)
+                """, to: script)
             let first = Self.link(server, "medium.bin", clock)
             let page = "https://example.org/watch?v=1"
             let haul = try HaulProcess(["--plain", "-o", "out", "--referer", page, "--refresh-with", "\(script) {referer} {origin}",
@@ -204,12 +203,11 @@ import TestSupport
             server.release()  // the hold at 4 MiB lets the body go on at once
             let told = dir.file("told.txt")
             let script = dir.file("fresh-link")
-            try """
+            try writeScript("""
                 #!/bin/sh
                 echo "$HAUL_URL" >> '\(told)'
                 exec curl -sf '\(server.baseURL)/sign/medium.bin'
-                """.write(toFile: script, atomically: true, encoding: .utf8)
-            chmod(script, 0o755)
+                """, to: script)
             let exit = try await HaulProcess.run(["--plain", "-o", "out", "--refresh-with", script,
                                                   Self.link(server, "medium.bin", clock)], in: dir.path)
             #expect(exit.status == 8, "\(exit)")

@@ -28,13 +28,12 @@ import TestSupport
     /// site's "get a new link" does, with the secret the server shares.
     static func signer(_ dir: TempDirectory, port: Int, name: String) throws -> String {
         let script = dir.file("sign-link")
-        try """
+        try writeScript("""
             #!/bin/sh
             expires=$(( $(date +%s) + ${LIFE:-60} ))
             md5=$(printf '%s' "$expires/v/\(name) \(secret)" | openssl md5 -binary | openssl base64 | tr '+/' '-_' | tr -d '=')
             echo "http://127.0.0.1:\(port)/v/\(name)?md5=$md5&expires=$expires"
-            """.write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+            """, to: script)
         return script
     }
 
@@ -129,8 +128,7 @@ import TestSupport
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
                                               ofItemAtPath: root + "/medium.bin")
         let script = dir.file("kept-link")
-        try "#!/bin/sh\necho '\(nginx.url(0, "kept/medium.bin"))'\n".write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+        try writeScript("#!/bin/sh\necho '\(nginx.url(0, "kept/medium.bin"))'\n", to: script)
 
         let second = try await HaulProcess.run(["--plain", "-s", "1", "--refresh-with", script, nginx.url(0, "medium.bin")],
                                                in: dir.path)

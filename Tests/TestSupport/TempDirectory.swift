@@ -87,3 +87,21 @@ public final class TempDirectory: Sendable {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 }
+
+/// Writes `text` to `path` as a program (mode 0755), through a descriptor that no program started meanwhile
+/// keeps (O_CLOEXEC). A script written with `String.write` has its descriptor open without it: a test beside
+/// this one that starts a program in that moment hands the descriptor on, and for as long as that program
+/// runs, running the script fails with ETXTBSY ("Text file busy": a RefreshTests run saw it).
+public func writeScript(_ text: String, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    var written = 0
+    while written < bytes.count {
+        let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        written += count
+    }
+    guard fchmod(fd, 0o755) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+}
