@@ -54,6 +54,8 @@ struct TorrentOptions: ParsableArguments {
         if let interface {
             options.listenInterfaces = (interface.contains(":") ? "[\(interface)]" : interface) + ":\(port)"
             options.outgoingInterfaces = interface
+            // On loopback every peer has the same address: one connection per address would leave one peer.
+            options.allowSameAddress = interface.hasPrefix("127.") || interface == "::1"
         } else {
             options.listenInterfaces = "0.0.0.0:\(port),[::]:\(port)"
         }

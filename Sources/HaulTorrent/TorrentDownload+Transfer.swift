@@ -33,7 +33,6 @@ extension TorrentDownload {
             guard let input = await iterator.next() else { throw HaulError(.other, "the torrent session ended") }
             switch input {
             case .alert(let alert) where alert.torrent == handle.id:
-                if getenv("HAUL_TORRENT_DEBUG") != nil { TextOutput.standard.err("alert \(alert.kind) \(alert.index) \(alert.message)") }
                 try await apply(alert, handle, key: metadata.key, layout: layout, files: fileCount, names: &names,
                                  iterator: &iterator)
             case .tick:

@@ -74,12 +74,16 @@ package final class TorrentSession: @unchecked Sendable {
         let stopped = self.stopped
         detachEssentialThread {
             guard let session = OpaquePointer(bitPattern: pointer) else { return }
+            // Popped before each wait: libtorrent calls the notify function only when its queue goes from empty
+            // to not empty, so alerts queued before the function was set (the session's first) must be taken
+            // first, or no call ever comes.
             while !stopping.withLockedValue({ $0 }) {
-                _ = haul_torrent_session_wait(session, -1)
                 var count = 0
-                guard let alerts = haul_torrent_session_pop_alerts(session, &count) else { continue }
-                for alert in UnsafeBufferPointer(start: alerts, count: count) { continuation.yield(TorrentAlert(alert)) }
-                haul_torrent_alerts_free(alerts, count)
+                if let alerts = haul_torrent_session_pop_alerts(session, &count) {
+                    for alert in UnsafeBufferPointer(start: alerts, count: count) { continuation.yield(TorrentAlert(alert)) }
+                    haul_torrent_alerts_free(alerts, count)
+                }
+                _ = haul_torrent_session_wait(session, -1)
             }
             continuation.finish()
             stopped.open()
