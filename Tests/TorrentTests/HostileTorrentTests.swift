@@ -72,6 +72,7 @@ struct HostileTorrentTests {
     @Test("a hostile torrent downloaded from a peer: every file under the folder, the data intact")
     func hostileDownload() async throws {
         let swarm = try Swarm()
+        defer { swarm.stop() }
         let data = randomBytes(40_000, seed: 9)
         let pieceLength = 16384
         let torrent = swarm.directory.file("hostile.torrent")

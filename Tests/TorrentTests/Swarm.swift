@@ -22,7 +22,10 @@ final class Swarm: Sendable {
         processes = NIOLockedProcesses()
     }
 
-    deinit {
+    deinit { stop() }
+
+    /// Ends the tracker and the seeders (SIGKILL: nothing of theirs is kept) and removes the folder.
+    func stop() {
         processes.stopAll()
         directory.remove()
     }
@@ -73,7 +76,12 @@ final class NIOLockedProcesses: @unchecked Sendable {
     private var processes: [ServerProcess] = []
 
     func add(_ process: ServerProcess) { lock.withLock { processes.append(process) } }
-    func stopAll() { lock.withLock { processes.forEach { $0.stop() } } }
+    func stopAll() {
+        lock.withLock {
+            for process in processes where process.isRunning { kill(process.pid, SIGKILL) }
+            processes = []
+        }
+    }
 }
 
 /// Runs a program to its end; its exit status.

@@ -10,6 +10,7 @@ struct TorrentResumeTests {
     @Test("SIGINT leaves the .part and resume data; the next run fetches only what was not verified")
     func interruptAndResume() async throws {
         let swarm = try Swarm()
+        defer { swarm.stop() }
         let source = swarm.directory.file("seed")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         let size = 6 << 20

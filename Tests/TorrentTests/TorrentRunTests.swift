@@ -10,6 +10,7 @@ struct TorrentRunTests {
     @Test("a single-file torrent is downloaded byte-identical, with no .part or resume data left")
     func singleFile() async throws {
         let swarm = try Swarm()
+        defer { swarm.stop() }
         let source = swarm.directory.file("seed")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         let data = randomBytes(3_000_000 + 123, seed: 1)
@@ -28,6 +29,7 @@ struct TorrentRunTests {
     @Test("--select-file downloads a multi-file torrent's chosen files; the others are not created")
     func multiFileSelection() async throws {
         let swarm = try Swarm()
+        defer { swarm.stop() }
         let folder = swarm.directory.file("seed/album")
         try FileManager.default.createDirectory(atPath: folder + "/disc2", withIntermediateDirectories: true)
         let files = ["a.bin": randomBytes(700_000, seed: 2), "b.bin": randomBytes(500_001, seed: 3),
@@ -53,6 +55,7 @@ struct TorrentRunTests {
     @Test("a magnet gets its metadata from the seeder, then the file")
     func magnet() async throws {
         let swarm = try Swarm()
+        defer { swarm.stop() }
         let source = swarm.directory.file("seed")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         let data = randomBytes(1_500_000, seed: 5)
