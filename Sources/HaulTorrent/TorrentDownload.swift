@@ -143,10 +143,15 @@ package final class TorrentDownload: Sendable {
     }
 
     /// Takes the torrent out of the session and waits until it is (the same torrent can then be added again).
+    /// The removal's alert names its torrent by id only while libtorrent still holds the torrent: one popped
+    /// after it is gone says 0 (a magnet's run waited for it forever, now and then). A plain run's session has
+    /// this one torrent, so a removal with no id is its own; the service, with many, must match info-hashes.
     func remove(_ handle: TorrentHandle, iterator: inout AsyncStream<Input>.Iterator) async {
         session.remove(handle)
         while let input = await iterator.next() {
-            if case .alert(let alert) = input, alert.torrent == handle.id, alert.kind == .removed { return }
+            if case .alert(let alert) = input, alert.kind == .removed, alert.torrent == handle.id || alert.torrent == 0 {
+                return
+            }
         }
     }
 
