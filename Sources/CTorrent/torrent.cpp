@@ -386,13 +386,6 @@ void haul_torrent_handle_pause(const haul_torrent_handle *handle) {
     }
 }
 
-void haul_torrent_handle_force_reannounce(const haul_torrent_handle *handle) {
-    try {
-        handle->handle.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
-    } catch (...) {
-    }
-}
-
 void haul_torrent_handle_resume(const haul_torrent_handle *handle) {
     try {
         handle->handle.resume();

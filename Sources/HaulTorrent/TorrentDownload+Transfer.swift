@@ -29,7 +29,6 @@ extension TorrentDownload {
         let fileCount = metadata.files.count
         let selected = layout.entries.filter(\.selected)
         var lastVerified: Int64 = 0
-        var lonely = Lonely()
         while !selected.allSatisfy({ names.renamed.contains($0.index) }) {
             guard let input = await iterator.next() else { throw HaulError(.other, "the torrent session ended") }
             switch input {
@@ -42,7 +41,6 @@ extension TorrentDownload {
                     completed: status.verified, batchBytes: max(0, status.verified - lastVerified),
                     total: status.wanted, bytesPerSecond: Double(status.downloadRate))))
                 lastVerified = status.verified
-                lonely.tick(handle, peers: status.peers, done: status.state == .finished || status.state == .seeding)
                 if status.state == .finished || status.state == .seeding {
                     sweep(handle, layout: layout, files: fileCount, names: &names)
                 }
@@ -102,22 +100,5 @@ extension TorrentDownload {
             }
             if alert.kind == .resumeDataFailed { return }
         }
-    }
-}
-
-/// A torrent with no peer asks its trackers again sooner than their interval (opentracker's is 30 minutes):
-/// 2, 5, 10, 20 and 40 s after it started alone, then every minute. Its first announce may have gone out
-/// before the session listened, and a tracker that does not know it sends no seeder its way.
-struct Lonely {
-    private var seconds = 0
-    private static let marks: Set<Int> = [2, 5, 10, 20, 40]
-
-    mutating func tick(_ handle: TorrentHandle, peers: Int, done: Bool) {
-        guard peers == 0, !done else {
-            seconds = 0
-            return
-        }
-        seconds += 1
-        if Self.marks.contains(seconds) || (seconds > 40 && seconds % 60 == 0) { handle.forceReannounce() }
     }
 }

@@ -122,11 +122,8 @@ package final class TorrentDownload: Sendable {
             if (try? await clock.sleep(for: job.metadataTimeout)) != nil { continuation.yield(.timeout) }
         }
         defer { timeout.cancel() }
-        var lonely = Lonely()
         while let input = await iterator.next() {
             switch input {
-            case .tick:
-                if let status = handle.status() { lonely.tick(handle, peers: status.peers, done: false) }
             case .alert(let alert) where alert.torrent == handle.id && alert.kind == .metadataReceived:
                 guard let metadata = handle.metadata() else { continue }
                 await remove(handle, iterator: &iterator)
@@ -138,7 +135,7 @@ package final class TorrentDownload: Sendable {
             case .stop(let category):
                 await remove(handle, iterator: &iterator)
                 throw HaulError(category, "interrupted")
-            case .alert:
+            case .alert, .tick:
                 continue
             }
         }

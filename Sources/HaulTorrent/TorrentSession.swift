@@ -145,7 +145,6 @@ package final class TorrentHandle: @unchecked Sendable {
     package func saveResumeData() { haul_torrent_handle_save_resume_data(handle) }
     package func pause() { haul_torrent_handle_pause(handle) }
     package func resume() { haul_torrent_handle_resume(handle) }
-    package func forceReannounce() { haul_torrent_handle_force_reannounce(handle) }
 }
 
 /// A torrent's state, as the model needs it: verified bytes only (a peer's bytes count once their piece's hash

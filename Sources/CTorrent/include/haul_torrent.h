@@ -148,8 +148,6 @@ void haul_torrent_handle_file_path(const haul_torrent_handle *handle, int index,
 void haul_torrent_handle_save_resume_data(const haul_torrent_handle *handle);
 void haul_torrent_handle_pause(const haul_torrent_handle *handle);
 void haul_torrent_handle_resume(const haul_torrent_handle *handle);
-/* Asks the torrent's trackers for peers now, whatever interval they asked for. */
-void haul_torrent_handle_force_reannounce(const haul_torrent_handle *handle);
 
 enum {
     HAUL_ALERT_OTHER = 0,
