@@ -44,7 +44,12 @@ void set_error(haul_torrent_alert &out, const lt::error_code &code) {
 // The parts of `alert` haul reads, into `out` (already zeroed, index -1).
 void copy_alert(lt::alert *alert, haul_torrent_alert &out) {
     // alert_cast matches the exact type only: the base class of every torrent's alert needs dynamic_cast.
-    if (auto *torrent = dynamic_cast<lt::torrent_alert *>(alert)) out.torrent = torrent->handle.id();
+    // A torrent's hashes from its handle while libtorrent holds it; its removal's own, after.
+    if (auto *removed = lt::alert_cast<lt::torrent_removed_alert>(alert)) {
+        haul::copy_info_hashes(removed->info_hashes, out.v1, out.v2);
+    } else if (auto *torrent = dynamic_cast<lt::torrent_alert *>(alert)) {
+        haul::copy_info_hashes(torrent->handle.info_hashes(), out.v1, out.v2);
+    }
     copy_string(alert->message(), out.message, sizeof out.message);
     if (lt::alert_cast<lt::metadata_received_alert>(alert)) {
         out.kind = HAUL_ALERT_METADATA_RECEIVED;

@@ -137,9 +137,7 @@ void haul_torrent_params_info_hashes(const haul_torrent_params *params, char v1[
     v1[0] = '\0';
     v2[0] = '\0';
     try {
-        lt::info_hash_t hashes = params->params.ti ? params->params.ti->info_hashes() : params->params.info_hashes;
-        if (hashes.has_v1()) copy_string(lt::aux::to_hex(hashes.v1), v1, 41);
-        if (hashes.has_v2()) copy_string(lt::aux::to_hex(hashes.v2), v2, 65);
+        haul::copy_info_hashes(params->params.ti ? params->params.ti->info_hashes() : params->params.info_hashes, v1, v2);
     } catch (...) {
     }
 }
@@ -297,7 +295,9 @@ void haul_torrent_session_remove(haul_torrent_session *session, const haul_torre
 
 void haul_torrent_handle_free(haul_torrent_handle *handle) { delete handle; }
 
-uint32_t haul_torrent_handle_id(const haul_torrent_handle *handle) { return handle->handle.id(); }
+void haul_torrent_handle_info_hashes(const haul_torrent_handle *handle, char v1[41], char v2[65]) {
+    haul::copy_info_hashes(handle->handle.info_hashes(), v1, v2);
+}
 
 int haul_torrent_handle_status(const haul_torrent_handle *handle, haul_torrent_status *status, char *error,
                                size_t error_size) {

@@ -7,6 +7,8 @@
 #include <libtorrent/add_torrent_params.hpp>
 #include <libtorrent/session.hpp>
 #include <libtorrent/session_params.hpp>
+#include <libtorrent/hex.hpp>
+#include <libtorrent/info_hash.hpp>
 #include <libtorrent/torrent_handle.hpp>
 
 #include <condition_variable>
@@ -44,6 +46,14 @@ inline void copy_string(const std::string &text, char *out, size_t size) {
     size_t length = text.size() < size - 1 ? text.size() : size - 1;
     std::memcpy(out, text.data(), length);
     out[length] = '\0';
+}
+
+// The hashes in hex into v1 and v2 ("" for a version the torrent has not).
+inline void copy_info_hashes(const lt::info_hash_t &hashes, char v1[41], char v2[65]) {
+    v1[0] = '\0';
+    v2[0] = '\0';
+    if (hashes.has_v1()) copy_string(lt::aux::to_hex(hashes.v1), v1, 41);
+    if (hashes.has_v2()) copy_string(lt::aux::to_hex(hashes.v2), v2, 65);
 }
 
 }  // namespace haul

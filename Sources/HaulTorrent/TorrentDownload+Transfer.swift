@@ -32,7 +32,7 @@ extension TorrentDownload {
         while !selected.allSatisfy({ names.renamed.contains($0.index) }) {
             guard let input = await iterator.next() else { throw HaulError(.other, "the torrent session ended") }
             switch input {
-            case .alert(let alert) where alert.torrent == handle.id:
+            case .alert(let alert) where handle.owns(alert):
                 try await apply(alert, handle, key: metadata.key, layout: layout, files: fileCount, names: &names,
                                  iterator: &iterator)
             case .tick:
@@ -93,7 +93,7 @@ extension TorrentDownload {
         handle.pause()
         handle.saveResumeData()
         while let input = await iterator.next() {
-            guard case .alert(let alert) = input, alert.torrent == handle.id else { continue }
+            guard case .alert(let alert) = input, handle.owns(alert) else { continue }
             if alert.kind == .resumeData {
                 try? TorrentFiles.replace(resumePath(key), with: alert.data)
                 return

@@ -124,7 +124,7 @@ package final class TorrentDownload: Sendable {
         defer { timeout.cancel() }
         while let input = await iterator.next() {
             switch input {
-            case .alert(let alert) where alert.torrent == handle.id && alert.kind == .metadataReceived:
+            case .alert(let alert) where handle.owns(alert) && alert.kind == .metadataReceived:
                 guard let metadata = handle.metadata() else { continue }
                 await remove(handle, iterator: &iterator)
                 return metadata
@@ -143,13 +143,12 @@ package final class TorrentDownload: Sendable {
     }
 
     /// Takes the torrent out of the session and waits until it is (the same torrent can then be added again).
-    /// The removal's alert names its torrent by id only while libtorrent still holds the torrent: one popped
-    /// after it is gone says 0 (a magnet's run waited for it forever, now and then). A plain run's session has
-    /// this one torrent, so a removal with no id is its own; the service, with many, must match info-hashes.
+    /// The removal is matched by info-hash: libtorrent's id for a handle is its object's address, 0 once the
+    /// torrent is freed, so an id read after the removal never matched the alert's (runs hung, now and then).
     func remove(_ handle: TorrentHandle, iterator: inout AsyncStream<Input>.Iterator) async {
         session.remove(handle)
         while let input = await iterator.next() {
-            if case .alert(let alert) = input, alert.kind == .removed, alert.torrent == handle.id || alert.torrent == 0 {
+            if case .alert(let alert) = input, alert.kind == .removed, handle.owns(alert) {
                 return
             }
         }

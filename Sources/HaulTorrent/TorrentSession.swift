@@ -1,4 +1,5 @@
 import CTorrent
+import Glibc
 import HaulCore
 import NIOConcurrencyHelpers
 
@@ -72,6 +73,7 @@ package final class TorrentSession: @unchecked Sendable {
         let continuation = self.continuation
         let stopping = self.stopping
         let stopped = self.stopped
+        let trace = getenv("HAUL_TORRENT_TRACE") != nil
         detachEssentialThread {
             guard let session = OpaquePointer(bitPattern: pointer) else { return }
             // Popped before each wait: libtorrent calls the notify function only when its queue goes from empty
@@ -80,7 +82,14 @@ package final class TorrentSession: @unchecked Sendable {
             while !stopping.withLockedValue({ $0 }) {
                 var count = 0
                 if let alerts = haul_torrent_session_pop_alerts(session, &count) {
-                    for alert in UnsafeBufferPointer(start: alerts, count: count) { continuation.yield(TorrentAlert(alert)) }
+                    for alert in UnsafeBufferPointer(start: alerts, count: count) {
+                        let alert = TorrentAlert(alert)
+                        if trace {
+                            let line = "haul: torrent \(alert.hashes.v1 ?? alert.hashes.v2 ?? "-"): \(alert.kind): \(alert.message)\n"
+                            _ = line.withCString { write(2, $0, strlen($0)) }
+                        }
+                        continuation.yield(alert)
+                    }
                     haul_torrent_alerts_free(alerts, count)
                 }
                 _ = haul_torrent_session_wait(session, -1)
@@ -117,11 +126,20 @@ package final class TorrentSession: @unchecked Sendable {
 package final class TorrentHandle: @unchecked Sendable {
     let handle: OpaquePointer
 
-    init(_ handle: OpaquePointer) { self.handle = handle }
+    /// Its info-hashes, read once as it was added: what its alerts name it by, while and after it is in the
+    /// session (a hybrid's magnet learns its v1 hash with the metadata: alerts then carry both).
+    package let hashes: InfoHashes
+
+    init(_ handle: OpaquePointer) {
+        self.handle = handle
+        var v1 = [CChar](repeating: 0, count: 41), v2 = [CChar](repeating: 0, count: 65)
+        haul_torrent_handle_info_hashes(handle, &v1, &v2)
+        hashes = InfoHashes(v1: v1, v2: v2)
+    }
     deinit { haul_torrent_handle_free(handle) }
 
-    /// What alerts name it by.
-    package var id: UInt32 { haul_torrent_handle_id(handle) }
+    /// Whether `alert` is about this torrent.
+    package func owns(_ alert: TorrentAlert) -> Bool { alert.hashes.overlaps(hashes) }
 
     package func status() -> TorrentStatus? {
         var status = haul_torrent_status()
@@ -197,8 +215,8 @@ package struct TorrentAlert: Sendable, Equatable {
         case hashFailed, removed, other
     }
     package var kind: Kind
-    /// `TorrentHandle.id` of the torrent, 0 for the session's own.
-    package var torrent: UInt32
+    /// The torrent's info-hashes, none for the session's own alerts.
+    package var hashes: InfoHashes
     /// The file, the piece, or the new state; -1 when none.
     package var index: Int
     package var diskFull: Bool
@@ -219,10 +237,37 @@ package struct TorrentAlert: Sendable, Equatable {
             Int32(HAUL_ALERT_HASH_FAILED): .hashFailed, Int32(HAUL_ALERT_TORRENT_REMOVED): .removed,
         ]
         kind = kinds[alert.kind] ?? .other
-        torrent = alert.torrent
+        hashes = withUnsafeBytes(of: alert.v1) { v1 in
+            withUnsafeBytes(of: alert.v2) { v2 in InfoHashes(v1: Array(v1.bindMemory(to: CChar.self)), v2: Array(v2.bindMemory(to: CChar.self))) }
+        }
         index = Int(alert.index)
         diskFull = alert.disk_full != 0
         message = withUnsafeBytes(of: alert.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         data = alert.data.map { Array(UnsafeRawBufferPointer(start: $0, count: alert.length)) } ?? []
+    }
+}
+
+/// A torrent's v1 and v2 info-hashes in hex, nil for a version it has not.
+package struct InfoHashes: Sendable, Equatable, Hashable {
+    package var v1: String?
+    package var v2: String?
+
+    package init(v1: String?, v2: String?) {
+        self.v1 = v1
+        self.v2 = v2
+    }
+
+    /// From C strings ("" for none).
+    init(v1: [CChar], v2: [CChar]) {
+        func text(_ chars: [CChar]) -> String? {
+            let bytes = chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        }
+        self.init(v1: text(v1), v2: text(v2))
+    }
+
+    /// Whether both name the same torrent: a hash of one version they both have is equal.
+    package func overlaps(_ other: InfoHashes) -> Bool {
+        (v1 != nil && v1 == other.v1) || (v2 != nil && v2 == other.v2)
     }
 }

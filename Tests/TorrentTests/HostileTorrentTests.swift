@@ -94,7 +94,7 @@ struct HostileTorrentTests {
         let session = try TorrentSession(.loopback)
         _ = try session.add(metadata)
         let out = swarm.directory.file("out")
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path)
+        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         await session.close()
         #expect(exit.status == 0, "\(exit)")
         let written = try FileManager.default.subpathsOfDirectory(atPath: out)

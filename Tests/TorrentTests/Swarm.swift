@@ -132,6 +132,10 @@ func randomBytes(_ count: Int, seed: UInt64) -> Data {
     return Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
 }
 
+/// How long a test's torrent run may take (scaled by `TestEnvironment.bound`) before it is killed as a hang:
+/// the swarm's files are a few MiB, on loopback.
+let torrentLimit: Duration = .seconds(60)
+
 /// What a loopback torrent run of haul needs on its command line: nothing that reaches past 127.0.0.1.
 let loopbackOptions = ["--plain", "--interface", "127.0.0.1", "--bt-listen-port", "0", "--no-dht", "--no-pex",
                        "--no-lpd", "--no-port-mapping"]

@@ -23,19 +23,21 @@ struct TorrentResumeTests {
         try swarm.seed(torrent, from: source, uploadLimit: "1M")
         let out = swarm.directory.file("out")
         let first = try HaulProcess(loopbackOptions + ["--json", "-o", out, torrent], in: swarm.directory.path)
+        let watchdog = first.killed(after: torrentLimit)
+        defer { watchdog.cancel() }
         let line = await first.firstLine { line in
             guard let event = Self.event(line), event["event"] as? String == "progress" else { return false }
             return (event["bytes"] as? Int ?? 0) >= 1 << 20
         }
         let verified = try #require(line.flatMap(Self.event)?["bytes"] as? Int)
         first.send(SIGINT)
-        let stopped = await first.wait()
+        let stopped = await first.wait(limit: torrentLimit)
         #expect(stopped.status == 130, "\(stopped)")
         #expect(FileManager.default.fileExists(atPath: out + "/big.bin.part"))
         #expect(FileManager.default.fileExists(atPath: out + "/haul-\(hash).part.resume"))
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
 
-        let second = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, torrent], in: swarm.directory.path)
+        let second = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         #expect(second.status == 0, "\(second)")
         #expect(FileManager.default.contents(atPath: out + "/big.bin") == data)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["big.bin"])

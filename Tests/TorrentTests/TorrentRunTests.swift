@@ -19,7 +19,7 @@ struct TorrentRunTests {
         try await swarm.startTracker(serving: [try Swarm.infoHash(of: torrent)])
         try swarm.seed(torrent, from: source)
         let out = swarm.directory.file("out")
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path)
+        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/one.bin") == data)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["one.bin"])
@@ -44,7 +44,7 @@ struct TorrentRunTests {
         try swarm.seed(torrent, from: swarm.directory.file("seed"))
         let out = swarm.directory.file("out")
         let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, "--select-file", chosen, torrent],
-                                             in: swarm.directory.path)
+                                             in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/album/a.bin") == files["a.bin"])
         #expect(FileManager.default.contents(atPath: out + "/album/disc2/c.bin") == files["disc2/c.bin"])
@@ -67,7 +67,7 @@ struct TorrentRunTests {
         let out = swarm.directory.file("out")
         let tracker = swarm.announce.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
         let magnet = "magnet:?xt=urn:btih:\(hash)&tr=\(tracker)"
-        let exit = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, magnet], in: swarm.directory.path)
+        let exit = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, magnet], in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/film.bin") == data)
         #expect(exit.stdout.contains("\"event\":\"done\""), "\(exit)")
@@ -78,7 +78,7 @@ struct TorrentRunTests {
         let directory = TempDirectory()
         defer { directory.remove() }
         try Data("d4:infod6:lengthi12e4:name".utf8).write(to: URL(fileURLWithPath: directory.file("bad.torrent")))
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", "out", "bad.torrent"], in: directory.path)
+        let exit = try await HaulProcess.run(loopbackOptions + ["-o", "out", "bad.torrent"], in: directory.path, limit: torrentLimit)
         #expect(exit.status == 7, "\(exit)")
         let lines = exit.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("haul: bad.torrent: not a valid torrent"), "\(exit)")
@@ -92,7 +92,7 @@ struct TorrentRunTests {
         defer { directory.remove() }
         let magnet = "magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567&dn=nothing"
         let exit = try await HaulProcess.run(loopbackOptions + ["--bt-metadata-timeout", "1", "-o", "out", magnet],
-                                             in: directory.path)
+                                             in: directory.path, limit: torrentLimit)
         #expect(exit.status == 4, "\(exit)")
         let lines = exit.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].contains("no metadata after 1 s"), "\(exit)")

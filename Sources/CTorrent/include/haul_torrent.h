@@ -102,8 +102,10 @@ haul_torrent_handle *haul_torrent_session_add(haul_torrent_session *session, con
 void haul_torrent_session_remove(haul_torrent_session *session, const haul_torrent_handle *handle);
 
 void haul_torrent_handle_free(haul_torrent_handle *handle);
-/// The id alerts carry for this torrent (`haul_torrent_alert.torrent`).
-uint32_t haul_torrent_handle_id(const haul_torrent_handle *handle);
+/// The torrent's info-hashes in hex ("" for a version it has not), as its alerts carry them
+/// (`haul_torrent_alert.v1`, `.v2`): what names a torrent for good. libtorrent's own id for a handle is
+/// its object's address, 0 once the torrent is gone, and the next torrent may get it.
+void haul_torrent_handle_info_hashes(const haul_torrent_handle *handle, char v1[41], char v2[65]);
 
 enum {
     HAUL_TORRENT_CHECKING_FILES = 1,
@@ -171,8 +173,9 @@ enum {
 
 typedef struct {
     int kind;
-    /// haul_torrent_handle_id of the torrent it is about, 0 for the session's own.
-    uint32_t torrent;
+    /// The info-hashes of the torrent it is about, in hex; both "" for the session's own.
+    char v1[41];
+    char v2[65];
     /// The file (FILE_COMPLETED, FILE_RENAMED...), piece (HASH_FAILED), or new state (STATE_CHANGED); else -1.
     int index;
     /// libtorrent's error code's value, 0 when none; `disk_full` is 1 when it is ENOSPC.
