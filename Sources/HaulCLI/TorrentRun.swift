@@ -24,7 +24,7 @@ enum TorrentRun {
             ? JSONReporter() : PlainReporter(quiet: command.quiet, clock: MomentClock(clock))
         let session: TorrentSession
         do throws(HaulError) {
-            session = try TorrentSession(command.torrent.sessionOptions(interface: command.interface))
+            session = try TorrentSession(command.torrent.sessionOptions(interface: command.interface, downloadRate: command.overallRate))
         } catch {
             TextOutput.standard.err("haul: \(error.message)")
             return error.category.exitCode
@@ -78,6 +78,7 @@ enum TorrentRun {
         job.selection = command.torrent.selectFile.flatMap { try? FileSelection.parse($0).get() }
         job.trackers = command.torrent.trackers
         job.resume = !command.noResume
+        job.seeding = command.torrent.seeding
         if let seconds = command.torrent.metadataTimeout { job.metadataTimeout = .milliseconds(Int64(seconds * 1000)) }
         return job
     }

@@ -49,6 +49,12 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// `haul rm --files` (the TUI's `D`): the `files` haul wrote for this download, `bytes` in all, were deleted
     /// (the finished file or its part, its state, journal and preview); what was not haul's was left.
     case filesRemoved(files: Int, bytes: Int64)
+    /// A torrent's selected files are all verified and have their names; it now sends its pieces to other
+    /// peers until its ratio (bytes sent over bytes of the selected files) reaches `ratio`, or for `minutes`;
+    /// nil for a bound not set (both nil: until it is stopped).
+    case seeding(ratio: Double?, minutes: Double?)
+    /// A torrent stopped seeding, having sent `uploaded` bytes: its ratio is `ratio`.
+    case seeded(uploaded: Int64, ratio: Double)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -70,6 +76,8 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .sourceFailed: "source-failed"
         case .pieceRefetched: "piece-refetched"
         case .filesRemoved: "files-removed"
+        case .seeding: "seeding"
+        case .seeded: "seeded"
         }
     }
 }

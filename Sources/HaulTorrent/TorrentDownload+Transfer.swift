@@ -53,8 +53,9 @@ extension TorrentDownload {
             }
         }
         let downloaded = handle.status()?.downloaded ?? 0
-        await remove(handle, iterator: &iterator)
         unlink(resumePath(metadata.key))
+        await seed(handle, file: layout.name, size: layout.selectedBytes, iterator: &iterator)
+        await remove(handle, iterator: &iterator)
         return DownloadResult(file: layout.name, path: path, bytes: downloaded, skipped: false)
     }
 
@@ -86,6 +87,37 @@ extension TorrentDownload {
             handle.rename(file: entry.index, to: entry.finalPath)
             names.requested.insert(entry.index)
         }
+    }
+
+    /// Sends the verified pieces to other peers until `job.seeding` says it is over (a ratio, a time), the run
+    /// is stopped, or the torrent fails (its files are whole and named already: nothing of the download is
+    /// lost). Time is counted in the run's ticks, one a second of its clock.
+    func seed(_ handle: TorrentHandle, file: String, size: Int64, iterator: inout AsyncStream<Input>.Iterator) async {
+        let seeding = job.seeding
+        guard seeding.seeds else { return }
+        reporter.report(.fact(id: id, url: job.label, file: file, .seeding(
+            ratio: seeding.ratio, minutes: seeding.time.map { Self.seconds($0) / 60 })))
+        // All it sent counts, as aria2 counts it: while it downloaded too.
+        var uploaded = handle.status()?.uploaded ?? 0
+        var seconds = 0
+        func over() -> Bool { seeding.isOver(uploaded: uploaded, size: size, elapsed: .seconds(seconds)) }
+        loop: while !over() {
+            guard let input = await iterator.next() else { break }
+            switch input {
+            case .tick:
+                seconds += 1
+                if let status = handle.status() { uploaded = status.uploaded }
+            case .alert(let alert) where handle.owns(alert) && (alert.kind == .error || alert.kind == .fileError):
+                break loop
+            case .stop:
+                break loop
+            case .alert, .timeout:
+                continue
+            }
+        }
+        if let status = handle.status() { uploaded = max(uploaded, status.uploaded) }
+        reporter.report(.fact(id: id, url: job.label, file: file, .seeded(
+            uploaded: uploaded, ratio: Double(uploaded) / Double(max(size, 1)))))
     }
 
     /// Asks libtorrent for the torrent's resume data and writes it beside the files.

@@ -19,6 +19,39 @@ package struct TorrentJob: Sendable, Equatable {
     package var metadataTimeout: Duration = TorrentJob.defaultMetadataTimeout
     /// Read the resume data a stopped run left (`--no-resume`: start over, as for HTTP).
     package var resume = true
+    /// How long it seeds once its files are verified (`--seed-ratio`, `--seed-time`).
+    package var seeding = Seeding(ratio: 1.0, time: nil)
+
+    /// When seeding ends: at the first bound reached; with neither, only when stopped.
+    package struct Seeding: Sendable, Equatable {
+        /// Bytes sent over bytes of the selected files; nil for no ratio bound.
+        package var ratio: Double?
+        /// nil for no time bound.
+        package var time: Duration?
+        /// Whether it seeds at all.
+        package var seeds: Bool
+
+        package init(ratio: Double?, time: Duration?) {
+            self.ratio = ratio
+            self.time = time
+            seeds = true
+        }
+
+        /// No seeding (`--seed-time 0`).
+        package static var none: Seeding {
+            var seeding = Seeding(ratio: nil, time: nil)
+            seeding.seeds = false
+            return seeding
+        }
+
+        /// Whether seeding is over after `elapsed`, having sent `uploaded` of `size` bytes.
+        package func isOver(uploaded: Int64, size: Int64, elapsed: Duration) -> Bool {
+            guard seeds else { return true }
+            if let ratio, Double(uploaded) >= ratio * Double(max(size, 1)) { return true }
+            if let time, elapsed >= time { return true }
+            return false
+        }
+    }
 
     /// Three minutes: a magnet whose peers are found by DHT usually has its metadata within a minute; one
     /// that has none by then rarely gets it.

@@ -93,8 +93,9 @@ struct HostileTorrentTests {
         }
         let session = try TorrentSession(.loopback)
         _ = try session.add(metadata)
+        try await swarm.waitForSeeders(try Swarm.infoHash(of: torrent))
         let out = swarm.directory.file("out")
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
+        let exit = try await HaulProcess.run(leechOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         await session.close()
         #expect(exit.status == 0, "\(exit)")
         let written = try FileManager.default.subpathsOfDirectory(atPath: out)

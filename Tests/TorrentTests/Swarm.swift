@@ -44,7 +44,8 @@ final class Swarm: Sendable {
     }
 
     /// Starts aria2c seeding `torrent` from `folder` (checked first: `-V`), on a free port, nothing but loopback.
-    func seed(_ torrent: String, from folder: String, uploadLimit: String? = nil) throws {
+    @discardableResult
+    func seed(_ torrent: String, from folder: String, uploadLimit: String? = nil) throws -> ServerProcess {
         let port = try freeLoopbackPort()
         var argv = ["/usr/bin/aria2c", "--dir=\(folder)", "--seed-ratio=0.0", "--bt-enable-lpd=false",
                     "--enable-dht=false", "--enable-dht6=false", "--enable-peer-exchange=false", "-V",
@@ -52,7 +53,56 @@ final class Swarm: Sendable {
                     "--bt-seed-unverified=false", "--check-certificate=false"]
         if let uploadLimit { argv.append("--max-upload-limit=\(uploadLimit)") }
         argv.append(torrent)
-        processes.add(try ServerProcess(argv))
+        let seeder = try ServerProcess(argv)
+        processes.add(seeder)
+        return seeder
+    }
+
+    /// Starts transmission-cli seeding `torrent` from `folder` (checked first: `-v`), on a free port, with DHT,
+    /// PEX, local discovery and port mapping off, bound to 127.0.0.1 (its settings in a folder of its own).
+    @discardableResult
+    func seedWithTransmission(_ torrent: String, from folder: String) throws -> ServerProcess {
+        let port = try freeLoopbackPort()
+        let config = directory.file("transmission-\(port)")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        let settings = #"{"dht-enabled": false, "lpd-enabled": false, "pex-enabled": false, "port-forwarding-enabled": false, "#
+            + #""bind-address-ipv4": "127.0.0.1", "bind-address-ipv6": "::1", "rpc-enabled": false, "utp-enabled": false, "#
+            + #""ratio-limit-enabled": false, "encryption": 0, "message-level": 0}"#
+        try settings.write(toFile: config + "/settings.json", atomically: false, encoding: .utf8)
+        let seeder = try ServerProcess(["/usr/bin/transmission-cli", "-g", config, "-w", folder, "-p", "\(port)", "-M", "-v",
+                                        "-ep", torrent])
+        processes.add(seeder)
+        return seeder
+    }
+
+    /// Runs aria2c as a leecher of `torrent` into `folder` until it has every file (no seeding after).
+    func leech(_ torrent: String, into folder: String) async throws -> Int32 {
+        let port = try freeLoopbackPort()
+        return try await runTool(["/usr/bin/aria2c", "--dir=\(folder)", "--seed-time=0", "--bt-enable-lpd=false",
+                                  "--enable-dht=false", "--enable-dht6=false", "--enable-peer-exchange=false",
+                                  "--listen-port=\(port)", "--disable-ipv6=true", "--summary-interval=0", "--quiet=true",
+                                  "--bt-stop-timeout=\(Int(TestEnvironment.bound(.seconds(60)).components.seconds))", torrent])
+    }
+
+    /// Returns once the tracker counts `count` seeders of the torrent `hash` (v1, hex), at most 20 s (scaled).
+    /// A seeder announces only after it has checked its files, and a leecher that announced before that hears
+    /// of no seeder until its next announce, half an hour later (opentracker's interval). opentracker tells
+    /// no one when a peer announces: its scrape is asked every 50 ms.
+    func waitForSeeders(_ hash: String, count: Int = 1) async throws {
+        let bytes = stride(from: 0, to: hash.count, by: 2).map { offset -> String in
+            let start = hash.index(hash.startIndex, offsetBy: offset)
+            return "%" + hash[start..<hash.index(start, offsetBy: 2)]
+        }.joined()
+        let url = "http://127.0.0.1:\(trackerPort)/scrape?info_hash=\(bytes)"
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: TestEnvironment.bound(.seconds(20)))
+        while clock.now < deadline {
+            let answer = try await toolOutput(["/usr/bin/curl", "-s", url])
+            if let range = answer.range(of: #"8:completei([0-9]+)e"#, options: .regularExpression),
+               let seeders = Int(answer[range].dropFirst(11).dropLast()), seeders >= count { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the tracker never counted \(count) seeder(s) of \(hash)")
     }
 
     /// A .torrent of `path` (a file or a folder) with this swarm's tracker, by transmission-create.
@@ -97,6 +147,22 @@ func runTool(_ argv: [String]) async throws -> Int32 {
     }
 }
 
+/// Runs a program to its end; its standard output.
+func toolOutput(_ argv: [String]) async throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: argv[0])
+    process.arguments = Array(argv.dropFirst())
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+        Thread.detachNewThread { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }
+    }
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
 /// A loopback port free now (bound to port 0, read back, released), for a program that cannot report the
 /// port it took.
 func freeLoopbackPort() throws -> Int {
@@ -139,3 +205,6 @@ let torrentLimit: Duration = .seconds(60)
 /// What a loopback torrent run of haul needs on its command line: nothing that reaches past 127.0.0.1.
 let loopbackOptions = ["--plain", "--interface", "127.0.0.1", "--bt-listen-port", "0", "--no-dht", "--no-pex",
                        "--no-lpd", "--no-port-mapping"]
+
+/// `loopbackOptions` for a run that ends once its files are verified (`--seed-time 0`: no seeding).
+let leechOptions = loopbackOptions + ["--seed-time", "0"]

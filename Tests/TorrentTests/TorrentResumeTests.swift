@@ -21,8 +21,9 @@ struct TorrentResumeTests {
         try await swarm.startTracker(serving: [hash])
         // Slow enough that the first run is stopped part-way.
         try swarm.seed(torrent, from: source, uploadLimit: "1M")
+        try await swarm.waitForSeeders(hash)
         let out = swarm.directory.file("out")
-        let first = try HaulProcess(loopbackOptions + ["--json", "-o", out, torrent], in: swarm.directory.path)
+        let first = try HaulProcess(leechOptions + ["--json", "-o", out, torrent], in: swarm.directory.path)
         let watchdog = first.killed(after: torrentLimit)
         defer { watchdog.cancel() }
         let line = await first.firstLine { line in
@@ -37,7 +38,7 @@ struct TorrentResumeTests {
         #expect(FileManager.default.fileExists(atPath: out + "/haul-\(hash).part.resume"))
         #expect(!FileManager.default.fileExists(atPath: out + "/big.bin"))
 
-        let second = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
+        let second = try await HaulProcess.run(leechOptions + ["--json", "-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         #expect(second.status == 0, "\(second)")
         #expect(FileManager.default.contents(atPath: out + "/big.bin") == data)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["big.bin"])

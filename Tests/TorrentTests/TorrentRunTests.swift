@@ -7,7 +7,7 @@ import TestSupport
 /// `haul FILE.torrent` and `haul 'magnet:?...'`, the real binary against a loopback swarm (`Swarm`).
 @Suite("Torrent plain runs", .serialized)
 struct TorrentRunTests {
-    @Test("a single-file torrent is downloaded byte-identical, with no .part or resume data left")
+    @Test("a single-file torrent from a transmission-cli seeder is downloaded byte-identical, with no .part or resume data left")
     func singleFile() async throws {
         let swarm = try Swarm()
         defer { swarm.stop() }
@@ -17,16 +17,17 @@ struct TorrentRunTests {
         try data.write(to: URL(fileURLWithPath: source + "/one.bin"))
         let torrent = try await swarm.makeTorrent(of: source + "/one.bin", named: "one.torrent")
         try await swarm.startTracker(serving: [try Swarm.infoHash(of: torrent)])
-        try swarm.seed(torrent, from: source)
+        try swarm.seedWithTransmission(torrent, from: source)
+        try await swarm.waitForSeeders(try Swarm.infoHash(of: torrent))
         let out = swarm.directory.file("out")
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
+        let exit = try await HaulProcess.run(leechOptions + ["-o", out, torrent], in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/one.bin") == data)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["one.bin"])
         #expect(exit.stdout.contains("one.bin: done"), "\(exit)")
     }
 
-    @Test("--select-file downloads a multi-file torrent's chosen files; the others are not created")
+    @Test("--select-file downloads a multi-file torrent's chosen files from aria2c and transmission-cli; the others are not created")
     func multiFileSelection() async throws {
         let swarm = try Swarm()
         defer { swarm.stop() }
@@ -42,8 +43,10 @@ struct TorrentRunTests {
         let chosen = (1...order.count).filter { $0 != skipped + 1 }.map(String.init).joined(separator: ",")
         try await swarm.startTracker(serving: [try Swarm.infoHash(of: torrent)])
         try swarm.seed(torrent, from: swarm.directory.file("seed"))
+        try swarm.seedWithTransmission(torrent, from: swarm.directory.file("seed"))
+        try await swarm.waitForSeeders(try Swarm.infoHash(of: torrent), count: 2)
         let out = swarm.directory.file("out")
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", out, "--select-file", chosen, torrent],
+        let exit = try await HaulProcess.run(leechOptions + ["-o", out, "--select-file", chosen, torrent],
                                              in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/album/a.bin") == files["a.bin"])
@@ -64,10 +67,11 @@ struct TorrentRunTests {
         let hash = try Swarm.infoHash(of: torrent)
         try await swarm.startTracker(serving: [hash])
         try swarm.seed(torrent, from: source)
+        try await swarm.waitForSeeders(hash)
         let out = swarm.directory.file("out")
         let tracker = swarm.announce.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
         let magnet = "magnet:?xt=urn:btih:\(hash)&tr=\(tracker)"
-        let exit = try await HaulProcess.run(loopbackOptions + ["--json", "-o", out, magnet], in: swarm.directory.path, limit: torrentLimit)
+        let exit = try await HaulProcess.run(leechOptions + ["--json", "-o", out, magnet], in: swarm.directory.path, limit: torrentLimit)
         #expect(exit.status == 0, "\(exit)")
         #expect(FileManager.default.contents(atPath: out + "/film.bin") == data)
         #expect(exit.stdout.contains("\"event\":\"done\""), "\(exit)")
@@ -78,7 +82,7 @@ struct TorrentRunTests {
         let directory = TempDirectory()
         defer { directory.remove() }
         try Data("d4:infod6:lengthi12e4:name".utf8).write(to: URL(fileURLWithPath: directory.file("bad.torrent")))
-        let exit = try await HaulProcess.run(loopbackOptions + ["-o", "out", "bad.torrent"], in: directory.path, limit: torrentLimit)
+        let exit = try await HaulProcess.run(leechOptions + ["-o", "out", "bad.torrent"], in: directory.path, limit: torrentLimit)
         #expect(exit.status == 7, "\(exit)")
         let lines = exit.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("haul: bad.torrent: not a valid torrent"), "\(exit)")
@@ -91,7 +95,7 @@ struct TorrentRunTests {
         let directory = TempDirectory()
         defer { directory.remove() }
         let magnet = "magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567&dn=nothing"
-        let exit = try await HaulProcess.run(loopbackOptions + ["--bt-metadata-timeout", "1", "-o", "out", magnet],
+        let exit = try await HaulProcess.run(leechOptions + ["--bt-metadata-timeout", "1", "-o", "out", magnet],
                                              in: directory.path, limit: torrentLimit)
         #expect(exit.status == 4, "\(exit)")
         let lines = exit.stderr.split(separator: "\n")
