@@ -7,8 +7,10 @@ SWIFT ?= swift
 # pkg-config gives the build libchafa's and GLib's include directories (Package.swift). libxml2-dev is the
 # metalink parser's (Sources/CXML2, loaded when a metalink is first read). vsftpd is the FTP and FTPS server,
 # openssh-server's sshd the SFTP and SCP server the ftp:// and sftp:// tests download from; openssh-client's
-# ssh-keygen makes their host and client keys.
-APT_PACKAGES := libcurl4-openssl-dev libssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev libxml2-dev pkg-config strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light vsftpd openssh-server openssh-client
+# ssh-keygen makes their host and client keys. libtorrent-rasterbar-dev is the BitTorrent engine haul links
+# (Sources/CTorrent); opentracker is the tracker and transmission-cli's transmission-create makes the .torrent
+# files of the torrent tests' loopback swarm (aria2c seeds it).
+APT_PACKAGES := libcurl4-openssl-dev libssl-dev libncurses-dev libjpeg-dev libsqlite3-dev libxxhash-dev libchafa-dev libglib2.0-dev libpng-dev libxml2-dev pkg-config strace tmux curl wget2 aria2 time openssl tinyproxy nginx-light vsftpd openssh-server openssh-client libtorrent-rasterbar-dev opentracker transmission-cli
 # The real aria2 clients the aria2 JSON-RPC tests drive (from PyPI, pinned), in a venv of their own.
 VENV := .build-venv
 PY_CLIENTS := aria2p[tui]==0.12.3 aioaria2==1.3.7

@@ -67,6 +67,17 @@ func debianIncludes(of library: String) -> [String] {
     }
 }
 
+// libtorrent's compile flags: its defines change the layout of its types (TORRENT_USE_OPENSSL adds members), so
+// they must be the ones Debian's library was built with. Without pkg-config, what libtorrent-rasterbar.pc
+// of libtorrent-rasterbar-dev 2.0.8 says.
+func torrentFlags() -> [String] {
+    pkgConfigFlags(of: "libtorrent-rasterbar") ?? [
+        "-fexceptions", "-DTORRENT_LINKING_SHARED", "-DBOOST_ASIO_ENABLE_CANCELIO", "-DBOOST_ASIO_NO_DEPRECATED",
+        "-DTORRENT_USE_OPENSSL", "-DTORRENT_USE_LIBCRYPTO", "-DTORRENT_SSL_PEERS", "-DOPENSSL_NO_SSL2",
+        "-DBOOST_ALL_NO_LIB",
+    ]
+}
+
 func pkgConfigFlags(of library: String) -> [String]? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -144,6 +155,16 @@ let package = Package(
             name: "CXXHash", path: "Sources/CXXHash",
             providers: [.apt(["libxxhash-dev"])]),
 
+        // libtorrent-rasterbar (libtorrent-rasterbar-dev), the BitTorrent engine, behind a C API of our own
+        // (include/haul_torrent.h): Swift's C++ interop does not take its Boost.Asio headers cleanly, and an
+        // exception must not cross Swift frames, so every call is caught in C++ and handed back as a string.
+        // Linked, not loaded on first use as the C libraries above are: a C++ API has no plain symbols to
+        // dlsym, and its templates are compiled into this target.
+        .target(
+            name: "CTorrent", path: "Sources/CTorrent",
+            cxxSettings: [.unsafeFlags(["-fexceptions"] + torrentFlags())],
+            linkerSettings: [.linkedLibrary("torrent-rasterbar"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+
         // What every face shares of a download: its job, state, facts, progress and errors, the events that
         // change them, and `DownloadRecord`, the one place those events are applied. Plain values: no I/O, no clock
         // of its own, no dependency.
@@ -155,6 +176,14 @@ let package = Package(
             dependencies: [
                 "HaulModel", "CCurl", "CLinux", "CXXHash", "COpenSSL", "CXML2",
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex on Linux.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+
+        // Torrents and magnets: their metadata, names on disk, a libtorrent session and its events (CTorrent).
+        .target(
+            name: "HaulTorrent",
+            dependencies: [
+                "HaulCore", "CTorrent",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
@@ -200,6 +229,7 @@ let package = Package(
             name: "HaulCLI",
             dependencies: [
                 "HaulCore",
+                "HaulTorrent",
                 "HaulTUI",
                 "HaulServiceClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -325,6 +355,11 @@ let package = Package(
                 // Locks the thread sanitizer sees (Synchronization's Mutex is a futex it does not).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
+        // Torrents on a loopback swarm the tests start (opentracker, aria2c seeding), downloaded by the real `haul`.
+        .testTarget(
+            name: "TorrentTests",
+            dependencies: ["haul", "HaulTorrent", "HaulCore", "TestSupport",
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["haul", "haul-server", "SampleServer", "HaulCore", "HaulTUI", "HaulService", "HaulServiceClient",
@@ -332,7 +367,8 @@ let package = Package(
                            // Locks the thread sanitizer sees (Synchronization's Mutex is a futex it does not).
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )
 
 // `make test-tsan` (HAUL_TSAN=1): our own modules built under the thread sanitizer, in the same build folder

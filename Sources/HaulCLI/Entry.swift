@@ -137,6 +137,8 @@ package enum Entry {
         case .success(let urls): extra = urls
         case .failure(let code): return code
         }
+        // A .torrent file or a magnet: libtorrent's engine, in this process (the queue takes them later).
+        if let torrents = TorrentRun.sources(command) { return await TorrentRun.run(command, sources: torrents) }
         // `-O -`: never the queue, nor the full screen: the bytes go to this process's standard output.
         if command.writesToStandardOutput { return await StandardOutputRun.run(command) }
         let listed: [InputEntry]

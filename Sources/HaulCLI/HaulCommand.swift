@@ -28,7 +28,7 @@ struct HaulCommand: ParsableCommand {
         version: HaulVersion.string)
 
     @Argument(help: ArgumentHelp(
-        "URLs to download; [1-100], [001-100], [a-z], [1-100:5] and {a,b,c} in one make a numbered series, as curl's (-O 'x#1' names each by its values; -g turns this off)."))
+        "URLs to download (or a FILE.torrent, or a 'magnet:?xt=...' link: see Torrents and magnets); [1-100], [001-100], [a-z], [1-100:5] and {a,b,c} in one make a numbered series, as curl's (-O 'x#1' names each by its values; -g turns this off)."))
     var urls: [String] = []
 
     @Option(name: [.customShort("o"), .customLong("output-dir")],
@@ -240,6 +240,9 @@ struct HaulCommand: ParsableCommand {
         "How pictures are drawn: kitty, sixel, iterm, symbols or none (default: what the terminal supports; symbols inside tmux or screen).",
         valueName: "mode"))
     var pictures: PictureMode?
+
+    /// `--select-file`, `--bt-tracker` and the other options of torrents and magnets.
+    @OptionGroup(title: "Torrents and magnets") var torrent: TorrentOptions
 
     @Flag(name: .customLong("no-notify"), help: "No desktop notification (OSC 9/777) when a long download is done in the full screen.")
     var noNotify = false

@@ -52,6 +52,12 @@ package enum DownloadFact: Sendable, Equatable, Codable {
     /// A category of the config file took the download (by its final name or media type, or as asked with
     /// `--category`): its file goes to `directory`. Said once the name is known, before the first byte.
     case category(name: String, directory: String)
+    /// A torrent's selected files are all verified and have their names; it now sends its pieces to other
+    /// peers until its ratio (bytes sent over bytes of the selected files) reaches `ratio`, or for `minutes`;
+    /// nil for a bound not set (both nil: until it is stopped).
+    case seeding(ratio: Double?, minutes: Double?)
+    /// A torrent stopped seeding, having sent `uploaded` bytes: its ratio is `ratio`.
+    case seeded(uploaded: Int64, ratio: Double)
 
     /// One name per case, for scripts (`kind` in `--json` lines and on the socket).
     package var kind: String {
@@ -74,6 +80,8 @@ package enum DownloadFact: Sendable, Equatable, Codable {
         case .pieceRefetched: "piece-refetched"
         case .filesRemoved: "files-removed"
         case .category: "category"
+        case .seeding: "seeding"
+        case .seeded: "seeded"
         }
     }
 }

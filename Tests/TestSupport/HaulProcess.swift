@@ -124,9 +124,9 @@ public final class HaulProcess: Sendable {
     public static func run(_ arguments: [String], in directory: String, stdin: String? = nil,
                            environment: [String: String] = [:],
                            measuringMemory: Bool = false, wrapper: [String] = [],
-                           binary: String = HaulProcess.binary) async throws -> Exit {
+                           binary: String = HaulProcess.binary, limit: Duration? = nil) async throws -> Exit {
         try await HaulProcess(arguments, in: directory, stdin: stdin, measuringMemory: measuringMemory,
-                              environment: environment, wrapper: wrapper, binary: binary).wait()
+                              environment: environment, wrapper: wrapper, binary: binary).wait(limit: limit)
     }
 
     /// `haul-server`, beside the build's `haul`.
@@ -140,13 +140,25 @@ public final class HaulProcess: Sendable {
         return nil
     }
 
+    /// A task that kills the process (SIGKILL) once `limit` (scaled by `TestEnvironment.bound`) has passed,
+    /// unless cancelled first: a wait on its output can then not last for ever.
+    public func killed(after limit: Duration) -> Task<Void, Never> {
+        let pid = self.pid
+        return Task {
+            if (try? await Task.sleep(for: TestEnvironment.bound(limit))) != nil { kill(pid, SIGKILL) }
+        }
+    }
+
     public func send(_ signal: Int32) {
         kill(pid, signal)
     }
 
-    /// Waits for the process to end (on a thread of its own: wait4 blocks).
-    public func wait() async -> Exit {
+    /// Waits for the process to end (on a thread of its own: wait4 blocks). With a `limit` (scaled by
+    /// `TestEnvironment.bound`), a process still running then is killed (SIGKILL; `Exit.signal` 9), so a hang
+    /// fails its test instead of holding the whole run.
+    public func wait(limit: Duration? = nil) async -> Exit {
         let pid = self.pid
+        let watchdog = limit.map(killed(after:))
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             Thread.detachNewThread {
                 var status: Int32 = 0
@@ -154,6 +166,7 @@ public final class HaulProcess: Sendable {
                 continuation.resume(returning: status)
             }
         }
+        watchdog?.cancel()
         let rss = rssPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
             .flatMap { $0.split(separator: "\n").last.flatMap { Int($0) } }
         if let rssPath { try? FileManager.default.removeItem(atPath: rssPath) }

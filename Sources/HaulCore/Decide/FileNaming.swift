@@ -144,7 +144,7 @@ package enum FileNaming {
 
     /// The `n`th name tried for `name` (`ExistingFilePolicy.rename`): `name` itself for 0, else `stem.N.ext`.
     /// The split is made only past the first, which is usually free.
-    static func numbered(_ name: String, _ n: Int) -> String {
+    package static func numbered(_ name: String, _ n: Int) -> String {
         guard n > 0 else { return name }
         let (stem, ext) = split(name)
         return "\(stem).\(n)\(ext)"

@@ -47,6 +47,13 @@ extension DownloadFact {
             "category \(name): saving in \(directory)"
         case .filesRemoved(let files, let bytes):
             "removed with files: " + (files == 1 ? "1 file" : "\(files) files") + ", \(ByteFormat.size(bytes))"
+        case .seeding(let ratio, let minutes):
+            "verified; seeding " + (ratio.map { "until ratio \(ByteFormat.fixed($0, 1))" } ?? "")
+                + (ratio != nil && minutes != nil ? " or " : "")
+                + (minutes.map { "for \(ByteFormat.fixed($0, 0)) min" } ?? "")
+                + (ratio == nil && minutes == nil ? "until stopped" : "")
+        case .seeded(let uploaded, let ratio):
+            "seeded \(ByteFormat.size(uploaded)), ratio \(ByteFormat.fixed(ratio, 2))"
         }
     }
 }

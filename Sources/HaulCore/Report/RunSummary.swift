@@ -7,4 +7,13 @@ package struct RunSummary: Sendable, Equatable {
     package var exitCode: Int32 = 0
 
     package init() {}
+
+    /// A run's totals from an engine that keeps its own (a torrent's).
+    package init(completed: Int, failed: Int, bytes: Int64, seconds: Double, exitCode: Int32) {
+        self.completed = completed
+        self.failed = failed
+        self.bytes = bytes
+        self.seconds = seconds
+        self.exitCode = exitCode
+    }
 }
