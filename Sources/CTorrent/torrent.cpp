@@ -314,6 +314,7 @@ int haul_torrent_handle_status(const haul_torrent_handle *handle, haul_torrent_s
         status->upload_rate = now.upload_payload_rate;
         status->num_peers = now.num_peers;
         status->num_seeds = now.num_seeds;
+        status->need_save_resume = now.need_save_resume ? 1 : 0;
         copy_string(now.errc ? now.errc.message() : std::string(), status->error, sizeof status->error);
         return 0;
     } catch (...) {

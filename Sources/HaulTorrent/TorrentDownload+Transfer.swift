@@ -6,6 +6,8 @@ extension TorrentDownload {
     struct Names {
         var requested: Set<Int>
         var renamed: Set<Int>
+        /// Checkpoints asked of libtorrent and not answered yet (each gets one alert).
+        var pendingSaves = 0
     }
 
     /// Adds the torrent with its layout and runs it until every selected file is verified and renamed.
@@ -29,6 +31,7 @@ extension TorrentDownload {
         let fileCount = metadata.files.count
         let selected = layout.entries.filter(\.selected)
         var lastVerified: Int64 = 0
+        var ticks = 0
         while !selected.allSatisfy({ names.renamed.contains($0.index) }) {
             guard let input = await iterator.next() else { throw HaulError(.other, "the torrent session ended") }
             switch input {
@@ -41,11 +44,17 @@ extension TorrentDownload {
                     completed: status.verified, batchBytes: max(0, status.verified - lastVerified),
                     total: status.wanted, bytesPerSecond: Double(status.downloadRate))))
                 lastVerified = status.verified
+                // A checkpoint: a kill -9 or a power loss then costs at most the pieces of the last seconds.
+                ticks += 1
+                if ticks % Self.checkpointSeconds == 0, status.needsResumeSave, names.pendingSaves == 0 {
+                    names.pendingSaves += 1
+                    handle.saveResumeData()
+                }
                 if status.state == .finished || status.state == .seeding {
                     sweep(handle, layout: layout, files: fileCount, names: &names)
                 }
             case .stop(let category):
-                await saveResume(handle, key: metadata.key, iterator: &iterator)
+                await saveResume(handle, key: metadata.key, layout: layout, names: names, iterator: &iterator)
                 await remove(handle, iterator: &iterator)
                 throw HaulError(category, "interrupted")
             case .alert, .timeout:
@@ -69,9 +78,14 @@ extension TorrentDownload {
             sweep(handle, layout: layout, files: files, names: &names)
         case .fileRenamed:
             if names.requested.contains(alert.index) { names.renamed.insert(alert.index) }
+        case .resumeData:
+            names.pendingSaves -= 1
+            checkpoint(alert.data, key: key, layout: layout, names: names)
+        case .resumeDataFailed:
+            names.pendingSaves -= 1
         case .fileRenameFailed, .error, .fileError:
             let message = alert.diskFull ? "disk full (\(alert.message))" : alert.message
-            await saveResume(handle, key: key, iterator: &iterator)
+            await saveResume(handle, key: key, layout: layout, names: names, iterator: &iterator)
             await remove(handle, iterator: &iterator)
             throw HaulError(.fileIO, message)
         default:
@@ -120,17 +134,38 @@ extension TorrentDownload {
             uploaded: uploaded, ratio: Double(uploaded) / Double(max(size, 1)))))
     }
 
+    /// Seconds between checkpoints of a running torrent's resume data (when it changed).
+    static let checkpointSeconds = 5
+
+    /// Writes resume data libtorrent made while the torrent runs: the parts it names pieces of are synced
+    /// first (a piece the data calls verified is on the disk before the data is), then the data replaces the
+    /// last (written whole, synced, renamed). A failure leaves the last checkpoint.
+    func checkpoint(_ data: [UInt8], key: String, layout: TorrentLayout, names: Names) {
+        for entry in layout.entries where entry.selected && !names.renamed.contains(entry.index) {
+            let fd = open(FilePath.join(directory, entry.partPath), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            fdatasync(fd)
+            close(fd)
+        }
+        try? TorrentFiles.replace(resumePath(key), with: data)
+    }
+
     /// Asks libtorrent for the torrent's resume data and writes it beside the files.
-    func saveResume(_ handle: TorrentHandle, key: String, iterator: inout AsyncStream<Input>.Iterator) async {
+    /// A checkpoint asked before (`names.pendingSaves`) is answered first; the last answer is the paused
+    /// torrent's.
+    func saveResume(_ handle: TorrentHandle, key: String, layout: TorrentLayout, names: Names,
+                    iterator: inout AsyncStream<Input>.Iterator) async {
         handle.pause()
         handle.saveResumeData()
-        while let input = await iterator.next() {
+        var answers = names.pendingSaves + 1
+        while answers > 0, let input = await iterator.next() {
             guard case .alert(let alert) = input, handle.owns(alert) else { continue }
             if alert.kind == .resumeData {
-                try? TorrentFiles.replace(resumePath(key), with: alert.data)
-                return
+                answers -= 1
+                checkpoint(alert.data, key: key, layout: layout, names: names)
+            } else if alert.kind == .resumeDataFailed {
+                answers -= 1
             }
-            if alert.kind == .resumeDataFailed { return }
         }
     }
 }

@@ -180,6 +180,8 @@ package struct TorrentStatus: Sendable, Equatable {
     package var uploadRate: Int
     package var peers: Int
     package var seeds: Int
+    /// Something changed since the resume data was last saved.
+    package var needsResumeSave: Bool
     /// libtorrent's words for the torrent's error, nil when it has none.
     package var error: String?
 
@@ -202,6 +204,7 @@ package struct TorrentStatus: Sendable, Equatable {
         uploadRate = Int(status.upload_rate)
         peers = Int(status.num_peers)
         seeds = Int(status.num_seeds)
+        needsResumeSave = status.need_save_resume != 0
         let words = withUnsafeBytes(of: status.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         error = words.isEmpty ? nil : words
     }

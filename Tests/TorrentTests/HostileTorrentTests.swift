@@ -152,3 +152,69 @@ enum Bencode {
         return result
     }
 }
+
+/// A torrent of a million files.
+@Suite("A torrent of a million files")
+struct MillionFilesTests {
+    /// A .torrent of `count` files under `many/`: empty ones, but for `real` (index: bytes), laid out in order.
+    static func torrent(count: Int, real: [Int: Data], announce: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count * 40)
+        var all = Data()
+        out += Bencode.string("announce") + Bencode.string(announce) + Bencode.string("info")
+        out += Array("d".utf8) + Bencode.string("files") + Array("l".utf8)
+        for index in 0..<count {
+            let size = real[index]?.count ?? 0
+            if let data = real[index] { all.append(data) }
+            out += Array("d6:lengthi\(size)e4:pathl".utf8) + Bencode.string("f\(index)") + Array("ee".utf8)
+        }
+        out += Array("e".utf8)
+        var pieces: [UInt8] = []
+        var offset = 0
+        while offset < all.count {
+            pieces += Bencode.hexBytes(OpenSSLDigest.hex(.sha1, of: Data(all[offset..<min(offset + 16384, all.count)])))
+            offset += 16384
+        }
+        out += Bencode.string("name") + Bencode.string("many") + Bencode.string("piece length") + Bencode.integer(16384)
+        out += Bencode.string("pieces") + Bencode.bytes(pieces) + Array("e".utf8)
+        return Array("d".utf8) + out + Array("e".utf8)
+    }
+
+    @Test("10^6 files: parsed and laid out, every name its own under the folder")
+    func layout() throws {
+        let count = 1_000_000
+        let bytes = Self.torrent(count: count, real: [2: Data(repeating: 1, count: 1000)], announce: "http://127.0.0.1:1/announce")
+        let metadata = try TorrentMetadata.parse(torrent: bytes)
+        #expect(metadata.files.count == count)
+        let selection = try FileSelection.parse("3,1000000").get()
+        let layout = TorrentLayout(files: metadata.files, name: metadata.name, selection: selection)
+        #expect(layout.entries.count == count)
+        #expect(layout.entries.filter(\.selected).map(\.index) == [2, 999_999])
+        #expect(layout.selectedBytes == 1000)
+        #expect(Set(layout.entries.map(\.finalPath)).count == count)
+        #expect(layout.entries.allSatisfy { $0.finalPath.hasPrefix("many/") })
+    }
+
+    @Test("10^6 files and --select-file: haul starts on the chosen ones and writes nothing else")
+    func selectedRun() async throws {
+        let directory = TempDirectory()
+        defer { directory.remove() }
+        let real = [2: randomBytes(40_000, seed: 31), 999_999: randomBytes(30_000, seed: 32)]
+        let bytes = Self.torrent(count: 1_000_000, real: real, announce: "http://127.0.0.1:1/announce")
+        try Data(bytes).write(to: URL(fileURLWithPath: directory.file("many.torrent")))
+        let haul = try HaulProcess(leechOptions + ["--json", "--select-file", "3,1000000", "-o", "out", "many.torrent"],
+                                   in: directory.path)
+        let watchdog = haul.killed(after: torrentLimit)
+        defer { watchdog.cancel() }
+        let started = await haul.firstLine { TorrentResumeTests.event($0)?["event"] as? String == "started" }
+        let event = try #require(started.flatMap(TorrentResumeTests.event))
+        #expect(event["total"] as? Int == 70_000)
+        haul.send(SIGINT)
+        let exit = await haul.wait(limit: torrentLimit)
+        #expect(exit.status == 130, "\(exit)")
+        let written = try FileManager.default.subpathsOfDirectory(atPath: directory.file("out"))
+        #expect(written.count <= 4, "\(written.prefix(10))")
+        #expect(written.allSatisfy { $0 == "many" || $0.hasPrefix("many/f2") || $0.hasPrefix("many/f999999") || $0.hasPrefix("haul-") },
+                "\(written.prefix(10))")
+    }
+}

@@ -134,32 +134,41 @@ final class NIOLockedProcesses: @unchecked Sendable {
     }
 }
 
-/// Runs a program to its end; its exit status.
+/// Runs a program to its end (posix_spawn, reaped by a thread of its own: Foundation's `Process` is not used
+/// beside an in-process torrent session); its exit status, -1 when a signal ended it.
 func runTool(_ argv: [String]) async throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    return try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
+    await (try ServerProcess(argv)).exitStatus()
 }
 
 /// Runs a program to its end; its standard output.
 func toolOutput(_ argv: [String]) async throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-        Thread.detachNewThread { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }
+    var ends: [Int32] = [0, 0]
+    guard haul_pipe_cloexec(&ends) == 0 else { throw POSIXError(.EMFILE) }
+    let process: ServerProcess
+    do {
+        process = try ServerProcess(argv, output: ends[1])
+    } catch {
+        close(ends[0])
+        close(ends[1])
+        throw error
     }
-    process.waitUntilExit()
+    close(ends[1])
+    let reader = ends[0]
+    let data = await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8], Never>) in
+        Thread.detachNewThread {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                bytes += buffer[..<n]
+            }
+            close(reader)
+            continuation.resume(returning: bytes)
+        }
+    }
+    _ = await process.exitStatus()
     return String(decoding: data, as: UTF8.self)
 }
 
@@ -190,6 +199,42 @@ func waitForOpen<T>(of path: String, _ start: () throws -> T) async throws -> T 
     }
     try #require(opened, "nothing opened \(path)")
     return started
+}
+
+/// Waits until a file is renamed into `directory` as `name` (inotify's IN_MOVED_TO), at most 20 s (scaled).
+func waitForRename(into directory: String, named name: String) async throws {
+    let fd = inotify_init1(Int32(IN_CLOEXEC))
+    try #require(fd >= 0)
+    defer { close(fd) }
+    try #require(inotify_add_watch(fd, directory, UInt32(IN_MOVED_TO)) >= 0)
+    let limit = TestEnvironment.bound(.seconds(20))
+    let seen = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        Thread.detachNewThread {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: limit)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while clock.now < deadline {
+                let left = clock.now.duration(to: deadline)
+                var watch = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&watch, 1, Int32(left.components.seconds * 1000 + 1)) == 1 else { break }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                guard n > 0 else { break }
+                var offset = 0
+                while offset + MemoryLayout<inotify_event>.size <= n {
+                    let length = buffer.withUnsafeBytes { Int($0.load(fromByteOffset: offset + 12, as: UInt32.self)) }
+                    let start = offset + MemoryLayout<inotify_event>.size
+                    let named = String(decoding: buffer[start..<min(start + length, n)].prefix { $0 != 0 }, as: UTF8.self)
+                    if named == name {
+                        continuation.resume(returning: true)
+                        return
+                    }
+                    offset = start + length
+                }
+            }
+            continuation.resume(returning: false)
+        }
+    }
+    try #require(seen, "nothing was renamed to \(name) in \(directory)")
 }
 
 /// `count` bytes of a fixed pseudo-random sequence (so a byte off in a piece is seen).

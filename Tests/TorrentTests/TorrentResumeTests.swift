@@ -48,6 +48,48 @@ struct TorrentResumeTests {
         #expect(fetched <= size - verified + (256 << 10), "fetched \(fetched) of \(size) after \(verified) verified")
     }
 
+    @Test("kill -9 mid-download: the next run starts from the last checkpoint, not from nothing")
+    func killedAndResumed() async throws {
+        let swarm = try Swarm()
+        defer { swarm.stop() }
+        let source = swarm.directory.file("seed")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        let size = 8 << 20
+        let data = randomBytes(size, seed: 12)
+        try data.write(to: URL(fileURLWithPath: source + "/big.bin"))
+        let torrent = try await swarm.makeTorrent(of: source + "/big.bin", named: "big.torrent")
+        let hash = try Swarm.infoHash(of: torrent)
+        try await swarm.startTracker(serving: [hash])
+        try swarm.seed(torrent, from: source, uploadLimit: "1M")
+        try await swarm.waitForSeeders(hash)
+        let out = swarm.directory.file("out")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let first = try HaulProcess(leechOptions + ["--json", "-o", out, torrent], in: swarm.directory.path)
+        let watchdog = first.killed(after: torrentLimit)
+        defer { watchdog.cancel() }
+        let verified = 2 << 20
+        let line = await first.firstLine { line in
+            guard let event = Self.event(line), event["event"] as? String == "progress" else { return false }
+            return (event["bytes"] as? Int ?? 0) >= verified
+        }
+        try #require(line != nil)
+        // The checkpoint written after that line holds at least those bytes.
+        let resume = "haul-\(hash).part.resume"
+        try await waitForRename(into: out, named: resume)
+        first.send(SIGKILL)
+        _ = await first.wait(limit: torrentLimit)
+        #expect(FileManager.default.fileExists(atPath: out + "/big.bin.part"))
+
+        let second = try await HaulProcess.run(leechOptions + ["--json", "-o", out, torrent], in: swarm.directory.path,
+                                               limit: torrentLimit)
+        #expect(second.status == 0, "\(second)")
+        #expect(FileManager.default.contents(atPath: out + "/big.bin") == data)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["big.bin"])
+        let done = try #require(second.stdoutLines.compactMap(Self.event).first { $0["event"] as? String == "done" })
+        let fetched = try #require(done["bytes"] as? Int)
+        #expect(fetched <= size - verified, "fetched \(fetched) of \(size) after a checkpoint of \(verified) or more")
+    }
+
     static func event(_ line: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }

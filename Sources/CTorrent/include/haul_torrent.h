@@ -131,6 +131,8 @@ typedef struct {
     int upload_rate;
     int num_peers;
     int num_seeds;
+    /// 1 when the torrent changed since its resume data was last saved (a piece verified, a file renamed).
+    int need_save_resume;
     /// What the torrent's error is, "" when it has none.
     char error[256];
 } haul_torrent_status;
