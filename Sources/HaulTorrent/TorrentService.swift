@@ -48,8 +48,11 @@ package final class TorrentService: TorrentEngine {
             return count
         }
         let download = TorrentDownload(session: session, job: torrentJob, id: id, reporter: EventReporter(events: events))
+        // In a task of its own: a cancelled task's streams end at once (AsyncStream's next() returns nil), and the
+        // download must go on reading its alerts to save its resume data and leave the session.
+        let run = Task { await download.run(clock: ContinuousClock()) }
         return await withTaskCancellationHandler {
-            await download.run(clock: ContinuousClock())
+            await run.value
         } onCancel: {
             download.stop(.cancelled)
         }

@@ -122,7 +122,8 @@ struct TorrentServiceTests {
         defer { swarm.stop() }
         let source = swarm.directory.file("seed")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
-        let size = 8 << 20
+        // Long enough at 1 MiB/s that checkpoints (every 5 s) come after the 2 MiB mark, also in a loaded run.
+        let size = 16 << 20
         let data = randomBytes(size, seed: 61)
         try data.write(to: URL(fileURLWithPath: source + "/big.bin"))
         let torrent = try await swarm.makeTorrent(of: source + "/big.bin", named: "big.torrent")
@@ -132,7 +133,7 @@ struct TorrentServiceTests {
         try await swarm.waitForSeeders(hash)
 
         let home = ServiceHome()
-        func haul(_ arguments: [String]) async throws -> HaulProcess.Exit {
+        @Sendable func haul(_ arguments: [String]) async throws -> HaulProcess.Exit {
             try await HaulProcess.run(arguments, in: swarm.directory.path, environment: home.environment, limit: torrentLimit)
         }
         #expect(try await haul(["service", "start"] + Self.serviceOptions).status == 0)
@@ -141,8 +142,10 @@ struct TorrentServiceTests {
         let added = try await haul(["add", "--no-config", "--seed-time", "0", "-o", out, torrent])
         let id = try #require(added.stdout.split(separator: " ").first.flatMap { Int($0) }, "\(added)")
         try await Self.waitFor("1 MiB verified", home) { $0.completed >= 1 << 20 }
-        #expect(try await haul(["pause", "\(id)"]).status == 0)
-        try await Self.waitFor("the pause", home) { $0.state == .paused }
+        try await Self.waitFor("the pause", home, after: { () async throws -> Void in
+            let paused = try await haul(["pause", "\(id)"])
+            #expect(paused.status == 0, "\(paused)")
+        }) { $0.state == .paused }
         let resume = "haul-\(hash).part.resume"
         #expect(FileManager.default.fileExists(atPath: out + "/big.bin.part"))
         #expect(FileManager.default.fileExists(atPath: out + "/" + resume))
@@ -162,13 +165,15 @@ struct TorrentServiceTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["big.bin"])
     }
 
-    /// Waits (on the service's events) until the one download's state and verified bytes satisfy `condition`.
-    static func waitFor(_ what: String, _ home: ServiceHome,
+    /// Waits (on the service's events) until the one download's state and verified bytes satisfy `condition`;
+    /// `action` runs once the events are live (a change it makes is then seen, not folded into the snapshot).
+    static func waitFor(_ what: String, _ home: ServiceHome, after action: (@Sendable () async throws -> Void)? = nil,
                         _ condition: @escaping @Sendable ((state: DownloadState, completed: Int64)) -> Bool) async throws {
         let client = ServiceClient(directory: StateDirectory(path: home.path))
         try await within(TestEnvironment.bound(.seconds(60)), what) {
             var seen: (state: DownloadState, completed: Int64) = (.queued, 0)
             for await part in client.events() {
+                if case .live = part, let action { try await action() }
                 guard case .events(let events) = part else { continue }
                 for event in events {
                     switch event {
