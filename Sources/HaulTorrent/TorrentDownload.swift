@@ -151,7 +151,9 @@ package final class TorrentDownload: Sendable {
     /// torrent is freed, so an id read after the removal never matched the alert's (runs hung, now and then).
     func remove(_ handle: TorrentHandle, iterator: inout AsyncStream<Input>.Iterator) async {
         session.remove(handle)
-        while let input = await iterator.next() {
+        var ticks = 0
+        while ticks < Self.answerSeconds, let input = await iterator.next() {
+            if case .tick = input { ticks += 1 }
             if case .alert(let alert) = input, alert.kind == .removed, handle.owns(alert) {
                 return
             }

@@ -170,7 +170,7 @@ struct TorrentServiceTests {
     static func waitFor(_ what: String, _ home: ServiceHome, after action: (@Sendable () async throws -> Void)? = nil,
                         _ condition: @escaping @Sendable ((state: DownloadState, completed: Int64)) -> Bool) async throws {
         let client = ServiceClient(directory: StateDirectory(path: home.path))
-        try await within(TestEnvironment.bound(.seconds(60)), what) {
+        try await within(.seconds(60), what) {
             var seen: (state: DownloadState, completed: Int64) = (.queued, 0)
             for await part in client.events() {
                 if case .live = part, let action { try await action() }
@@ -191,7 +191,7 @@ struct TorrentServiceTests {
     /// holds what the store kept of the last service's.
     static func firstProgress(_ home: ServiceHome) async throws -> Int64 {
         let client = ServiceClient(directory: StateDirectory(path: home.path))
-        return try await within(TestEnvironment.bound(.seconds(60)), "the first progress") {
+        return try await within(.seconds(60), "the first progress") {
             var live = false
             for await part in client.events() {
                 switch part {
@@ -208,7 +208,7 @@ struct TorrentServiceTests {
     /// Waits (on the service's events) until `count` downloads are done; a failed one fails the test.
     static func waitForDone(_ count: Int, _ home: ServiceHome) async throws {
         let client = ServiceClient(directory: StateDirectory(path: home.path))
-        try await within(TestEnvironment.bound(.seconds(60)), "\(count) torrents done") {
+        try await within(.seconds(60), "\(count) torrents done") {
             var states: [DownloadID: DownloadState] = [:]
             for await part in client.events() {
                 guard case .events(let events) = part else { continue }
