@@ -208,7 +208,7 @@ let package = Package(
         .target(
             name: "HaulService",
             dependencies: [
-                "HaulCore", "HaulServiceClient", "CLinux",
+                "HaulCore", "HaulServiceClient", "HaulTorrent", "CLinux",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The aria2 JSON-RPC face's WebSocket (notifications).
@@ -264,7 +264,7 @@ let package = Package(
         .executableTarget(
             name: "haul-server",
             dependencies: [
-                "HaulCLI", "HaulCore", "HaulService", "HaulServiceClient", "SampleServer",
+                "HaulCLI", "HaulCore", "HaulService", "HaulServiceClient", "HaulTorrent", "SampleServer",
             ],
             linkerSettings: [
                 // As `haul`'s.
@@ -358,7 +358,7 @@ let package = Package(
         // Torrents on a loopback swarm the tests start (opentracker, aria2c seeding), downloaded by the real `haul`.
         .testTarget(
             name: "TorrentTests",
-            dependencies: ["haul", "HaulTorrent", "HaulCore", "TestSupport",
+            dependencies: ["haul", "haul-server", "HaulTorrent", "HaulCore", "HaulServiceClient", "TestSupport",
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         .testTarget(
             name: "EndToEndTests",

@@ -6,6 +6,8 @@
 
 #include "torrent_internal.hpp"
 
+#include <openssl/crypto.h>
+
 #include <libtorrent/add_torrent_params.hpp>
 #include <libtorrent/alert_types.hpp>
 #include <libtorrent/error_code.hpp>
@@ -68,6 +70,15 @@ void start_unmanaged(lt::add_torrent_params &params) {
 }
 
 }  // namespace
+
+// OpenSSL frees its global locks and tables in an atexit handler unless its first init says not to, and haul
+// says so (`haul_openssl_keep_at_exit`): the curl thread is not stopped before exit, and a handshake under
+// way there would use them freed (a crash at exit, seen under ThreadSanitizer with SFTP). libtorrent's own
+// initialiser (Boost.Asio's OpenSSL set-up) calls OpenSSL's init as the library loads, before `main`, which
+// registered the handler. The executable's preinit functions run before any shared library's initialisers:
+// this one asks first. (OpenSSL's init needs nothing of its own initialisers: it makes its locks on demand.)
+static void haul_openssl_before_libraries() { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr); }
+__attribute__((section(".preinit_array"), used)) static void (*const haul_preinit)() = haul_openssl_before_libraries;
 
 extern "C" {
 

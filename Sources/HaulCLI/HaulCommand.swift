@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import HaulCore
 import HaulTUI
+import HaulTorrent
 
 /// The command line of the SPEC, parsed. `Entry` runs it.
 struct HaulCommand: ParsableCommand {
@@ -458,7 +459,8 @@ struct HaulCommand: ParsableCommand {
         template.category = categories.requested
         template.startAfter = startAt.flatMap { TimeWindow.timeOfDay($0) }.map { GateSettings.nextTime(at: $0) }
         return JobMaker(template: template, absolute: absolute,
-                        listed: checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:])
+                        listed: checksumFile.flatMap { try? ChecksumFile.read($0).get() } ?? [:],
+                        torrent: torrent.spec)
     }
 }
 
@@ -468,10 +470,26 @@ struct JobMaker: Sendable {
     let absolute: Bool
     /// `--checksum-file`'s digests by file name.
     let listed: [String: Checksum]
+    /// The torrent options of the command line, for a magnet's or a .torrent's job.
+    let torrent: TorrentSpec
 
     func job(_ entry: InputEntry) -> DownloadJob {
         var job = template
         job.url = entry.url
+        if let source = TorrentJob.source(of: entry.url) {
+            // libtorrent runs it; the service gets the .torrent's bytes, as aria2's addTorrent does.
+            var spec = torrent
+            switch source {
+            case .magnet(let link): spec.magnet = link
+            case .file(let path):
+                spec.metainfo = try? TorrentFiles.read(path, limit: TorrentMetadata.maxTorrentBytes)
+                if absolute { job.url = FilePath.absolute(path) }
+            case .metainfo(let bytes, _): spec.metainfo = bytes
+            }
+            job.torrent = spec
+            entry.options.apply(to: &job, absolute: absolute)
+            return job
+        }
         if !entry.mirrors.isEmpty { job.sources += entry.mirrors.map { DownloadSource(url: $0) } }
         entry.options.apply(to: &job, absolute: absolute)
         if job.checksum == nil, !listed.isEmpty {

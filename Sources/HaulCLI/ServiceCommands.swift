@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import HaulCore
 import HaulServiceClient
+import HaulTorrent
 
 struct ServiceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,6 +59,18 @@ package struct ServiceSettings: ParsableArguments {
 
     /// `--schedule`, `--limit-schedule`, `--on-queue-done` (GateSettings).
     @OptionGroup package var gates: GateSettings
+
+    /// The torrents' session: `--bt-listen-port`, `--no-dht`... (TorrentSessionSettings).
+    @OptionGroup package var torrentSession: TorrentSessionSettings
+
+    @Option(name: .customLong("interface"), help: ArgumentHelp(
+        "The address the service's torrents listen and connect on (default: every one).", valueName: "address"))
+    package var interface: String?
+
+    /// The service's torrent session, as these settings describe it.
+    package var torrentOptions: TorrentSessionOptions {
+        torrentSession.options(interface: interface, downloadRate: nil)
+    }
 
     /// The config file's `[categories.NAME]` tables (`CategorySettings`), for what `haul add` and aria2 add.
     @Option(name: .customLong("category-rule"), help: .private)
@@ -116,7 +129,8 @@ package struct ServiceSettings: ParsableArguments {
 
     /// The arguments of `haul service run` for these settings, with every path made absolute.
     var arguments: [String] {
-        var list = ["--jobs", String(jobs)] + gates.arguments
+        var list = ["--jobs", String(jobs)] + gates.arguments + torrentSession.arguments
+        if let interface { list += ["--interface", interface] }
         if let idleExit { list += ["--idle-exit", String(idleExit)] }
         if let rpcListen {
             list += ["--rpc-listen", rpcListen, "--output-dir", downloadDirectory]

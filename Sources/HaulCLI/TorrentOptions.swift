@@ -13,14 +13,6 @@ struct TorrentOptions: ParsableArguments {
         "Announce a torrent to this tracker too (repeatable).", valueName: "url"))
     var trackers: [String] = []
 
-    @Option(name: .customLong("bt-listen-port"), help: ArgumentHelp(
-        "Port to take BitTorrent peers' connections on, 0 for any free one (default 6881, or the next free one).",
-        valueName: "n"))
-    var listenPort: Int?
-
-    @Option(name: .customLong("bt-max-peers"), help: ArgumentHelp("Most peer connections (default: libtorrent's, 200).", valueName: "n"))
-    var maxPeers: Int?
-
     @Option(name: .customLong("bt-metadata-timeout"), help: ArgumentHelp(
         "Seconds a magnet may wait for its peers to send the torrent's file list before it fails (default 180).",
         valueName: "seconds"))
@@ -35,6 +27,49 @@ struct TorrentOptions: ParsableArguments {
         "Seed a finished torrent for at most this many minutes (0: do not seed); with --seed-ratio, whichever comes first.",
         valueName: "minutes"))
     var seedTime: Double?
+
+    @OptionGroup var session: TorrentSessionSettings
+
+    func validate() throws {
+        if let selectFile, case .failure(let error) = FileSelection.parse(selectFile) { throw ValidationError(error.message) }
+        if let seedRatio, !(0...1_000_000).contains(seedRatio) {
+            throw ValidationError("--seed-ratio must be from 0 to 1000000, not \(seedRatio)")
+        }
+        if let seedTime, !(0...43_200_000).contains(seedTime) {
+            throw ValidationError("--seed-time must be from 0 to 43200000 minutes, not \(seedTime)")
+        }
+        if let metadataTimeout, !Limits.seconds.contains(metadataTimeout) {
+            throw ValidationError("--bt-metadata-timeout must be from 0.1 to 2592000 seconds (30 days), not \(metadataTimeout)")
+        }
+    }
+
+    /// The session's settings (`TorrentSessionSettings`).
+    func sessionOptions(interface: String?, downloadRate: Int64?) -> TorrentSessionOptions {
+        session.options(interface: interface, downloadRate: downloadRate)
+    }
+
+    /// When a finished torrent stops seeding, as aria2 has it: `--seed-time 0` not at all; a ratio of 0 is no
+    /// ratio bound; with neither given, ratio 1.0.
+    var seeding: TorrentJob.Seeding { .given(ratio: seedRatio, minutes: seedTime) }
+
+    /// These options for a queue's job (`DownloadJob.torrent`), its source still to be set.
+    var spec: TorrentSpec {
+        TorrentSpec(selection: selectFile, trackers: trackers, seedRatio: seedRatio, seedMinutes: seedTime,
+                    metadataTimeout: metadataTimeout)
+    }
+}
+
+/// The settings of a libtorrent session: a plain run's, and the service's (`haul service start`).
+package struct TorrentSessionSettings: ParsableArguments {
+    package init() {}
+
+    @Option(name: .customLong("bt-listen-port"), help: ArgumentHelp(
+        "Port to take BitTorrent peers' connections on, 0 for any free one (default 6881, or the next free one).",
+        valueName: "n"))
+    var listenPort: Int?
+
+    @Option(name: .customLong("bt-max-peers"), help: ArgumentHelp("Most peer connections (default: libtorrent's, 200).", valueName: "n"))
+    var maxPeers: Int?
 
     @Option(name: .customLong("max-upload-limit"), help: ArgumentHelp(
         "Overall upload rate cap for torrents, e.g. 500K, 2M (default: none).", valueName: "rate"))
@@ -52,26 +87,16 @@ struct TorrentOptions: ParsableArguments {
     @Flag(name: .customLong("no-port-mapping"), help: "Ask the router for no port (UPnP, NAT-PMP) for torrent peers.")
     var noPortMapping = false
 
-    func validate() throws {
-        if let selectFile, case .failure(let error) = FileSelection.parse(selectFile) { throw ValidationError(error.message) }
+    package func validate() throws {
         if let listenPort { try Limits.check("--bt-listen-port", listenPort, 0...65535) }
         if let maxPeers { try Limits.check("--bt-max-peers", maxPeers, 1...65535) }
-        if let seedRatio, !(0...1_000_000).contains(seedRatio) {
-            throw ValidationError("--seed-ratio must be from 0 to 1000000, not \(seedRatio)")
-        }
-        if let seedTime, !(0...43_200_000).contains(seedTime) {
-            throw ValidationError("--seed-time must be from 0 to 43200000 minutes, not \(seedTime)")
-        }
         if let maxUploadLimit, RateLimit.parse(maxUploadLimit) == nil {
             throw ValidationError("--max-upload-limit: '\(maxUploadLimit)' is not a rate such as 500K or 2M, from 1 (byte/s) to 1024G")
-        }
-        if let metadataTimeout, !Limits.seconds.contains(metadataTimeout) {
-            throw ValidationError("--bt-metadata-timeout must be from 0.1 to 2592000 seconds (30 days), not \(metadataTimeout)")
         }
     }
 
     /// The session's settings; `interface` (`--interface`, an address) is the one it listens and connects on.
-    func sessionOptions(interface: String?, downloadRate: Int64?) -> TorrentSessionOptions {
+    package func options(interface: String?, downloadRate: Int64?) -> TorrentSessionOptions {
         var options = TorrentSessionOptions()
         options.downloadRateLimit = Int(clamping: downloadRate ?? 0)
         options.uploadRateLimit = Int(clamping: maxUploadLimit.flatMap(RateLimit.parse) ?? 0)
@@ -93,12 +118,16 @@ struct TorrentOptions: ParsableArguments {
         return options
     }
 
-    /// When a finished torrent stops seeding, as aria2 has it: `--seed-time 0` not at all; a ratio of 0 is no
-    /// ratio bound; with neither given, ratio 1.0.
-    var seeding: TorrentJob.Seeding {
-        if let seedTime, seedTime == 0 { return .none }
-        let ratio = seedRatio ?? (seedTime == nil ? 1.0 : nil)
-        return TorrentJob.Seeding(ratio: ratio.flatMap { $0 > 0 ? $0 : nil },
-                                  time: seedTime.map { .milliseconds(Int64(($0 * 60_000).rounded())) })
+    /// The arguments that give these settings to `haul service run`.
+    var arguments: [String] {
+        var list: [String] = []
+        if let listenPort { list += ["--bt-listen-port", String(listenPort)] }
+        if let maxPeers { list += ["--bt-max-peers", String(maxPeers)] }
+        if let maxUploadLimit { list += ["--max-upload-limit", maxUploadLimit] }
+        if noDHT { list.append("--no-dht") }
+        if noPEX { list.append("--no-pex") }
+        if noLPD { list.append("--no-lpd") }
+        if noPortMapping { list.append("--no-port-mapping") }
+        return list
     }
 }

@@ -78,6 +78,9 @@ package struct DownloadJob: Sendable, Equatable, Codable {
     /// `-d`, aria2's `dir`), none; another name (`--category NAME`), that one, whatever the file is.
     package var category: String?
 
+    /// A torrent or magnet: libtorrent runs it (`TorrentSpec`), and `url` is only its label.
+    package var torrent: TorrentSpec?
+
     package init(url: String, outputDirectory: String, outputName: String? = nil) {
         self.sources = [DownloadSource(url: url)]
         self.outputDirectory = outputDirectory
@@ -126,7 +129,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         case url, sources, originURL, refreshWith, connectionsPerServer, outputDirectory, outputName, existingFile,
             headers, transfer, segments, retries, resume, partialPreview, checksum, pieces, onComplete, onError, timestamping, remoteTime, sync, confinedTo,
             followedFrom, startAfter
-        case sequential, category
+        case sequential, category, torrent
     }
 
     /// A job stored by an older haul, or sent by an older client, lacks the options added since: they take
@@ -164,6 +167,7 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         followedFrom = try container.decodeIfPresent(DownloadID.self, forKey: .followedFrom)
         startAfter = try container.decodeIfPresent(Double.self, forKey: .startAfter)
         category = try container.decodeIfPresent(String.self, forKey: .category)
+        torrent = try container.decodeIfPresent(TorrentSpec.self, forKey: .torrent)
     }
 
     /// `url` always (an older haul reads it); `sources` only when there is more than the one `url` says.
@@ -199,5 +203,6 @@ package struct DownloadJob: Sendable, Equatable, Codable {
         try container.encodeIfPresent(followedFrom, forKey: .followedFrom)
         try container.encodeIfPresent(startAfter, forKey: .startAfter)
         try container.encodeIfPresent(category, forKey: .category)
+        try container.encodeIfPresent(torrent, forKey: .torrent)
     }
 }

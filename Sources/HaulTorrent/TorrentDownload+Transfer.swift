@@ -151,20 +151,35 @@ extension TorrentDownload {
     }
 
     /// Asks libtorrent for the torrent's resume data and writes it beside the files.
-    /// A checkpoint asked before (`names.pendingSaves`) is answered first; the last answer is the paused
-    /// torrent's.
+    /// A checkpoint asked before (`names.pendingSaves`) is answered first, then the paused torrent's data is
+    /// asked for (one request at a time: libtorrent may answer two that overlap once). Each wait is bounded by
+    /// `Self.answerSeconds` of ticks: the last checkpoint stays if libtorrent never answers.
     func saveResume(_ handle: TorrentHandle, key: String, layout: TorrentLayout, names: Names,
                     iterator: inout AsyncStream<Input>.Iterator) async {
+        if names.pendingSaves > 0 { await awaitResumeData(handle, key: key, layout: layout, names: names, iterator: &iterator) }
         handle.pause()
         handle.saveResumeData()
-        var answers = names.pendingSaves + 1
-        while answers > 0, let input = await iterator.next() {
-            guard case .alert(let alert) = input, handle.owns(alert) else { continue }
-            if alert.kind == .resumeData {
-                answers -= 1
+        await awaitResumeData(handle, key: key, layout: layout, names: names, iterator: &iterator)
+    }
+
+    /// Seconds a stopping torrent waits for libtorrent's answer (resume data, its removal) before it goes on.
+    static let answerSeconds = 30
+
+    /// Waits for one answer to a resume data request and writes it (at most `answerSeconds`).
+    func awaitResumeData(_ handle: TorrentHandle, key: String, layout: TorrentLayout, names: Names,
+                         iterator: inout AsyncStream<Input>.Iterator) async {
+        var ticks = 0
+        while ticks < Self.answerSeconds, let input = await iterator.next() {
+            switch input {
+            case .tick:
+                ticks += 1
+            case .alert(let alert) where handle.owns(alert) && alert.kind == .resumeData:
                 checkpoint(alert.data, key: key, layout: layout, names: names)
-            } else if alert.kind == .resumeDataFailed {
-                answers -= 1
+                return
+            case .alert(let alert) where handle.owns(alert) && alert.kind == .resumeDataFailed:
+                return
+            default:
+                continue
             }
         }
     }

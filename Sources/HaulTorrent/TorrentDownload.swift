@@ -40,8 +40,9 @@ package final class TorrentDownload: Sendable {
     /// Runs the download to its end; progress once a second by `clock`.
     package func run<C: Clock>(clock: C) async -> Result<DownloadResult, HaulError> where C.Duration == Duration {
         let start = clock.now
-        let forward = Task { [session, continuation] in
-            for await alert in session.alerts { continuation.yield(.alert(alert)) }
+        let alerts = session.subscribe()
+        let forward = Task { [continuation] in
+            for await alert in alerts { continuation.yield(.alert(alert)) }
         }
         let ticker = Task { [continuation] in
             while (try? await clock.sleep(for: .seconds(1))) != nil { continuation.yield(.tick) }
@@ -75,6 +76,7 @@ package final class TorrentDownload: Sendable {
     static func displayName(_ job: TorrentJob) -> String {
         switch job.source {
         case .file(let path): FileNaming.sanitize(FilePath.baseName(of: path))
+        case .metainfo(_, let name): FileNaming.sanitize(FilePath.baseName(of: name))
         case .magnet: "magnet"
         }
     }
@@ -91,6 +93,8 @@ package final class TorrentDownload: Sendable {
         switch job.source {
         case .file(let path):
             let bytes = try TorrentFiles.read(path, limit: TorrentMetadata.maxTorrentBytes)
+            metadata = try TorrentMetadata.parse(torrent: bytes)
+        case .metainfo(let bytes, _):
             metadata = try TorrentMetadata.parse(torrent: bytes)
         case .magnet(let link):
             metadata = try TorrentMetadata.parse(magnet: link)
@@ -147,7 +151,9 @@ package final class TorrentDownload: Sendable {
     /// torrent is freed, so an id read after the removal never matched the alert's (runs hung, now and then).
     func remove(_ handle: TorrentHandle, iterator: inout AsyncStream<Input>.Iterator) async {
         session.remove(handle)
-        while let input = await iterator.next() {
+        var ticks = 0
+        while ticks < Self.answerSeconds, let input = await iterator.next() {
+            if case .tick = input { ticks += 1 }
             if case .alert(let alert) = input, alert.kind == .removed, handle.owns(alert) {
                 return
             }

@@ -2,9 +2,9 @@ import Glibc
 import HaulCore
 
 /// What a torrent download reads and writes itself; libtorrent writes the files' bytes.
-enum TorrentFiles {
+package enum TorrentFiles {
     /// A .torrent file's bytes, at most `limit` (one byte more says it is larger). Errors as file I/O (exit 3).
-    static func read(_ path: String, limit: Int) throws(HaulError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws(HaulError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw HaulError(.fileIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

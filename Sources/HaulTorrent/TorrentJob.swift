@@ -6,6 +6,8 @@ package struct TorrentJob: Sendable, Equatable {
         /// A .torrent file's path.
         case file(String)
         case magnet(String)
+        /// A .torrent's bytes (the service's jobs carry them), with the name it was given by.
+        case metainfo([UInt8], name: String)
     }
 
     package var source: Source
@@ -44,6 +46,15 @@ package struct TorrentJob: Sendable, Equatable {
             return seeding
         }
 
+        /// `--seed-ratio` and `--seed-time` (minutes) as aria2 reads them: `--seed-time 0` does not seed; a
+        /// ratio of 0 is no ratio bound; with neither given, ratio 1.0.
+        package static func given(ratio: Double?, minutes: Double?) -> Seeding {
+            if let minutes, minutes == 0 { return .none }
+            let bound = ratio ?? (minutes == nil ? 1.0 : nil)
+            return Seeding(ratio: bound.flatMap { $0 > 0 ? $0 : nil },
+                           time: minutes.map { .milliseconds(Int64(($0 * 60_000).rounded())) })
+        }
+
         /// Whether seeding is over after `elapsed`, having sent `uploaded` of `size` bytes.
         package func isOver(uploaded: Int64, size: Int64, elapsed: Duration) -> Bool {
             guard seeds else { return true }
@@ -66,6 +77,7 @@ package struct TorrentJob: Sendable, Equatable {
     package var label: String {
         switch source {
         case .file(let path): path
+        case .metainfo(_, let name): name
         case .magnet(let link): link
         }
     }

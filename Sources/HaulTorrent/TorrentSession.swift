@@ -40,14 +40,14 @@ package struct TorrentSessionOptions: Sendable, Equatable {
     }
 }
 
-/// One libtorrent session: its peers, its disk threads, and its alerts as an `AsyncStream`. A dedicated thread
-/// blocks in `haul_torrent_session_wait` (woken by libtorrent's alert notify callback) and hands each batch of
-/// alerts over as `TorrentAlert` values: no polling. `close()` ends it. `@unchecked Sendable`: libtorrent's
+/// One libtorrent session: its peers, its disk threads, and its alerts as `AsyncStream`s, one per subscriber
+/// (each torrent's run takes the session's every alert and keeps its own). A dedicated thread blocks in
+/// `haul_torrent_session_wait` (woken by libtorrent's alert notify callback) and hands each batch of alerts over
+/// as `TorrentAlert` values: no polling. `close()` ends it. `@unchecked Sendable`: libtorrent's
 /// session is thread-safe, and the pointer is freed once, by `close`, after the thread has stopped.
 package final class TorrentSession: @unchecked Sendable {
     private let session: OpaquePointer
-    package let alerts: AsyncStream<TorrentAlert>
-    private let continuation: AsyncStream<TorrentAlert>.Continuation
+    private let subscribers = NIOLockedValueBox(Subscribers())
     private let stopping = NIOLockedValueBox(false)
     private let stopped = Latch()
     private let closed = NIOLockedValueBox(false)
@@ -68,9 +68,8 @@ package final class TorrentSession: @unchecked Sendable {
         }
         guard let session = made.value else { throw HaulError(.other, "cannot start the torrent session: \(made.error)") }
         self.session = session
-        (alerts, continuation) = AsyncStream.makeStream(of: TorrentAlert.self)
         let pointer = UInt(bitPattern: session)
-        let continuation = self.continuation
+        let subscribers = self.subscribers
         let stopping = self.stopping
         let stopped = self.stopped
         let trace = getenv("HAUL_TORRENT_TRACE") != nil
@@ -82,21 +81,52 @@ package final class TorrentSession: @unchecked Sendable {
             while !stopping.withLockedValue({ $0 }) {
                 var count = 0
                 if let alerts = haul_torrent_session_pop_alerts(session, &count) {
+                    let receivers = subscribers.withLockedValue { Array($0.continuations.values) }
                     for alert in UnsafeBufferPointer(start: alerts, count: count) {
                         let alert = TorrentAlert(alert)
                         if trace {
                             let line = "haul: torrent \(alert.hashes.v1 ?? alert.hashes.v2 ?? "-"): \(alert.kind): \(alert.message)\n"
                             _ = line.withCString { write(2, $0, strlen($0)) }
                         }
-                        continuation.yield(alert)
+                        for receiver in receivers { receiver.yield(alert) }
                     }
                     haul_torrent_alerts_free(alerts, count)
                 }
                 _ = haul_torrent_session_wait(session, -1)
             }
-            continuation.finish()
+            let receivers = subscribers.withLockedValue { subscribers in
+                subscribers.closed = true
+                return Array(subscribers.continuations.values)
+            }
+            for receiver in receivers { receiver.finish() }
             stopped.open()
         }
+    }
+
+    private struct Subscribers {
+        var continuations: [Int: AsyncStream<TorrentAlert>.Continuation] = [:]
+        var next = 0
+        var closed = false
+    }
+
+    /// Every alert from now on, until the stream is dropped or the session closes.
+    package func subscribe() -> AsyncStream<TorrentAlert> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TorrentAlert.self)
+        let key = subscribers.withLockedValue { subscribers -> Int? in
+            guard !subscribers.closed else { return nil }
+            defer { subscribers.next += 1 }
+            subscribers.continuations[subscribers.next] = continuation
+            return subscribers.next
+        }
+        guard let key else {
+            continuation.finish()
+            return stream
+        }
+        let subscribers = self.subscribers
+        continuation.onTermination = { _ in
+            _ = subscribers.withLockedValue { $0.continuations.removeValue(forKey: key) }
+        }
+        return stream
     }
 
     /// The port the session listens on (0 before it does).

@@ -3,6 +3,7 @@ import HaulCLI
 import HaulCore
 import HaulService
 import HaulServiceClient
+import HaulTorrent
 import SampleServer
 
 /// `haul-server`: `haul` with the per-user service (`haul service run`) and the sample server of `--demo`.
@@ -38,6 +39,7 @@ struct Server: ServerParts {
         options.schedule = (try? settings.gates.queueSchedule) ?? QueueSchedule()
         options.onQueueDone = settings.gates.queueDoneHook
         options.categories = settings.categories
+        options.torrents = settings.torrentOptions
         let ready = options
         let signals = SignalStream([SIGINT, SIGTERM, SIGHUP])
         let (stops, sink) = AsyncStream.makeStream(of: Void.self)

@@ -54,7 +54,8 @@ struct TorrentResumeTests {
         defer { swarm.stop() }
         let source = swarm.directory.file("seed")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
-        let size = 8 << 20
+        // Long enough at 1 MiB/s that checkpoints (every 5 s) come after the 2 MiB line, also in a loaded run.
+        let size = 16 << 20
         let data = randomBytes(size, seed: 12)
         try data.write(to: URL(fileURLWithPath: source + "/big.bin"))
         let torrent = try await swarm.makeTorrent(of: source + "/big.bin", named: "big.torrent")

@@ -41,6 +41,9 @@ package struct Downloader: Sendable {
     /// The config file's categories (`[categories.NAME]`): the folder a download's file goes to by its final
     /// name and media type, decided once the server has answered (see `move`). None: off.
     package var categories = CategoryRules()
+    /// What runs a torrent's job (`DownloadJob.torrent`): the service's libtorrent session. nil: a torrent's job
+    /// fails, saying so.
+    package var torrents: (any TorrentEngine)?
 
     package init(driver: CurlDriver? = nil, clock: any Clock<Duration> = ContinuousClock()) {
         givenDriver = driver

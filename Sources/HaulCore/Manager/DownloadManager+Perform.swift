@@ -10,6 +10,10 @@ extension DownloadManager {
                         transferEnded: @escaping @Sendable () async -> Bool)
         async -> (Result<DownloadResult, HaulError>, String?)
     {
+        if job.torrent != nil {
+            return await performTorrent(job, id: id, downloader: downloader, events: events, gate: gate,
+                                        beforeDownloading: beforeDownloading)
+        }
         if let problem = URLCheck.problem(with: job.url) { return (.failure(HaulError(.usage, problem)), nil) }
         // The room it still needs, held from its check to its end and lessened as its bytes come.
         let ticket = downloader.room.ticket()
@@ -54,5 +58,40 @@ extension DownloadManager {
         } catch {
             return (.failure(error), claimed)
         }
+    }
+
+    /// A torrent's job, by the torrent engine: its events as an HTTP download's; no room is held for it (its
+    /// size is known only once a magnet's metadata came), and its files take their names as libtorrent
+    /// verifies them.
+    static func performTorrent(_ job: DownloadJob, id: DownloadID, downloader: Downloader, events: EventSink,
+                               gate: StopGate, beforeDownloading: (@Sendable (DownloadID) -> Void)?)
+        async -> (Result<DownloadResult, HaulError>, String?)
+    {
+        guard let engine = downloader.torrents else {
+            return (.failure(HaulError(.usage, "torrents and magnets are not run here")), nil)
+        }
+        let state = NIOLockedValueBox<(claimed: String?, downloading: Bool)>((nil, false))
+        let result = await engine.download(job) { event in
+            switch event {
+            case .started(let file, let path, let total, let part):
+                state.withLockedValue { $0.claimed = path }
+                events.yield(.started(id: id, file: file, path: path, total: total, part: part))
+            case .progress(let progress):
+                let first = state.withLockedValue { state in
+                    defer { state.downloading = true }
+                    return !state.downloading
+                }
+                if first {
+                    beforeDownloading?(id)
+                    gate.unlessStopped { events.yield(.state(id: id, .downloading)) }
+                }
+                events.yield(.progress(id: id, progress))
+            case .fact(let fact):
+                events.yield(.fact(id: id, fact))
+            case .sources(let sources):
+                events.yield(.sources(id: id, sources))
+            }
+        }
+        return (result, state.withLockedValue { $0.claimed })
     }
 }

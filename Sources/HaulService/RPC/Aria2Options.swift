@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulTorrent
 
 /// The options of `addUri` and `changeOption`, as aria2 front ends send them: an object of strings
 /// (`{"dir": "/home/me/Downloads", "split": "4", "header": ["A: b"]}`), numbers and booleans accepted too.
@@ -17,6 +18,9 @@ struct Aria2Options: Sendable, Equatable {
     var dirRoot: String?
     var pause: Bool?
     var gid: String?
+    /// A torrent's options (`select-file`, `seed-ratio`, `seed-time`, `bt-tracker`), for `addTorrent` and a
+    /// magnet's `addUri`.
+    var torrent = TorrentSpec()
 
     /// A plain name, sanitised.
     var out: String? { job.outputName }
@@ -51,6 +55,18 @@ struct Aria2Options: Sendable, Equatable {
         switch key {
         case "pause":
             pause = try Self.flag(key, value)
+        case "select-file":
+            let text = try Self.text(key, value)
+            if case .failure(let error) = FileSelection.parse(text) { throw .aria2("select-file: \(error.message)") }
+            torrent.selection = text
+        case "seed-ratio", "seed-time":
+            let text = try Self.text(key, value)
+            guard let number = Double(text), number >= 0, number <= 1_000_000_000 else {
+                throw .aria2("\(key) must be a number of 0 or more, not \(Self.quoted(text))")
+            }
+            if key == "seed-ratio" { torrent.seedRatio = number } else { torrent.seedMinutes = number }
+        case "bt-tracker":
+            torrent.trackers = try Self.text(key, value).split(separator: ",").map(String.init).filter { !$0.isEmpty }
         case "gid":
             let text = try Self.text(key, value)
             guard GID.isValid(text) else { throw .aria2("gid must be 16 hex digits, not \(Self.quoted(text))") }

@@ -1,5 +1,6 @@
 import Foundation
 import HaulCore
+import HaulTorrent
 import HaulServiceClient
 
 /// The aria2 JSON-RPC methods, on the service's own model: each maps onto the commands the control socket
@@ -38,8 +39,7 @@ extension Service {
         switch method {
         case "aria2.addUri": return await addUri(p, paths: paths)
         case "aria2.addMetalink": return await addMetalink(p, paths: paths)
-        case "aria2.addTorrent":
-            return .failure(.aria2("haul downloads HTTP and HTTPS URLs and metalinks; torrents are not supported"))
+        case "aria2.addTorrent": return await addTorrent(p, paths: paths)
         case "aria2.remove", "aria2.forceRemove": return await stop(p, as: .cancelled)
         case "aria2.pause", "aria2.forcePause": return await stop(p, as: .paused)
         case "aria2.pauseAll", "aria2.forcePauseAll":
@@ -112,6 +112,7 @@ extension Service {
         // As aria2: every URI of the call is a source of the one file.
         let urls = uris.compactMap(\.string)
         guard urls.count == uris.count else { return .failure(.aria2("a URI must be a string")) }
+        if TorrentJob.isMagnet(urls[0]) { return await addTorrent(magnet: urls[0], p, paths: paths) }
         if let problem = URLCheck.problem(with: urls[0]) { return .failure(.aria2(problem)) }
         let sources: [DownloadSource]
         do { sources = try JobOptions.sources(urls) } catch { return .failure(.aria2(error.message)) }
@@ -120,18 +121,64 @@ extension Service {
         case .success(let parsed): options = parsed
         case .failure(let failure): return .failure(failure)
         }
+        var job = DownloadJob(sources: sources, outputDirectory: paths.base)
+        job.transfer.maxReceiveRate = aria2Globals.downloadLimit
+        job.connectionsPerServer = aria2Globals.connectionsPerServer
+        options.apply(to: &job, split: aria2Globals.split, connectionsPerServer: aria2Globals.connectionsPerServer)
+        return await add(job, options: options, position: p[2])
+    }
+
+    /// `addTorrent(torrent, uris?, options?, position?)`: the .torrent's bytes base64-encoded (its web seeds,
+    /// `uris`, are not used); and `addUri` of a magnet. libtorrent runs it; `select-file`, `seed-ratio`,
+    /// `seed-time`, `bt-tracker` and `dir` as aria2 reads them.
+    private func addTorrent(_ p: Parameters, paths: Aria2Paths) async -> Outcome {
+        guard let text = p[0]?.string else { return .failure(.aria2("addTorrent needs the torrent, base64-encoded")) }
+        guard let bytes = Data(base64Encoded: text, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
+            return .failure(.aria2("the torrent is not base64"))
+        }
+        let metadata: TorrentMetadata
+        do { metadata = try TorrentMetadata.parse(torrent: Array(bytes)) } catch { return .failure(.aria2(error.message)) }
+        let options: Aria2Options
+        switch Aria2Options.parse(p[2], paths: paths) {
+        case .success(let parsed): options = parsed
+        case .failure(let failure): return .failure(failure)
+        }
+        var spec = options.torrent
+        spec.metainfo = Array(bytes)
+        return await addTorrent(spec, label: FileNaming.sanitize(metadata.name) + ".torrent", options: options,
+                                position: p[3], paths: paths)
+    }
+
+    private func addTorrent(magnet: String, _ p: Parameters, paths: Aria2Paths) async -> Outcome {
+        do { _ = try TorrentMetadata.parse(magnet: magnet) } catch { return .failure(.aria2(error.message)) }
+        let options: Aria2Options
+        switch Aria2Options.parse(p[1], paths: paths) {
+        case .success(let parsed): options = parsed
+        case .failure(let failure): return .failure(failure)
+        }
+        var spec = options.torrent
+        spec.magnet = magnet
+        return await addTorrent(spec, label: magnet, options: options, position: p[2], paths: paths)
+    }
+
+    private func addTorrent(_ spec: TorrentSpec, label: String, options: Aria2Options, position: JSON?,
+                            paths: Aria2Paths) async -> Outcome {
+        var job = DownloadJob(url: label, outputDirectory: paths.base)
+        options.apply(to: &job, split: aria2Globals.split, connectionsPerServer: aria2Globals.connectionsPerServer)
+        job.torrent = spec
+        return await add(job, options: options, position: position)
+    }
+
+    /// Adds `job` as the call asked (its gid, paused, at `position` of the waiting ones): the new GID.
+    private func add(_ job: DownloadJob, options: Aria2Options, position value: JSON?) async -> Outcome {
         var position: Int?
-        if let value = p[2] {
+        if let value {
             guard let number = value.integer, number >= 0 else { return .failure(.aria2("position must be 0 or more")) }
             position = Int(Swift.min(number, Int64(Int32.max)))
         }
         if let gid = options.gid, roster.ids[gid] != nil {
             return .failure(.aria2("GID#\(gid) is not unique"))
         }
-        var job = DownloadJob(sources: sources, outputDirectory: paths.base)
-        job.transfer.maxReceiveRate = aria2Globals.downloadLimit
-        job.connectionsPerServer = aria2Globals.connectionsPerServer
-        options.apply(to: &job, split: aria2Globals.split, connectionsPerServer: aria2Globals.connectionsPerServer)
         let added: [Wire.Added]
         do {
             added = try await add([job], gids: options.gid.map { [$0] }, paused: options.pause ?? false)

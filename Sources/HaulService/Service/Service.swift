@@ -1,6 +1,7 @@
 import Foundation
 import HaulCore
 import HaulServiceClient
+import HaulTorrent
 
 /// The per-user service: owns the `DownloadManager` (its queue, `-j`, the stored `Task` handles), keeps
 /// the store and the roster from the manager's events, and serves the clients that attach.
@@ -31,10 +32,14 @@ actor Service {
         var driver: CurlDriver = .shared
         /// The config file's categories (`[categories.NAME]`), read as the service started.
         var categories = CategoryRules()
+        /// The torrents' session, started with the first torrent.
+        var torrents = TorrentSessionOptions()
     }
 
     let configuration: Configuration
     let manager: DownloadManager
+    /// The queue's torrents (`Downloader.torrents`): its session closes with the service.
+    let torrentService: TorrentService
     /// The manager's events the pipeline has applied and stored (`ServiceRunner`): commands answer once it
     /// has caught up with them (`settled`).
     nonisolated let handled = EventProgress()
@@ -82,6 +87,8 @@ actor Service {
         // A download that does not fit waits for room, looked at again on the service's clock.
         var downloader = Downloader(driver: configuration.driver)
         downloader.categories = configuration.categories
+        torrentService = TorrentService(options: configuration.torrents)
+        downloader.torrents = torrentService
         manager = DownloadManager(downloader: downloader,
                                   concurrency: configuration.concurrency, batched: true,
                                   roomWatch: DownloadManager.RoomWatch(clock: clock.moments))

@@ -1,6 +1,7 @@
 import Foundation
 import HaulCore
 import HaulServiceClient
+import HaulTorrent
 import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
@@ -25,6 +26,8 @@ package enum ServiceRunner {
         package var onQueueDone: Hook?
         /// The config file's categories: the folders of the downloads whose directory was not given.
         package var categories = CategoryRules()
+        /// The torrents' session (started with the first torrent).
+        package var torrents = TorrentSessionOptions()
 
         package init(directory: StateDirectory) {
             self.directory = directory
@@ -84,6 +87,7 @@ package enum ServiceRunner {
         configuration.schedule = options.schedule
         configuration.onQueueDone = options.onQueueDone
         configuration.categories = options.categories
+        configuration.torrents = options.torrents
         let service = Service(configuration: configuration, store: store, clock: clock)
         let socket = directory.socket
         // The socket this service bound: the one it removes as it ends, and no other.
@@ -211,6 +215,8 @@ package enum ServiceRunner {
         let manager = service.manager
         let reason = await service.waitForEnd()
         if reason == .stopAsked { await service.pauseForStop() }
+        // The torrents paused with the rest have their resume data saved: their session's peers are told.
+        await service.torrentService.close()
         log("haul service: stopping (\(reason == .idle ? "idle" : "asked"))")
         await service.detachAll()
         await group.triggerGracefulShutdown()
