@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import HaulCore
 import Testing
@@ -33,11 +34,15 @@ struct SFTPLoginTests {
         // An agent of the test's, the server's authorized key added to it.
         let agentDir = TempDirectory()
         let socket = agentDir.file("agent.sock")
-        let agent = try ServerProcess(["/usr/bin/ssh-agent", "-D", "-a", socket])
+        // Its first line (`SSH_AUTH_SOCK=...`) comes once the socket listens: the file alone exists from the
+        // bind on, and an `ssh-add` then was refused (a CI run).
+        var ends: [Int32] = [0, 0]
+        try #require(haul_pipe_cloexec(&ends) == 0)
+        let agent = try ServerProcess(["/usr/bin/ssh-agent", "-D", "-a", socket], output: ends[1])
         defer { agent.stop() }
-        try await waitForFiles(in: agentDir.path, "ssh-agent's socket", within: .seconds(30)) {
-            FileManager.default.fileExists(atPath: socket)
-        }
+        close(ends[1])
+        let said = LineCollector(FileHandle(fileDescriptor: ends[0], closeOnDealloc: true))
+        try await said.waitFor("ssh-agent to listen", within: 30) { $0.hasPrefix("SSH_AUTH_SOCK=") }
         let added = try await runProcess(["/usr/bin/ssh-add", "-q", server.home + "/.ssh/id_ed25519"],
                                          environment: ["SSH_AUTH_SOCK": socket])
         try #require(added.status == 0, "ssh-add: \(added.output)")
